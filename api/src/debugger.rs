@@ -1,0 +1,298 @@
+//! The `Debugger` custom resource (SPEC §3).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+
+use crate::schema;
+
+/// A Debugger runs the inspection runner (and optionally the pinger) as a Pod
+/// or a DaemonSet, and collects a per-node summary into a ConfigMap.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "kubecombo.io",
+    version = "v1",
+    kind = "Debugger",
+    namespaced,
+    shortname = "dbg",
+    status = "DebuggerStatus",
+    printcolumn = r#"{"name":"TYPE","type":"string","jsonPath":".spec.workloadType"}"#,
+    printcolumn = r#"{"name":"PINGER","type":"string","jsonPath":".spec.pinger"}"#,
+    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.ready"}"#,
+    printcolumn = r#"{"name":"LAST-RUN","type":"string","jsonPath":".status.lastRunAt"}"#,
+    printcolumn = r#"{"name":"FAILED","type":"integer","jsonPath":".status.failedItems"}"#,
+    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DebuggerSpec {
+    /// Kind of workload: `pod` (one Pod, restartPolicy Never) or `daemonset`
+    /// (one pod per selected node).
+    #[serde(default)]
+    pub workload_type: WorkloadType,
+
+    /// Runner image; empty means the operator's `--runner-image`.
+    #[serde(default)]
+    pub image: String,
+
+    /// CPU of each container, request = limit.
+    #[serde(default = "default_cpu")]
+    #[schemars(schema_with = "schema::quantity")]
+    pub cpu: String,
+
+    /// Memory of each container, request = limit.
+    #[serde(default = "default_memory")]
+    #[schemars(schema_with = "schema::quantity")]
+    pub memory: String,
+
+    /// Bandwidth limit in Mbit/s, set as the kube-ovn annotations
+    /// `ovn.kubernetes.io/ingress_rate` and `egress_rate`. Empty: no limit.
+    #[serde(default)]
+    #[schemars(schema_with = "qos_schema")]
+    pub qos_bandwidth: String,
+
+    /// kube-ovn logical switch, set as annotation `ovn.kubernetes.io/logical_switch`.
+    #[serde(default)]
+    pub subnet: String,
+
+    /// Run the pods in the node's network namespace.
+    #[serde(default)]
+    pub host_network: bool,
+
+    /// nodeSelector of the pods (both workload types).
+    #[serde(default)]
+    pub selector: BTreeMap<String, String>,
+
+    /// Tolerations of the pods (both workload types).
+    #[serde(default)]
+    pub tolerations: Vec<Toleration>,
+
+    /// Affinity of the pods (both workload types).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+
+    /// Node to run the Pod on; only with workloadType `pod`.
+    #[serde(default)]
+    pub node_name: String,
+
+    /// Add the pinger container, following the Pinger named in `pinger`.
+    #[serde(default)]
+    pub enable_pinger: bool,
+
+    /// Name of a Pinger in the same namespace; required when enablePinger.
+    #[serde(default)]
+    pub pinger: String,
+
+    /// Mount the ConfigMap named in `configMap` at `/scripts/custom`.
+    #[serde(default)]
+    pub enable_config_map: bool,
+
+    /// ConfigMap of user scripts; required when enableConfigMap. A key
+    /// `<category>.<name>` runs in that category, any other key in `custom`.
+    #[serde(default)]
+    pub config_map: String,
+
+    /// Give the runner host access: privileged, hostPID, and the host root
+    /// filesystem read-only at `/host`.
+    #[serde(default)]
+    pub enable_sys: bool,
+
+    /// When to run the inspection: an RFC 3339 time (one run; set a new time to
+    /// run again) or a cron expression in UTC. Empty: a DaemonSet stays idle, a
+    /// Pod runs once at start.
+    #[serde(default)]
+    pub run_at: String,
+
+    /// Categories to run; default all.
+    #[serde(default = "Category::all")]
+    pub categories: Vec<Category>,
+
+    /// Time limit of one script in seconds; its whole process group is killed after it.
+    #[serde(default = "default_script_timeout")]
+    #[schemars(schema_with = "script_timeout_schema")]
+    pub script_timeout_seconds: u32,
+
+    /// Number of errlog files kept per category.
+    #[serde(default = "default_errlog_retention")]
+    #[schemars(schema_with = "errlog_retention_schema")]
+    pub errlog_retention: u32,
+
+    /// Name of the summary ConfigMap; empty means `<name>-summary`.
+    #[serde(default)]
+    pub summary_config_map: String,
+}
+
+/// Observed state of a Debugger.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebuggerStatus {
+    /// The generation of the spec this status describes.
+    #[serde(default)]
+    pub observed_generation: i64,
+    /// Conditions; `Ready` is always present.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// Pods the workload should have.
+    #[serde(default)]
+    pub desired_pods: i32,
+    /// Pods of the workload that are Ready.
+    #[serde(default)]
+    pub ready_pods: i32,
+    /// `readyPods/desiredPods`, for `kubectl get`.
+    #[serde(default)]
+    pub ready: String,
+    /// Scheduled time of the newest run found in the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run_at: Option<String>,
+    /// Next scheduled run, when runAt has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run_at: Option<String>,
+    /// Nodes whose summary carries lastRunAt.
+    #[serde(default)]
+    pub completed_nodes: i32,
+    /// Items with an error over all nodes for lastRunAt.
+    #[serde(default)]
+    pub failed_items: i32,
+}
+
+/// Workload kind of a Debugger.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadType {
+    /// One Pod, restartPolicy Never.
+    Pod,
+    /// One pod per selected node.
+    #[default]
+    Daemonset,
+}
+
+/// Inspection category: a directory under `/scripts`.
+#[derive(
+    Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    /// Disk usage, inodes, read-only remounts, I/O errors.
+    Disk,
+    /// Links, interface counters, default route, nameservers.
+    Net,
+    /// Available memory, swap, OOM kills.
+    Mem,
+    /// systemd units, kubelet and the container runtime.
+    Svc,
+    /// User scripts from the ConfigMap that name no other category.
+    Custom,
+}
+
+impl Category {
+    /// Every category, in run order.
+    pub fn all() -> Vec<Category> {
+        vec![
+            Category::Disk,
+            Category::Net,
+            Category::Mem,
+            Category::Svc,
+            Category::Custom,
+        ]
+    }
+
+    /// The directory name under `/scripts`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Disk => "disk",
+            Category::Net => "net",
+            Category::Mem => "mem",
+            Category::Svc => "svc",
+            Category::Custom => "custom",
+        }
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Category {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Category::all()
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown category {s:?} (expected disk, net, mem, svc or custom)")
+            })
+    }
+}
+
+fn default_cpu() -> String {
+    "100m".into()
+}
+fn default_memory() -> String {
+    "128Mi".into()
+}
+fn default_script_timeout() -> u32 {
+    60
+}
+fn default_errlog_retention() -> u32 {
+    10
+}
+fn script_timeout_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(1, 3600, 60)
+}
+fn errlog_retention_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(1, 1000, 10)
+}
+fn qos_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "pattern": "^([1-9][0-9]{0,5})?$"})
+}
+
+impl DebuggerSpec {
+    /// Name of the summary ConfigMap of the Debugger called `name`.
+    pub fn summary_name(&self, name: &str) -> String {
+        if self.summary_config_map.is_empty() {
+            format!("{name}-summary")
+        } else {
+            self.summary_config_map.clone()
+        }
+    }
+}
+
+impl Default for DebuggerSpec {
+    fn default() -> Self {
+        // Deserialising an empty object applies exactly the serde defaults the
+        // API server would apply from the schema.
+        serde_json::from_str("{}").expect("every field has a default")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_spec_takes_the_documented_defaults() {
+        let spec = DebuggerSpec::default();
+        assert_eq!(spec.workload_type, WorkloadType::Daemonset);
+        assert_eq!(spec.cpu, "100m");
+        assert_eq!(spec.memory, "128Mi");
+        assert_eq!(spec.script_timeout_seconds, 60);
+        assert_eq!(spec.errlog_retention, 10);
+        assert_eq!(spec.categories, Category::all());
+        assert_eq!(spec.summary_name("node-check"), "node-check-summary");
+    }
+
+    #[test]
+    fn categories_parse_from_their_names_only() {
+        assert_eq!("net".parse::<Category>(), Ok(Category::Net));
+        assert!("cpu"
+            .parse::<Category>()
+            .unwrap_err()
+            .contains("unknown category"));
+    }
+}

@@ -1,0 +1,94 @@
+//! Label, annotation, container and field-manager names (SPEC §2).
+//!
+//! Every binary uses these constants; no label string is spelled twice.
+
+/// API group of both custom resources.
+pub const GROUP: &str = "kubecombo.io";
+/// API version of both custom resources.
+pub const VERSION: &str = "v1";
+
+/// `app.kubernetes.io/name` label key.
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+/// Value of [`LABEL_NAME`] on every workload pod.
+pub const LABEL_NAME_VALUE: &str = "kube-combo";
+/// `app.kubernetes.io/instance` label key; the value is the Debugger's name.
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+/// Label naming the Debugger a workload pod belongs to; peers are found by it.
+pub const LABEL_DEBUGGER: &str = "kubecombo.io/debugger";
+
+/// kube-ovn annotation: ingress rate limit in Mbit/s.
+pub const ANNOTATION_INGRESS_RATE: &str = "ovn.kubernetes.io/ingress_rate";
+/// kube-ovn annotation: egress rate limit in Mbit/s.
+pub const ANNOTATION_EGRESS_RATE: &str = "ovn.kubernetes.io/egress_rate";
+/// kube-ovn annotation: the logical switch (subnet) of the pod.
+pub const ANNOTATION_LOGICAL_SWITCH: &str = "ovn.kubernetes.io/logical_switch";
+
+/// Name of the runner container in workload pods.
+pub const CONTAINER_RUNNER: &str = "runner";
+/// Name of the pinger container in workload pods.
+pub const CONTAINER_PINGER: &str = "pinger";
+
+/// Server-side apply field manager of the operator.
+pub const FIELD_MANAGER_OPERATOR: &str = "combo-operator";
+
+/// Server-side apply field manager of the runner on `node`: each node owns only
+/// its own key of the summary ConfigMap.
+pub fn field_manager_runner(node: &str) -> String {
+    format!("combo-runner/{node}")
+}
+
+/// Binary names (SPEC §2); also the last path segment of the default images.
+pub const BIN_OPERATOR: &str = "combo-operator";
+/// Pinger binary name.
+pub const BIN_PINGER: &str = "combo-pinger";
+/// Runner binary name.
+pub const BIN_RUNNER: &str = "combo-runner";
+
+/// Environment variables the operator gives to workload containers.
+pub mod env {
+    /// The pod's own name (downward API).
+    pub const POD_NAME: &str = "POD_NAME";
+    /// The pod's namespace (downward API).
+    pub const POD_NAMESPACE: &str = "POD_NAMESPACE";
+    /// The node the pod runs on (downward API).
+    pub const NODE_NAME: &str = "NODE_NAME";
+    /// The pod's IP (downward API).
+    pub const POD_IP: &str = "POD_IP";
+    /// The Debugger that owns the pod.
+    pub const DEBUGGER_NAME: &str = "DEBUGGER_NAME";
+    /// The Pinger the pod's pinger container follows.
+    pub const PINGER_NAME: &str = "PINGER_NAME";
+}
+
+/// Labels every workload pod of `debugger` carries.
+pub fn workload_labels(debugger: &str) -> std::collections::BTreeMap<String, String> {
+    [
+        (LABEL_NAME, LABEL_NAME_VALUE),
+        (LABEL_INSTANCE, debugger),
+        (LABEL_DEBUGGER, debugger),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Label selector string matching the pods of `debugger`.
+pub fn debugger_selector(debugger: &str) -> String {
+    format!("{LABEL_DEBUGGER}={debugger}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_labels_name_the_debugger_three_ways() {
+        let labels = workload_labels("node-check");
+        assert_eq!(labels.len(), 3);
+        assert_eq!(labels[LABEL_NAME], "kube-combo");
+        assert_eq!(labels[LABEL_INSTANCE], "node-check");
+        assert_eq!(labels[LABEL_DEBUGGER], "node-check");
+        assert_eq!(debugger_selector("x"), "kubecombo.io/debugger=x");
+        assert_eq!(field_manager_runner("node-1"), "combo-runner/node-1");
+    }
+}

@@ -1,0 +1,16 @@
+//! Types shared by every kube-combo binary.
+//!
+//! The operator, the runner, the pinger and the kubectl plugin all import these
+//! definitions; nothing here does I/O.
+
+pub mod debugger;
+pub mod keys;
+pub mod pinger;
+pub mod runat;
+mod schema;
+pub mod summary;
+
+pub use debugger::{Category, Debugger, DebuggerSpec, DebuggerStatus, WorkloadType};
+pub use pinger::{Pinger, PingerSpec, PingerStatus};
+pub use runat::{RunAt, RunId};
+pub use summary::{ItemResult, NodeSummary};

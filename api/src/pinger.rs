@@ -1,0 +1,378 @@
+//! The `Pinger` custom resource (SPEC §5) and its target syntax.
+
+use std::net::{IpAddr, SocketAddr};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+
+use crate::schema;
+
+/// Pattern of a `ping` target: an IPv4/IPv6 address or a DNS name. The exact
+/// check is [`parse_host`]; the schema only rejects impossible characters.
+pub const HOST_PATTERN: &str = r"^[0-9A-Za-z.:%_-]+$";
+/// Pattern of a `tcpPing`/`udpPing` target: `host:port` or `[v6]:port`.
+pub const HOST_PORT_PATTERN: &str = r"^(\[[0-9A-Fa-f:.%]+\]|[0-9A-Za-z._-]+):[0-9]{1,5}$";
+/// Pattern of a `dnsServers` entry: `ip`, `ip:port` or `[v6]:port`.
+pub const DNS_SERVER_PATTERN: &str = r"^(\[[0-9A-Fa-f:.%]+\](:[0-9]{1,5})?|[0-9A-Fa-f:.]+)$";
+
+/// A Pinger describes persistent probe loops: ICMP, TCP, UDP and DNS.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "kubecombo.io",
+    version = "v1",
+    kind = "Pinger",
+    namespaced,
+    shortname = "pgr",
+    status = "PingerStatus",
+    printcolumn = r#"{"name":"INTERVAL","type":"integer","jsonPath":".spec.intervalSeconds"}"#,
+    printcolumn = r#"{"name":"PEERS","type":"boolean","jsonPath":".spec.peers"}"#,
+    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PingerSpec {
+    /// Pinger image; empty means the operator's `--pinger-image`.
+    #[serde(default)]
+    pub image: String,
+
+    /// Serve Prometheus metrics on `metricsPort`.
+    #[serde(default = "yes")]
+    pub enable_metrics: bool,
+
+    /// Port of the `/metrics` endpoint.
+    #[serde(default = "default_metrics_port")]
+    #[schemars(schema_with = "metrics_port_schema")]
+    pub metrics_port: u16,
+
+    /// One round per target per interval, in seconds.
+    #[serde(default = "default_interval")]
+    #[schemars(schema_with = "interval_schema")]
+    pub interval_seconds: u32,
+
+    /// Time limit of one probe in milliseconds.
+    #[serde(default = "default_timeout_ms")]
+    #[schemars(schema_with = "timeout_schema")]
+    pub timeout_ms: u32,
+
+    /// Probes per target per round.
+    #[serde(default = "default_count")]
+    #[schemars(schema_with = "count_schema")]
+    pub count: u32,
+
+    /// ICMP echo targets: IPv4/IPv6 addresses or DNS names.
+    #[serde(default)]
+    #[schemars(schema_with = "host_list")]
+    pub ping: Vec<String>,
+
+    /// TCP connect targets, `host:port` (`[v6]:port` for IPv6).
+    #[serde(default)]
+    #[schemars(schema_with = "host_port_list")]
+    pub tcp_ping: Vec<String>,
+
+    /// UDP targets, `host:port`; a reply datagram is success.
+    #[serde(default)]
+    #[schemars(schema_with = "host_port_list")]
+    pub udp_ping: Vec<String>,
+
+    /// DNS names to resolve each round.
+    #[serde(default)]
+    #[schemars(schema_with = "host_list")]
+    pub dns: Vec<String>,
+
+    /// DNS servers, `ip[:port]`; empty means the pod's resolv.conf.
+    #[serde(default)]
+    #[schemars(schema_with = "dns_server_list")]
+    pub dns_servers: Vec<String>,
+
+    /// Also ping every other Running and Ready pod of the same Debugger.
+    #[serde(default = "yes")]
+    pub peers: bool,
+
+    /// Also ping the pod's default gateway.
+    #[serde(default)]
+    pub gateway: bool,
+
+    /// A round with more loss than this (percent) fails.
+    #[serde(default)]
+    #[schemars(schema_with = "loss_schema")]
+    pub max_loss_percent: u32,
+
+    /// A round whose average RTT is above this fails; 0 means no limit.
+    #[serde(default)]
+    #[schemars(schema_with = "latency_schema")]
+    pub max_latency_ms: u32,
+}
+
+/// Observed state of a Pinger.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PingerStatus {
+    /// The generation of the spec this status describes.
+    #[serde(default)]
+    pub observed_generation: i64,
+    /// Conditions; `Ready` tells whether every target parses.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_metrics_port() -> u16 {
+    8080
+}
+fn default_interval() -> u32 {
+    5
+}
+fn default_timeout_ms() -> u32 {
+    1000
+}
+fn default_count() -> u32 {
+    3
+}
+fn metrics_port_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(1, 65535, 8080)
+}
+fn interval_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(1, 3600, 5)
+}
+fn timeout_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(1, 60_000, 1000)
+}
+fn count_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(1, 100, 3)
+}
+fn loss_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(0, 100, 0)
+}
+fn latency_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(0, 60_000, 0)
+}
+fn host_list(_: &mut SchemaGenerator) -> Schema {
+    schema::string_list(HOST_PATTERN)
+}
+fn host_port_list(_: &mut SchemaGenerator) -> Schema {
+    schema::string_list(HOST_PORT_PATTERN)
+}
+fn dns_server_list(_: &mut SchemaGenerator) -> Schema {
+    schema::string_list(DNS_SERVER_PATTERN)
+}
+
+impl Default for PingerSpec {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("every field has a default")
+    }
+}
+
+/// A probe target host: an address, or a DNS name resolved each round.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Host {
+    /// A literal IPv4 or IPv6 address.
+    Ip(IpAddr),
+    /// A DNS name (validated as RFC 1123 labels).
+    Name(String),
+}
+
+impl std::fmt::Display for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Ip(ip) => write!(f, "{ip}"),
+            Host::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+/// Why a target entry was rejected.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TargetError {
+    /// Neither an address nor a valid DNS name.
+    #[error("{0:?} is neither an IP address nor a valid DNS name")]
+    BadHost(String),
+    /// Not `host:port`.
+    #[error("{0:?} is not host:port (use [addr]:port for IPv6)")]
+    BadHostPort(String),
+    /// Port 0 or above 65535.
+    #[error("{0:?} has an invalid port")]
+    BadPort(String),
+}
+
+/// Parses a `ping` or `dns` entry.
+pub fn parse_host(s: &str) -> Result<Host, TargetError> {
+    let t = s.trim();
+    if let Ok(ip) = t.parse::<IpAddr>() {
+        return Ok(Host::Ip(ip));
+    }
+    if is_dns_name(t) {
+        Ok(Host::Name(t.trim_end_matches('.').to_ascii_lowercase()))
+    } else {
+        Err(TargetError::BadHost(s.to_string()))
+    }
+}
+
+/// Parses a `tcpPing`/`udpPing` entry: `host:port` or `[v6]:port`.
+pub fn parse_host_port(s: &str) -> Result<(Host, u16), TargetError> {
+    let t = s.trim();
+    if let Ok(sa) = t.parse::<SocketAddr>() {
+        if sa.port() == 0 {
+            return Err(TargetError::BadPort(s.to_string()));
+        }
+        return Ok((Host::Ip(sa.ip()), sa.port()));
+    }
+    let (host, port) = t
+        .rsplit_once(':')
+        .ok_or_else(|| TargetError::BadHostPort(s.to_string()))?;
+    if host.contains(':') || host.starts_with('[') {
+        return Err(TargetError::BadHostPort(s.to_string()));
+    }
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| TargetError::BadPort(s.to_string()))?;
+    match parse_host(host) {
+        Ok(h) => Ok((h, port)),
+        Err(_) => Err(TargetError::BadHostPort(s.to_string())),
+    }
+}
+
+/// Parses a `dnsServers` entry, `ip[:port]`; the port defaults to 53.
+pub fn parse_dns_server(s: &str) -> Result<SocketAddr, TargetError> {
+    let t = s.trim();
+    if let Ok(ip) = t.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, 53));
+    }
+    match t.parse::<SocketAddr>() {
+        Ok(sa) if sa.port() != 0 => Ok(sa),
+        Ok(_) => Err(TargetError::BadPort(s.to_string())),
+        Err(_) => Err(TargetError::BadHostPort(s.to_string())),
+    }
+}
+
+/// RFC 1123 host name: dot-separated labels of letters, digits and hyphens,
+/// each 1..=63 characters, not starting or ending with a hyphen; 253 in all.
+/// An all-numeric last label is refused so that `10.0.0.300` is not a name.
+pub fn is_dns_name(s: &str) -> bool {
+    let s = s.strip_suffix('.').unwrap_or(s);
+    if s.is_empty() || s.len() > 253 {
+        return false;
+    }
+    let labels: Vec<&str> = s.split('.').collect();
+    let label_ok = |l: &&str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    labels.iter().all(label_ok)
+        && !labels
+            .last()
+            .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl PingerSpec {
+    /// Every target entry that does not parse, with the reason; empty when
+    /// the spec is valid.
+    pub fn invalid_targets(&self) -> Vec<String> {
+        let mut bad = Vec::new();
+        for t in self.ping.iter().chain(&self.dns) {
+            if let Err(e) = parse_host(t) {
+                bad.push(e.to_string());
+            }
+        }
+        for t in self.tcp_ping.iter().chain(&self.udp_ping) {
+            if let Err(e) = parse_host_port(t) {
+                bad.push(e.to_string());
+            }
+        }
+        for t in &self.dns_servers {
+            if let Err(e) = parse_dns_server(t) {
+                bad.push(e.to_string());
+            }
+        }
+        bad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_parse_as_addresses_or_names() {
+        assert_eq!(
+            parse_host("10.16.0.1"),
+            Ok(Host::Ip("10.16.0.1".parse().unwrap()))
+        );
+        assert_eq!(parse_host("::1"), Ok(Host::Ip("::1".parse().unwrap())));
+        assert_eq!(
+            parse_host("Gateway.Example."),
+            Ok(Host::Name("gateway.example".into()))
+        );
+        assert!(parse_host("10.0.0.300").is_err());
+        assert!(parse_host("bad host").is_err());
+        assert!(parse_host("-x.example").is_err());
+        assert!(parse_host("").is_err());
+    }
+
+    #[test]
+    fn host_ports_need_a_port_and_brackets_for_v6() {
+        assert_eq!(
+            parse_host_port("10.96.0.1:443"),
+            Ok((Host::Ip("10.96.0.1".parse().unwrap()), 443))
+        );
+        assert_eq!(
+            parse_host_port("[::1]:53"),
+            Ok((Host::Ip("::1".parse().unwrap()), 53))
+        );
+        assert_eq!(
+            parse_host_port("kubernetes.default:443"),
+            Ok((Host::Name("kubernetes.default".into()), 443))
+        );
+        assert!(matches!(
+            parse_host_port("::1:53"),
+            Err(TargetError::BadHostPort(_))
+        ));
+        assert!(matches!(
+            parse_host_port("host:0"),
+            Err(TargetError::BadPort(_))
+        ));
+        assert!(matches!(
+            parse_host_port("host:70000"),
+            Err(TargetError::BadPort(_))
+        ));
+        assert!(matches!(
+            parse_host_port("host"),
+            Err(TargetError::BadHostPort(_))
+        ));
+    }
+
+    #[test]
+    fn dns_servers_default_to_port_53() {
+        assert_eq!(
+            parse_dns_server("10.96.0.10"),
+            Ok("10.96.0.10:53".parse().unwrap())
+        );
+        assert_eq!(
+            parse_dns_server("[::1]:5353"),
+            Ok("[::1]:5353".parse().unwrap())
+        );
+        assert!(parse_dns_server("dns.example").is_err());
+    }
+
+    #[test]
+    fn invalid_targets_lists_every_bad_entry() {
+        let spec = PingerSpec {
+            ping: vec!["1.2.3.4".into(), "no way".into()],
+            tcp_ping: vec!["x:0".into()],
+            ..PingerSpec::default()
+        };
+        let bad = spec.invalid_targets();
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(PingerSpec::default().invalid_targets().is_empty());
+        assert!(PingerSpec::default().peers);
+        assert_eq!(PingerSpec::default().metrics_port, 8080);
+    }
+}

@@ -1,0 +1,1 @@
+//! Shared harness of the end-to-end tests.
