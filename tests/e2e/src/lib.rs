@@ -1,1 +1,186 @@
 //! Shared harness of the end-to-end tests.
+//!
+//! One control plane serves the whole test run: `tests/run-all.sh` starts it
+//! with `tests/e2e/cluster.sh up DIR` and exports `COMBO_E2E_DIR=DIR`. Every
+//! test makes a namespace of its own with [`namespace`], so tests can run in
+//! parallel without seeing each other's objects.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+/// Root of the repository.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root exists")
+}
+
+/// State directory of the running control plane (`COMBO_E2E_DIR`).
+pub fn cluster_dir() -> PathBuf {
+    let dir = std::env::var_os("COMBO_E2E_DIR").expect(
+        "end-to-end tests need a control plane: run `tests/e2e/cluster.sh up DIR` and set COMBO_E2E_DIR=DIR (tests/run-all.sh does both)",
+    );
+    PathBuf::from(dir)
+}
+
+/// Path of the admin kubeconfig.
+pub fn kubeconfig() -> PathBuf {
+    cluster_dir().join("kubeconfig")
+}
+
+/// An admin client for the test cluster. Make one per test: a client belongs
+/// to the tokio runtime it was made in.
+pub async fn client() -> Client {
+    let kc = Kubeconfig::read_from(kubeconfig()).expect("kubeconfig readable");
+    let cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig valid");
+    Client::try_from(cfg).expect("client")
+}
+
+/// Runs `kubectl` against the test cluster.
+pub fn kubectl(args: &[&str]) -> Output {
+    Command::new("kubectl")
+        .env("KUBECONFIG", kubeconfig())
+        .args(args)
+        .output()
+        .expect("kubectl runs")
+}
+
+/// Runs `kubectl` and returns its stdout, failing with its stderr.
+pub fn kubectl_ok(args: &[&str]) -> Result<String> {
+    let out = kubectl(args);
+    if !out.status.success() {
+        bail!(
+            "kubectl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A namespace made for one test; deleted when dropped (best effort, in
+/// the background, so a failing test still leaves the cluster usable).
+pub struct TestNamespace {
+    /// The namespace's name.
+    pub name: String,
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        if std::env::var_os("COMBO_E2E_KEEP").is_none() {
+            let _ = Command::new("kubectl")
+                .env("KUBECONFIG", kubeconfig())
+                .args(["delete", "namespace", &self.name, "--wait=false"])
+                .output();
+        }
+    }
+}
+
+/// Makes a fresh namespace `<prefix>-<random>`.
+pub async fn namespace(prefix: &str) -> TestNamespace {
+    let suffix = format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+            & 0xffffff
+    );
+    let name = format!("{prefix}-{suffix}");
+    let api: Api<Namespace> = Api::all(client().await);
+    let ns: Namespace = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace created");
+    TestNamespace { name }
+}
+
+/// Deletes a namespace and waits until it is gone.
+pub async fn delete_namespace(name: &str) -> Result<()> {
+    let api: Api<Namespace> = Api::all(client().await);
+    let _ = api.delete(name, &DeleteParams::default()).await;
+    wait_for(Duration::from_secs(60), "namespace deleted", || async {
+        Ok(api.get_opt(name).await?.is_none())
+    })
+    .await
+}
+
+/// Polls `check` every 250 ms until it returns true or `timeout` passes.
+pub async fn wait_for<F, Fut>(timeout: Duration, what: &str, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    let start = Instant::now();
+    let mut last_err = None;
+    loop {
+        match check().await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => last_err = Some(e),
+        }
+        if start.elapsed() > timeout {
+            let tail = last_err
+                .map(|e| format!(" (last error: {e:#})"))
+                .unwrap_or_default();
+            bail!("timed out after {timeout:?} waiting for {what}{tail}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Names of the simulated nodes, `node-1` .. `node-N`.
+pub fn nodes() -> Vec<String> {
+    let n: usize = std::fs::read_to_string(cluster_dir().join("nodes"))
+        .context("cluster nodes file")
+        .and_then(|s| Ok(s.trim().parse()?))
+        .expect("cluster.sh writes DIR/nodes");
+    (1..=n).map(|i| format!("node-{i}")).collect()
+}
+
+/// The network namespace of a simulated node (`ip netns exec <it> ...`); a
+/// rule put there applies to all traffic of the node's pods.
+pub fn node_netns(node: &str) -> String {
+    format!("kc-{node}")
+}
+
+/// The network namespace of a pod, by its UID.
+pub fn pod_netns(pod_uid: &str) -> String {
+    format!("kcp-{}", &pod_uid[..pod_uid.len().min(8)])
+}
+
+/// What a container of a pod printed (stdout and stderr), as the node
+/// simulator keeps it: `DIR/pods/<ns>/<pod>/<container>.log`.
+pub fn pod_log(namespace: &str, pod: &str, container: &str) -> String {
+    std::fs::read_to_string(
+        cluster_dir()
+            .join("pods")
+            .join(namespace)
+            .join(pod)
+            .join(format!("{container}.log")),
+    )
+    .unwrap_or_default()
+}
+
+/// Root of a container's private files in the simulator: the copy of the
+/// image's `/scripts` lives at `<it>/scripts`.
+pub fn container_root(namespace: &str, pod: &str, container: &str) -> PathBuf {
+    cluster_dir()
+        .join("pods")
+        .join(namespace)
+        .join(pod)
+        .join(container)
+}
