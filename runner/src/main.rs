@@ -1,12 +1,24 @@
-//! `combo-runner`: Runs node inspection scripts and reports a per-node summary.
+//! `combo-runner`: runs node inspection scripts and reports a per-node summary.
+
+use std::process::ExitCode;
 
 use clap::Parser;
+use combo_runner::{cli::Args, cluster, local};
+use tracing_subscriber::EnvFilter;
 
-/// Runs node inspection scripts and reports a per-node summary.
-#[derive(Parser, Debug)]
-#[command(name = "combo-runner", version, about)]
-struct Args {}
-
-fn main() {
-    let _args = Args::parse();
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let default_level = if args.once { "warn" } else { "info" };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
+        )
+        .init();
+    if args.once {
+        local::run_once(args).await
+    } else {
+        cluster::run(args).await
+    }
 }

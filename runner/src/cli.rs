@@ -1,0 +1,65 @@
+//! Command line of `combo-runner`.
+
+use std::path::PathBuf;
+
+use combo_api::Category;
+
+use crate::report::Format;
+
+/// Runs the node inspection scripts and reports a per-node summary.
+///
+/// Without `--once` it runs inside a workload pod: it follows its Debugger
+/// (env DEBUGGER_NAME, POD_NAMESPACE, POD_NAME, NODE_NAME) and writes this
+/// node's key of the summary ConfigMap.
+#[derive(clap::Parser, Debug, Clone)]
+#[command(name = "combo-runner", version, about)]
+pub struct Args {
+    /// Run the inspection once on this machine, print the result and exit
+    /// (0 all healthy, 1 some item failed, 2 usage or setup error).
+    #[arg(long)]
+    pub once: bool,
+
+    /// Root of the scripts: one directory per category.
+    #[arg(long, value_name = "DIR", default_value = "/scripts")]
+    pub scripts: PathBuf,
+
+    /// Categories to run, comma separated (local mode; in a pod the Debugger's
+    /// `categories` apply).
+    #[arg(long, value_delimiter = ',', value_parser = parse_category, value_name = "LIST",
+          default_value = "disk,net,mem,svc,custom")]
+    pub categories: Vec<Category>,
+
+    /// Time limit of one script in seconds (local mode; in a pod the
+    /// Debugger's `scriptTimeoutSeconds` applies).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+
+    /// Output format of local mode.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+
+    /// Local mode: write errlogs to `<DIR>/<category>/<run id>.log` instead of
+    /// the `errlog/` directories under `--scripts`.
+    #[arg(long, value_name = "DIR")]
+    pub errlog_dir: Option<PathBuf>,
+
+    /// Local mode: errlog files kept per category (in a pod the Debugger's
+    /// `errlogRetention` applies).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub errlog_retention: usize,
+
+    /// Where the node's root filesystem is, given to scripts as HOST_ROOT
+    /// (the operator sets `/host` when the Debugger has enableSys).
+    #[arg(long, env = "HOST_ROOT", value_name = "DIR", default_value = "/")]
+    pub host_root: String,
+
+    /// Most scripts running at the same time.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub parallel: u64,
+}
+
+fn parse_category(s: &str) -> Result<Category, String> {
+    s.trim().parse()
+}

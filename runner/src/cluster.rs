@@ -1,0 +1,245 @@
+//! In-cluster mode: follow this pod's Debugger, run at its `runAt` times,
+//! and publish this node's result.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use combo_api::{keys, Debugger, NodeSummary, RunAt, RunId};
+use futures::StreamExt;
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client};
+use tokio::sync::watch;
+
+use crate::cli::Args;
+use crate::errlog::{self, Layout};
+use crate::publish::{self, Pending, Publisher};
+use crate::report;
+use crate::run::{self, RunConfig};
+use crate::schedule::{self, Decision, History};
+
+/// Why in-cluster mode cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A required environment variable is missing.
+    #[error("environment variable {0} is not set (it comes from the pod's downward API)")]
+    Env(&'static str),
+    /// No Kubernetes client could be built.
+    #[error("no Kubernetes client")]
+    Client(#[source] kube::Error),
+}
+
+/// Who this runner is, from the pod's environment.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    /// The node (NODE_NAME): this runner's key in the summary.
+    pub node: String,
+    /// The runner's pod (POD_NAME), where Events go.
+    pub pod: String,
+    /// Namespace of the pod and the Debugger (POD_NAMESPACE).
+    pub namespace: String,
+    /// The Debugger followed (DEBUGGER_NAME).
+    pub debugger: String,
+}
+
+impl Identity {
+    fn from_env() -> Result<Identity, Error> {
+        let var = |k: &'static str| {
+            std::env::var(k)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .ok_or(Error::Env(k))
+        };
+        Ok(Identity {
+            node: var(keys::env::NODE_NAME)?,
+            pod: var(keys::env::POD_NAME)?,
+            namespace: var(keys::env::POD_NAMESPACE)?,
+            debugger: var(keys::env::DEBUGGER_NAME)?,
+        })
+    }
+}
+
+/// Runs until killed; returns 2 when the pod's environment is incomplete.
+pub async fn run(args: Args) -> ExitCode {
+    let result = async {
+        let id = Identity::from_env()?;
+        let client = Client::try_default().await.map_err(Error::Client)?;
+        serve(args, id, client).await;
+        Ok::<_, Error>(())
+    }
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start");
+            ExitCode::from(crate::local::EXIT_SETUP)
+        }
+    }
+}
+
+/// Follows the Debugger and runs at its schedule, forever.
+pub async fn serve(args: Args, id: Identity, client: Client) {
+    let spec_rx = watch_debugger(client.clone(), &id);
+    let publisher = Publisher::new(
+        client,
+        id.namespace.clone(),
+        id.node.clone(),
+        id.pod.clone(),
+    );
+    let writer = publish::spawn_writer(publisher.clone());
+    Scheduler {
+        args,
+        id,
+        publisher,
+        writer,
+        spec_rx,
+    }
+    .run()
+    .await;
+}
+
+/// The latest Debugger, kept current by a watch on just that object.
+fn watch_debugger(client: Client, id: &Identity) -> watch::Receiver<Option<Debugger>> {
+    let api: Api<Debugger> = Api::namespaced(client, &id.namespace);
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={}", id.debugger));
+    let (tx, rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let mut events = watcher(api, cfg).default_backoff().boxed();
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok(watcher::Event::Apply(d) | watcher::Event::InitApply(d)) => {
+                    tx.send_replace(Some(d));
+                }
+                Ok(watcher::Event::Delete(_)) => {
+                    tx.send_replace(None);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "watching the Debugger failed; retrying"),
+            }
+        }
+    });
+    rx
+}
+
+struct Scheduler {
+    args: Args,
+    id: Identity,
+    publisher: Publisher,
+    writer: tokio::sync::mpsc::UnboundedSender<Pending>,
+    spec_rx: watch::Receiver<Option<Debugger>>,
+}
+
+impl Scheduler {
+    async fn run(mut self) {
+        let mut history = History::default();
+        // (runAt text, when first seen) for cron catch-up.
+        let mut seen: Option<(String, DateTime<Utc>)> = None;
+        // The summary ConfigMap whose record of this node has been read.
+        let mut known_cm: Option<String> = None;
+        loop {
+            let Some(dbg) = self.spec_rx.borrow_and_update().clone() else {
+                tracing::info!(debugger = %self.id.debugger, "waiting for the Debugger");
+                if self.spec_rx.changed().await.is_err() {
+                    return;
+                }
+                continue;
+            };
+            let spec = &dbg.spec;
+            let cm = spec.summary_name(&self.id.debugger);
+            if known_cm.as_deref() != Some(cm.as_str()) {
+                history.completed = self.read_completed(&cm).await;
+                known_cm = Some(cm.clone());
+            }
+            let run_at = match RunAt::parse(&spec.run_at) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(error = %e, "invalid runAt; waiting for a change");
+                    if self.spec_rx.changed().await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let now = Utc::now();
+            let since = match &seen {
+                Some((text, t)) if *text == spec.run_at => *t,
+                _ => {
+                    seen = Some((spec.run_at.clone(), now));
+                    now
+                }
+            };
+            match schedule::decide(&run_at, spec.workload_type, now, since, history) {
+                Decision::Run(run_id) => {
+                    self.run_once(&dbg, &cm, run_id).await;
+                    history.completed = Some(run_id);
+                    history.ran_since_start = true;
+                }
+                Decision::Wait(at) => {
+                    let pause = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+                    tracing::debug!(next = %at, "waiting for the next run");
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => {}
+                        r = self.spec_rx.changed() => if r.is_err() { return },
+                    }
+                }
+                Decision::Idle => {
+                    tracing::info!(run_at = %spec.run_at, "nothing scheduled; waiting for a change");
+                    if self.spec_rx.changed().await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The run this node last completed, retried until the API server answers.
+    async fn read_completed(&self, cm: &str) -> Option<RunId> {
+        let mut pause = Duration::from_millis(200);
+        for _ in 0..8 {
+            match self.publisher.read_completed(cm).await {
+                Ok(r) => return r,
+                Err(e) => {
+                    tracing::warn!(configmap = %cm, error = %e, "cannot read the summary");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+        None
+    }
+
+    async fn run_once(&self, dbg: &Debugger, cm: &str, run_id: RunId) {
+        let spec = &dbg.spec;
+        let cfg = RunConfig {
+            scripts: self.args.scripts.clone(),
+            categories: spec.categories.clone(),
+            timeout: Duration::from_secs(spec.script_timeout_seconds.max(1) as u64),
+            parallel: self.args.parallel as usize,
+            node: self.id.node.clone(),
+            host_root: self.args.host_root.clone(),
+        };
+        let report = match run::inspect(&cfg, run_id).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, run_id = %run_id, "run failed to start");
+                return;
+            }
+        };
+        let layout = Layout::BesideScripts(self.args.scripts.clone());
+        if let Err(e) = errlog::write(&layout, &report, spec.errlog_retention as usize) {
+            tracing::warn!(error = %e, "cannot write errlog");
+        }
+        let summary: NodeSummary =
+            report::summary(&report).bounded(combo_api::summary::MAX_SUMMARY_BYTES);
+        let failed = summary.failed().count();
+        tracing::info!(run_id = %run_id, failed, scripts = report.scripts.len(), "run finished");
+        let _ = self.writer.send(Pending {
+            configmap: cm.to_string(),
+            summary: summary.clone(),
+        });
+        if failed > 0 {
+            let publisher = self.publisher.clone();
+            tokio::spawn(async move { publisher.record_failures(&summary).await });
+        }
+    }
+}

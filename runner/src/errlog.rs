@@ -1,0 +1,203 @@
+//! Errlogs (SPEC §4): `<scripts>/<category>/errlog/<run id>.log` holds what
+//! failed in one run; only the newest files are kept.
+
+use std::path::{Path, PathBuf};
+
+use combo_api::{Category, RunId};
+
+use crate::discover::ERRLOG_DIR;
+use crate::run::{Report, ScriptRun};
+
+/// Why an errlog could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Writing the file or its directory failed.
+    #[error("cannot write errlog {path}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result of this module.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where the errlogs of each category go.
+#[derive(Clone, Debug)]
+pub enum Layout {
+    /// `<root>/<category>/errlog/`, next to the scripts. When that directory
+    /// cannot be made (the ConfigMap at `<root>/custom` is read-only), the
+    /// category's errlogs go to `<root>/errlog/<category>/` instead.
+    BesideScripts(PathBuf),
+    /// `<dir>/<category>/` (local mode's `--errlog-dir`).
+    Under(PathBuf),
+}
+
+impl Layout {
+    /// The preferred errlog directory of `category`.
+    pub fn dir(&self, category: Category) -> PathBuf {
+        match self {
+            Layout::BesideScripts(root) => root.join(category.as_str()).join(ERRLOG_DIR),
+            Layout::Under(dir) => dir.join(category.as_str()),
+        }
+    }
+
+    fn fallback(&self, category: Category) -> Option<PathBuf> {
+        match self {
+            Layout::BesideScripts(root) => Some(root.join(ERRLOG_DIR).join(category.as_str())),
+            Layout::Under(_) => None,
+        }
+    }
+}
+
+/// File name of a run's errlog.
+pub fn file_name(run_id: RunId) -> String {
+    format!("{run_id}.log")
+}
+
+/// Writes the errlog of every category with a failure in `report`, then
+/// keeps only the newest `retention` errlogs of that category. Returns the
+/// files written.
+pub fn write(layout: &Layout, report: &Report, retention: usize) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let mut categories: Vec<Category> = report.scripts.iter().map(|s| s.script.category).collect();
+    categories.dedup();
+    for category in categories {
+        let failed: Vec<&ScriptRun> = report
+            .scripts
+            .iter()
+            .filter(|s| s.script.category == category && s.failed().next().is_some())
+            .collect();
+        if failed.is_empty() {
+            continue;
+        }
+        let text = render(report.run_id, category, &failed);
+        let name = file_name(report.run_id);
+        let dir = layout.dir(category);
+        let path = match write_file(&dir, &name, &text) {
+            Ok(p) => p,
+            Err(first) => match layout.fallback(category) {
+                Some(alt) => write_file(&alt, &name, &text).map_err(|_| first)?,
+                None => return Err(first),
+            },
+        };
+        if let Some(dir) = path.parent() {
+            prune(dir, retention);
+        }
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn write_file(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&path, text))
+        .map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(path)
+}
+
+/// The errlog text of one category: a section per failed script naming the
+/// script, its failed items and messages, exit code, duration, and its
+/// captured stdout and stderr.
+pub fn render(run_id: RunId, category: Category, failed: &[&ScriptRun]) -> String {
+    let mut s = format!(
+        "# kube-combo errlog: run {run_id} ({}), category {category}\n",
+        run_id.rfc3339()
+    );
+    for run in failed {
+        s.push_str(&format!(
+            "\n=== script: {}\nexit code: {}\nduration: {:.3}s\n",
+            run.script.path.display(),
+            run.outcome.exit.describe(),
+            run.outcome.duration.as_secs_f64(),
+        ));
+        for (item, msg) in run.failed() {
+            s.push_str(&format!("item: {item}\nerr: {msg}\n"));
+        }
+        for (name, cap) in [
+            ("stdout", &run.outcome.stdout),
+            ("stderr", &run.outcome.stderr),
+        ] {
+            s.push_str(&format!("--- {name} ({} bytes) ---\n", cap.total));
+            let text = cap.text();
+            s.push_str(&text);
+            if !text.is_empty() && !text.ends_with('\n') {
+                s.push('\n');
+            }
+        }
+    }
+    s
+}
+
+/// Keeps the `retention` newest errlogs in `dir` (run ids sort by time);
+/// other files are left alone.
+pub fn prune(dir: &Path, retention: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for old in to_remove(names, retention) {
+        if let Err(e) = std::fs::remove_file(dir.join(&old)) {
+            tracing::warn!(file = %old, error = %e, "cannot remove old errlog");
+        }
+    }
+}
+
+/// Which of `names` to delete so the `retention` newest errlogs remain.
+pub fn to_remove(names: Vec<String>, retention: usize) -> Vec<String> {
+    let mut logs: Vec<String> = names
+        .into_iter()
+        .filter(|n| {
+            n.strip_suffix(".log")
+                .is_some_and(|id| id.parse::<RunId>().is_ok())
+        })
+        .collect();
+    logs.sort();
+    let keep_from = logs.len().saturating_sub(retention);
+    logs.truncate(keep_from);
+    logs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_removes_the_oldest_run_ids_and_nothing_else() {
+        let names = vec![
+            "20261122T060000Z.log".to_string(),
+            "20251231T235959Z.log".to_string(),
+            "20261122T000000Z.log".to_string(),
+            "notes.txt".to_string(),
+            "garbage.log".to_string(),
+        ];
+        assert_eq!(
+            to_remove(names.clone(), 2),
+            vec!["20251231T235959Z.log".to_string()]
+        );
+        assert_eq!(to_remove(names.clone(), 10), Vec::<String>::new());
+        assert_eq!(to_remove(names, 0).len(), 3);
+    }
+
+    #[test]
+    fn layouts_follow_the_spec_paths() {
+        let l = Layout::BesideScripts("/scripts".into());
+        assert_eq!(l.dir(Category::Disk), Path::new("/scripts/disk/errlog"));
+        assert_eq!(
+            l.fallback(Category::Custom).unwrap(),
+            Path::new("/scripts/errlog/custom")
+        );
+        let u = Layout::Under("/tmp/e".into());
+        assert_eq!(u.dir(Category::Net), Path::new("/tmp/e/net"));
+    }
+}

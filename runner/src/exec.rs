@@ -1,0 +1,313 @@
+//! Running one script: its own process group, a capped capture of stdout and
+//! stderr, and a timeout that kills the whole group (SPEC §4).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use tokio::task::JoinHandle;
+
+use crate::output::{parse_line, Line};
+
+/// Most bytes of stdout and of stderr kept for the errlog (SPEC §4: 64 KiB).
+pub const CAPTURE_LIMIT: usize = 64 * 1024;
+/// Most item lines taken from one script; more are ignored.
+pub const MAX_ITEMS: usize = 1000;
+/// Longest stdout line parsed for an item; longer lines are plain output.
+const MAX_LINE: usize = 8 * 1024;
+/// How long output is still read after the script is gone: a grandchild that
+/// left the process group may hold the pipes open forever.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// How a script ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code (128 + n when killed by signal n).
+    Code(i32),
+    /// It ran past the timeout of this many seconds and its group was killed.
+    Timeout(u64),
+    /// It could not be started.
+    Spawn(String),
+}
+
+impl Exit {
+    /// Whether the script ended well.
+    pub fn success(&self) -> bool {
+        *self == Exit::Code(0)
+    }
+
+    /// The errlog's "exit code" field.
+    pub fn describe(&self) -> String {
+        match self {
+            Exit::Code(c) => c.to_string(),
+            Exit::Timeout(n) => format!("killed after timeout of {n}s"),
+            Exit::Spawn(e) => format!("not started: {e}"),
+        }
+    }
+}
+
+/// A capped capture of one output stream.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capture {
+    /// The first [`CAPTURE_LIMIT`] bytes.
+    pub bytes: Vec<u8>,
+    /// Bytes the stream carried in all.
+    pub total: usize,
+}
+
+impl Capture {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len();
+        let room = CAPTURE_LIMIT.saturating_sub(self.bytes.len());
+        self.bytes
+            .extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+
+    /// The kept bytes as text, with a note when some were dropped.
+    pub fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.bytes).into_owned();
+        if self.total > self.bytes.len() {
+            s.push_str(&format!(
+                "\n[output capped at {} of {} bytes]\n",
+                self.bytes.len(),
+                self.total
+            ));
+        }
+        s
+    }
+}
+
+/// Everything a finished script left behind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// How it ended.
+    pub exit: Exit,
+    /// Wall time from start to end.
+    pub duration: Duration,
+    /// The `ok`/`err` lines it printed, in order.
+    pub lines: Vec<Line>,
+    /// Its stdout, capped.
+    pub stdout: Capture,
+    /// Its stderr, capped.
+    pub stderr: Capture,
+    /// The last non-empty stderr line.
+    pub last_stderr_line: String,
+}
+
+/// Runs `path` with `env` added to the runner's environment, in a process
+/// group of its own, killing the whole group after `timeout`. When the script
+/// ends, whatever it left running in its group is killed too.
+pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outcome {
+    let start = Instant::now();
+    let mut cmd = Command::new(path);
+    cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome {
+                exit: Exit::Spawn(e.to_string()),
+                duration: start.elapsed(),
+                lines: vec![],
+                stdout: Capture::default(),
+                stderr: Capture::default(),
+                last_stderr_line: e.to_string(),
+            }
+        }
+    };
+    let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    let stdout = child.stdout.take().map(|s| tokio::spawn(read_stdout(s)));
+    let stderr = child.stderr.take().map(|s| tokio::spawn(read_capped(s)));
+
+    let exit = tokio::select! {
+        status = child.wait() => match status {
+            Ok(s) => Exit::Code(exit_code(s)),
+            Err(e) => Exit::Spawn(e.to_string()),
+        },
+        _ = tokio::time::sleep(timeout) => {
+            kill_group(pgid);
+            let _ = child.wait().await;
+            Exit::Timeout(timeout.as_secs())
+        }
+    };
+    kill_group(pgid);
+    let duration = start.elapsed();
+
+    let (lines, stdout) = join_reader(stdout).await.unwrap_or_default();
+    let stderr = join_reader(stderr).await.unwrap_or_default();
+    let last_stderr_line = String::from_utf8_lossy(&stderr.bytes)
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_string();
+    Outcome {
+        exit,
+        duration,
+        lines,
+        stdout,
+        stderr,
+        last_stderr_line,
+    }
+}
+
+fn kill_group(pgid: Option<Pid>) {
+    if let Some(pgid) = pgid {
+        // ESRCH (nothing left in the group) is the usual case.
+        let _ = killpg(pgid, Signal::SIGKILL);
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+async fn join_reader<T: Default>(handle: Option<JoinHandle<T>>) -> Option<T> {
+    let mut handle = handle?;
+    match tokio::time::timeout(DRAIN_GRACE, &mut handle).await {
+        Ok(r) => r.ok(),
+        Err(_) => {
+            handle.abort();
+            None
+        }
+    }
+}
+
+async fn read_capped(mut r: impl AsyncRead + Unpin) -> Capture {
+    let mut cap = Capture::default();
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = r.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        cap.push(&buf[..n]);
+    }
+    cap
+}
+
+/// Reads all of stdout, parsing every line (not only the captured part) so
+/// items after a flood of plain output still count.
+async fn read_stdout(mut r: impl AsyncRead + Unpin) -> (Vec<Line>, Capture) {
+    let mut cap = Capture::default();
+    let mut lines = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut overlong = false;
+    let mut buf = vec![0u8; 16 * 1024];
+    let take = |line: &[u8], overlong: bool, lines: &mut Vec<Line>| {
+        if overlong || lines.len() >= MAX_ITEMS {
+            return;
+        }
+        match parse_line(&String::from_utf8_lossy(line)) {
+            Line::Plain => {}
+            l => lines.push(l),
+        }
+    };
+    while let Ok(n) = r.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        cap.push(&buf[..n]);
+        for part in buf[..n].split_inclusive(|b| *b == b'\n') {
+            let complete = part.ends_with(b"\n");
+            if !overlong {
+                pending.extend_from_slice(part);
+                if pending.len() > MAX_LINE {
+                    overlong = true;
+                    pending.clear();
+                }
+            }
+            if complete {
+                take(&pending, overlong, &mut lines);
+                pending.clear();
+                overlong = false;
+            }
+        }
+    }
+    take(&pending, overlong, &mut lines);
+    (lines, cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdir::TestDir;
+
+    #[test]
+    fn capture_keeps_the_first_64_kib_and_counts_the_rest() {
+        let mut c = Capture::default();
+        c.push(&vec![b'a'; 60 * 1024]);
+        c.push(&vec![b'b'; 10 * 1024]);
+        assert_eq!(c.bytes.len(), CAPTURE_LIMIT);
+        assert_eq!(c.total, 70 * 1024);
+        assert!(c.text().contains("[output capped at 65536 of 71680 bytes]"));
+    }
+
+    #[tokio::test]
+    async fn items_environment_and_stderr_are_collected() {
+        let d = TestDir::new("exec");
+        d.script(
+            "s.sh",
+            "echo \"ok $CATEGORY\"; echo plain; printf 'err x %s' \"$RUN_ID\"; echo oops >&2; echo last >&2; exit 3",
+        );
+        let env = [
+            ("CATEGORY", "disk".to_string()),
+            ("RUN_ID", "20261122T060000Z".to_string()),
+        ];
+        let o = run(&d.path().join("s.sh"), &env, Duration::from_secs(30)).await;
+        assert_eq!(o.exit, Exit::Code(3));
+        assert_eq!(
+            o.lines,
+            vec![
+                Line::Ok {
+                    item: "disk".into()
+                },
+                Line::Err {
+                    item: "x".into(),
+                    message: "20261122T060000Z".into()
+                }
+            ]
+        );
+        assert_eq!(o.last_stderr_line, "last");
+        assert!(o.stdout.text().contains("plain"));
+    }
+
+    #[tokio::test]
+    async fn items_after_more_than_64_kib_of_output_still_count() {
+        let d = TestDir::new("exec-flood");
+        d.script(
+            "s.sh",
+            "i=0; while [ $i -lt 3000 ]; do echo 'filler line of plain output, fifty bytes long'; i=$((i+1)); done; echo 'err late found it'",
+        );
+        let o = run(&d.path().join("s.sh"), &[], Duration::from_secs(30)).await;
+        assert_eq!(o.stdout.bytes.len(), CAPTURE_LIMIT);
+        assert!(o.stdout.total > CAPTURE_LIMIT);
+        assert_eq!(
+            o.lines,
+            vec![Line::Err {
+                item: "late".into(),
+                message: "found it".into()
+            }]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_file_that_cannot_start_is_reported_not_panicked() {
+        let d = TestDir::new("exec-spawn");
+        d.file("bad", "\x7fELFgarbage", 0o755);
+        let o = run(&d.path().join("bad"), &[], Duration::from_secs(5)).await;
+        assert!(matches!(o.exit, Exit::Spawn(_)), "{:?}", o.exit);
+        assert!(!o.exit.success());
+    }
+}

@@ -1,0 +1,18 @@
+//! The inspection runner: discovers the scripts of each category, runs them
+//! with a timeout and bounded parallelism, keeps errlogs of what failed, and
+//! reports a per-node summary, either printed (`--once`) or written to the
+//! Debugger's summary ConfigMap at the `runAt` times.
+
+pub mod cli;
+pub mod cluster;
+pub mod discover;
+pub mod errlog;
+pub mod exec;
+pub mod local;
+pub mod output;
+pub mod publish;
+pub mod report;
+pub mod run;
+pub mod schedule;
+#[cfg(test)]
+mod testdir;

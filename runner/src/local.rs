@@ -1,0 +1,77 @@
+//! Local mode (`--once`, SPEC §4): one run on this machine, no Kubernetes.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use combo_api::RunId;
+
+use crate::cli::Args;
+use crate::errlog::{self, Layout};
+use crate::report;
+use crate::run::{self, RunConfig};
+
+/// Exit code when every item is healthy.
+pub const EXIT_HEALTHY: u8 = 0;
+/// Exit code when some item failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code of a usage or setup error.
+pub const EXIT_SETUP: u8 = 2;
+
+/// Runs once and prints the result; returns the process exit code.
+pub async fn run_once(args: Args) -> ExitCode {
+    let cfg = RunConfig {
+        scripts: args.scripts.clone(),
+        categories: args.categories.clone(),
+        timeout: Duration::from_secs(args.timeout),
+        parallel: args.parallel as usize,
+        node: node_name(),
+        host_root: args.host_root.clone(),
+    };
+    let run_id = RunId::at(chrono::Utc::now());
+    let report = match run::inspect(&cfg, run_id).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("combo-runner: {e}: {}", source_text(&e));
+            return ExitCode::from(EXIT_SETUP);
+        }
+    };
+    let layout = match &args.errlog_dir {
+        Some(d) => Layout::Under(d.clone()),
+        None => Layout::BesideScripts(args.scripts.clone()),
+    };
+    let written = errlog::write(&layout, &report, args.errlog_retention).unwrap_or_else(|e| {
+        eprintln!("combo-runner: {e}: {}", source_text(&e));
+        vec![]
+    });
+    let summary = report::summary(&report);
+    let mut out = report::render(&summary, args.output);
+    if args.output == report::Format::Table {
+        for p in &written {
+            out.push_str(&format!("errlog: {}\n", p.display()));
+        }
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    if summary.failed().next().is_some() {
+        ExitCode::from(EXIT_FAILED)
+    } else {
+        ExitCode::from(EXIT_HEALTHY)
+    }
+}
+
+fn source_text(e: &dyn std::error::Error) -> String {
+    e.source().map(|s| s.to_string()).unwrap_or_default()
+}
+
+/// `NODE_NAME`, or this machine's host name.
+fn node_name() -> String {
+    std::env::var("NODE_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_else(|| "localhost".to_string())
+}

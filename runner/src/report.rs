@@ -1,0 +1,192 @@
+//! Turning a run into the node summary (SPEC §4) and printing it.
+
+use std::collections::BTreeMap;
+
+use chrono::SecondsFormat;
+use combo_api::{ItemResult, NodeSummary};
+
+use crate::run::Report;
+
+/// Output formats of local mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One row per item.
+    Table,
+    /// The summary value as YAML.
+    Yaml,
+    /// The summary value as JSON.
+    Json,
+}
+
+/// The summary of a run. Items reported by several scripts of one category
+/// merge, and a failure wins over ok.
+pub fn summary(report: &Report) -> NodeSummary {
+    let mut categories: BTreeMap<String, BTreeMap<String, ItemResult>> = BTreeMap::new();
+    for run in &report.scripts {
+        let items = categories
+            .entry(run.script.category.to_string())
+            .or_default();
+        for (item, r) in &run.items {
+            match items.get(item) {
+                Some(old) if old.err.is_some() => {}
+                _ => {
+                    items.insert(item.clone(), r.clone());
+                }
+            }
+        }
+    }
+    NodeSummary {
+        run_at: report.run_id.rfc3339(),
+        finished_at: report
+            .finished_at
+            .to_rfc3339_opts(SecondsFormat::Secs, true),
+        categories,
+    }
+}
+
+/// Renders `summary` in `format`.
+pub fn render(summary: &NodeSummary, format: Format) -> String {
+    match format {
+        Format::Table => table(summary),
+        Format::Yaml => summary.to_yaml(),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(summary)
+                .expect("a summary is always representable as JSON");
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// One row per item, failures marked `FAIL`, and a closing count line.
+pub fn table(summary: &NodeSummary) -> String {
+    let mut rows = vec![[
+        "CATEGORY".to_string(),
+        "ITEM".to_string(),
+        "STATUS".to_string(),
+        "MESSAGE".to_string(),
+    ]];
+    let mut total = 0;
+    for (cat, items) in &summary.categories {
+        for (item, r) in items {
+            total += 1;
+            let (status, msg) = match &r.err {
+                Some(e) => ("FAIL", e.replace(['\n', '\r'], " ")),
+                None => ("ok", String::new()),
+            };
+            rows.push([cat.clone(), item.clone(), status.to_string(), msg]);
+        }
+    }
+    let width = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    let mut out = String::new();
+    for r in &rows {
+        let line = format!("{:w0$}  {:w1$}  {:w2$}  {}", r[0], r[1], r[2], r[3]);
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let failed = summary.failed().count();
+    out.push_str(&format!(
+        "\nrun {}: {total} items, {failed} failed\n",
+        summary.run_at
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    use combo_api::{Category, RunId};
+
+    use crate::discover::Script;
+    use crate::exec::{Capture, Exit, Outcome};
+    use crate::run::ScriptRun;
+
+    fn run(cat: Category, path: &str, items: Vec<(&str, ItemResult)>) -> ScriptRun {
+        ScriptRun {
+            script: Script {
+                category: cat,
+                path: path.into(),
+                name: "x".into(),
+                item_prefix: String::new(),
+            },
+            outcome: Outcome {
+                exit: Exit::Code(0),
+                duration: Duration::ZERO,
+                lines: vec![],
+                stdout: Capture::default(),
+                stderr: Capture::default(),
+                last_stderr_line: String::new(),
+            },
+            items: items.into_iter().map(|(i, r)| (i.to_string(), r)).collect(),
+        }
+    }
+
+    fn report() -> Report {
+        let t = chrono::DateTime::parse_from_rfc3339("2026-11-22T06:00:00Z")
+            .unwrap()
+            .to_utc();
+        Report {
+            run_id: RunId::at(t),
+            finished_at: t + chrono::Duration::seconds(7),
+            scripts: vec![
+                run(
+                    Category::Disk,
+                    "/s/disk/a.sh",
+                    vec![("sdb1", ItemResult::err("disk full (97% used)"))],
+                ),
+                run(
+                    Category::Disk,
+                    "/s/disk/b.sh",
+                    vec![("sdb1", ItemResult::ok()), ("sdb2", ItemResult::ok())],
+                ),
+                run(
+                    Category::Net,
+                    "/s/net/a.sh",
+                    vec![
+                        ("eth0", ItemResult::ok()),
+                        ("eth2", ItemResult::err("link down")),
+                    ],
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_summary_yaml_has_the_spec_shape() {
+        let yaml = summary(&report()).to_yaml();
+        assert_eq!(
+            yaml,
+            "runAt: 2026-11-22T06:00:00Z\nfinishedAt: 2026-11-22T06:00:07Z\n\
+             disk:\n  sdb1:\n    err: disk full (97% used)\n  sdb2: {}\n\
+             net:\n  eth0: {}\n  eth2:\n    err: link down\n"
+        );
+    }
+
+    #[test]
+    fn json_carries_the_same_structure() {
+        let json = render(&summary(&report()), Format::Json);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["runAt"], "2026-11-22T06:00:00Z");
+        assert_eq!(v["net"]["eth2"]["err"], "link down");
+        assert_eq!(v["net"]["eth0"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn the_table_has_one_aligned_row_per_item_and_a_count() {
+        let t = table(&summary(&report()));
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "CATEGORY  ITEM  STATUS  MESSAGE");
+        assert_eq!(lines[1], "disk      sdb1  FAIL    disk full (97% used)");
+        assert_eq!(lines[2], "disk      sdb2  ok");
+        assert_eq!(lines[4], "net       eth2  FAIL    link down");
+        assert_eq!(lines[6], "run 2026-11-22T06:00:00Z: 4 items, 2 failed");
+    }
+}

@@ -1,0 +1,197 @@
+//! When to run (SPEC §3 "runAt"), as a pure decision: given the schedule,
+//! the time, and what this node already did, run now, wait, or stay idle.
+
+use chrono::{DateTime, Duration, Utc};
+use combo_api::{RunAt, RunId, WorkloadType};
+
+/// A cron fire this recent before the runner saw the schedule still runs: a
+/// runner that starts (or restarts) just after a fire does not skip it.
+pub const CRON_CATCH_UP: Duration = Duration::seconds(60);
+
+/// What this node has done so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    /// The newest run this node completed (from its summary key, then from memory).
+    pub completed: Option<RunId>,
+    /// Whether this runner process has run at all (for an empty runAt on a Pod).
+    pub ran_since_start: bool,
+}
+
+/// What to do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Run this run id now.
+    Run(RunId),
+    /// Nothing is due; look again at this time (or when the Debugger changes).
+    Wait(DateTime<Utc>),
+    /// Nothing will ever be due until the Debugger changes.
+    Idle,
+}
+
+/// Decides what to do at `now`. `since` is when this runner first saw the
+/// current runAt value; cron fires before `since - CRON_CATCH_UP` are missed,
+/// not caught up. A timestamp in the past runs at once unless it is the run
+/// this node already completed.
+pub fn decide(
+    run_at: &RunAt,
+    workload: WorkloadType,
+    now: DateTime<Utc>,
+    since: DateTime<Utc>,
+    history: History,
+) -> Decision {
+    match run_at {
+        RunAt::Empty => match workload {
+            WorkloadType::Pod if !history.ran_since_start => Decision::Run(RunId::at(now)),
+            _ => Decision::Idle,
+        },
+        RunAt::Once(t) => {
+            let id = RunId::at(*t);
+            if *t > now {
+                Decision::Wait(*t)
+            } else if history.completed == Some(id) {
+                Decision::Idle
+            } else {
+                Decision::Run(id)
+            }
+        }
+        RunAt::Cron(..) => {
+            if let Some(due) = run_at.latest_due(now) {
+                let id = RunId::at(due);
+                let fresh = history.completed.is_none_or(|c| c < id);
+                if fresh && due >= since - CRON_CATCH_UP {
+                    return Decision::Run(id);
+                }
+            }
+            match run_at.next_after(now) {
+                Some(t) => Decision::Wait(t),
+                None => Decision::Idle,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+    }
+
+    fn ran(s: &str) -> History {
+        History {
+            completed: Some(RunId::at(t(s))),
+            ran_since_start: true,
+        }
+    }
+
+    const DS: WorkloadType = WorkloadType::Daemonset;
+
+    #[test]
+    fn empty_run_at_idles_a_daemonset_and_runs_a_pod_once_at_start() {
+        let now = t("2026-11-22T06:00:00.5Z");
+        assert_eq!(
+            decide(&RunAt::Empty, DS, now, now, History::default()),
+            Decision::Idle
+        );
+        assert_eq!(
+            decide(
+                &RunAt::Empty,
+                WorkloadType::Pod,
+                now,
+                now,
+                History::default()
+            ),
+            Decision::Run(RunId::at(now))
+        );
+        let after = History {
+            ran_since_start: true,
+            ..History::default()
+        };
+        assert_eq!(
+            decide(&RunAt::Empty, WorkloadType::Pod, now, now, after),
+            Decision::Idle
+        );
+    }
+
+    #[test]
+    fn a_future_timestamp_waits_for_its_time_then_runs_once() {
+        let at = RunAt::parse("2026-11-22T06:00:00Z").unwrap();
+        let before = t("2026-11-22T05:59:00Z");
+        assert_eq!(
+            decide(&at, DS, before, before, History::default()),
+            Decision::Wait(t("2026-11-22T06:00:00Z"))
+        );
+        let now = t("2026-11-22T06:00:00Z");
+        assert_eq!(
+            decide(&at, DS, now, before, History::default()),
+            Decision::Run(RunId::at(now))
+        );
+        assert_eq!(
+            decide(&at, DS, now, before, ran("2026-11-22T06:00:00Z")),
+            Decision::Idle
+        );
+    }
+
+    #[test]
+    fn a_past_timestamp_runs_at_once_but_never_twice_even_after_a_restart() {
+        let at = RunAt::parse("2026-11-20T00:00:00Z").unwrap();
+        let now = t("2026-11-22T06:00:00Z");
+        assert_eq!(
+            decide(&at, DS, now, now, ran("2026-11-19T00:00:00Z")),
+            Decision::Run(RunId::at(t("2026-11-20T00:00:00Z")))
+        );
+        // A restarted runner knows only what its summary key records.
+        let restarted = History {
+            completed: Some(RunId::at(t("2026-11-20T00:00:00Z"))),
+            ran_since_start: false,
+        };
+        assert_eq!(decide(&at, DS, now, now, restarted), Decision::Idle);
+    }
+
+    #[test]
+    fn cron_waits_for_the_next_fire_and_runs_each_fire_once() {
+        let cron = RunAt::parse("0 */6 * * *").unwrap();
+        let since = t("2026-11-22T05:00:00Z");
+        assert_eq!(
+            decide(
+                &cron,
+                DS,
+                t("2026-11-22T05:30:00Z"),
+                since,
+                History::default()
+            ),
+            Decision::Wait(t("2026-11-22T06:00:00Z"))
+        );
+        let fire = t("2026-11-22T06:00:00Z");
+        assert_eq!(
+            decide(&cron, DS, fire, since, History::default()),
+            Decision::Run(RunId::at(fire))
+        );
+        assert_eq!(
+            decide(
+                &cron,
+                DS,
+                t("2026-11-22T06:00:09Z"),
+                since,
+                ran("2026-11-22T06:00:00Z")
+            ),
+            Decision::Wait(t("2026-11-22T12:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn cron_does_not_catch_up_old_fires_but_runs_one_just_missed() {
+        let cron = RunAt::parse("0 */6 * * *").unwrap();
+        let late = t("2026-11-22T08:00:00Z");
+        assert_eq!(
+            decide(&cron, DS, late, late, History::default()),
+            Decision::Wait(t("2026-11-22T12:00:00Z"))
+        );
+        let just_after = t("2026-11-22T06:00:30Z");
+        assert_eq!(
+            decide(&cron, DS, just_after, just_after, History::default()),
+            Decision::Run(RunId::at(t("2026-11-22T06:00:00Z")))
+        );
+    }
+}
