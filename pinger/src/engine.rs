@@ -1,0 +1,203 @@
+//! Runs one independent task per target and restarts nothing when settings
+//! change: targets are added and removed one by one, and every task reads the
+//! current settings at the start of each round.
+//!
+//! Timing: a target's first round starts at its [`phase`] within the
+//! interval, so the targets of one pod, and the pods of one Debugger, do not
+//! probe in lockstep. The `count` probes of a round start at most 1 s apart,
+//! spread over the first half of the interval, and run concurrently. A round
+//! that takes longer than the interval (a timeout above it) delays only that
+//! target's next round.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::probe::{self, Probers};
+use crate::round::{evaluate, Outcome, RoundStats, Thresholds};
+use crate::targets::{phase, Target};
+
+/// How rounds are run; shared by all targets.
+#[derive(Clone)]
+pub struct Settings {
+    /// Time between the starts of two rounds of one target.
+    pub interval: Duration,
+    /// Time limit of one probe.
+    pub timeout: Duration,
+    /// Probes per round.
+    pub count: u32,
+    /// Pass/fail limits of a round.
+    pub limits: Thresholds,
+    /// Sockets and resolver.
+    pub probers: Probers,
+}
+
+/// The result of one round of one target.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The target.
+    pub target: Target,
+    /// Round number, from 1.
+    pub round: u64,
+    /// Each probe's outcome, in order.
+    pub outcomes: Vec<Outcome>,
+    /// Summary and verdict.
+    pub stats: RoundStats,
+    /// The limits the round was judged by.
+    pub limits: Thresholds,
+}
+
+/// Owner of the per-target tasks.
+pub struct Engine {
+    tasks: HashMap<Target, JoinHandle<()>>,
+    settings: watch::Sender<Arc<Settings>>,
+    reports: mpsc::UnboundedSender<Report>,
+    seed: u64,
+    rounds: Option<u64>,
+}
+
+impl Engine {
+    /// An engine with no targets. `rounds` limits the rounds of every target
+    /// (`None`: until removed); `seed` shifts every target's phase.
+    pub fn new(
+        settings: Settings,
+        reports: mpsc::UnboundedSender<Report>,
+        seed: u64,
+        rounds: Option<u64>,
+    ) -> Self {
+        Engine {
+            tasks: HashMap::new(),
+            settings: watch::Sender::new(Arc::new(settings)),
+            reports,
+            seed,
+            rounds,
+        }
+    }
+
+    /// Replaces the settings; running tasks use them from their next round.
+    pub fn set_settings(&self, settings: Settings) {
+        self.settings.send_replace(Arc::new(settings));
+    }
+
+    /// Makes the running targets exactly `want`; returns the removed ones.
+    pub fn set_targets(&mut self, want: &BTreeSet<Target>) -> Vec<Target> {
+        let removed: Vec<Target> = self
+            .tasks
+            .keys()
+            .filter(|t| !want.contains(*t))
+            .cloned()
+            .collect();
+        for t in &removed {
+            if let Some(task) = self.tasks.remove(t) {
+                task.abort();
+            }
+            tracing::info!(target = %t, "target removed");
+        }
+        for t in want {
+            if !self.tasks.contains_key(t) {
+                tracing::info!(target = %t, "target added");
+                let task = tokio::spawn(run_target(
+                    t.clone(),
+                    self.settings.subscribe(),
+                    self.reports.clone(),
+                    phase(t, self.seed),
+                    self.rounds,
+                ));
+                self.tasks.insert(t.clone(), task);
+            }
+        }
+        removed
+    }
+
+    /// Waits until every target finished its rounds (with a round limit).
+    pub async fn join(mut self) {
+        let tasks: Vec<JoinHandle<()>> = self.tasks.drain().map(|(_, t)| t).collect();
+        drop(self);
+        join_all(tasks).await;
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        for task in self.tasks.values() {
+            task.abort();
+        }
+    }
+}
+
+async fn run_target(
+    target: Target,
+    settings: watch::Receiver<Arc<Settings>>,
+    reports: mpsc::UnboundedSender<Report>,
+    phase: f64,
+    rounds: Option<u64>,
+) {
+    let first = settings.borrow().interval.mul_f64(phase);
+    let mut next = tokio::time::Instant::now() + first;
+    for round in 1.. {
+        tokio::time::sleep_until(next).await;
+        let s = settings.borrow().clone();
+        let outcomes = run_round(&target, &s).await;
+        let stats = evaluate(&outcomes, s.limits);
+        let report = Report {
+            target: target.clone(),
+            round,
+            outcomes,
+            stats,
+            limits: s.limits,
+        };
+        if reports.send(report).is_err() || rounds.is_some_and(|n| round >= n) {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        next = (next + s.interval).max(now);
+    }
+}
+
+/// Spacing of the probes of one round.
+pub fn probe_spacing(interval: Duration, count: u32) -> Duration {
+    (interval / count.max(1) / 2).min(Duration::from_secs(1))
+}
+
+async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
+    let count = s.count.max(1);
+    let resolved = match probe::resolve(target, s.timeout).await {
+        Ok(r) => r,
+        Err(failure) => return vec![failure; count as usize],
+    };
+    let spacing = probe_spacing(s.interval, count);
+    let start = Instant::now();
+    let probes = (0..count).map(|i| {
+        let resolved = &resolved;
+        async move {
+            tokio::time::sleep_until((start + spacing * i).into()).await;
+            s.probers.probe(target.kind, resolved, s.timeout).await
+        }
+    });
+    join_all(probes).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_of_a_round_are_spread_over_half_the_interval_at_most_a_second_apart() {
+        assert_eq!(
+            probe_spacing(Duration::from_secs(1), 5),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            probe_spacing(Duration::from_secs(60), 3),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            probe_spacing(Duration::from_secs(2), 0),
+            Duration::from_secs(1)
+        );
+    }
+}

@@ -1,0 +1,241 @@
+//! Prometheus metrics (SPEC §5) and the `/metrics` endpoint.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::{text, EncodeLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::engine::Report;
+use crate::targets::Target;
+
+/// Labels of `combo_pinger_probes_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProbeLabels {
+    kind: &'static str,
+    target: String,
+    result: &'static str,
+}
+
+/// Labels of the per-target metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TargetLabels {
+    kind: &'static str,
+    target: String,
+}
+
+impl From<&Target> for TargetLabels {
+    fn from(t: &Target) -> Self {
+        TargetLabels {
+            kind: t.kind.as_str(),
+            target: t.label(),
+        }
+    }
+}
+
+type RttFamily = Family<TargetLabels, Histogram, fn() -> Histogram>;
+
+fn rtt_histogram() -> Histogram {
+    // 50 µs .. ~3.3 s.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 17))
+}
+
+/// The pinger's metrics, on a registry prefixed `combo_pinger`.
+pub struct Metrics {
+    registry: Registry,
+    probes: Family<ProbeLabels, Counter>,
+    rtt: RttFamily,
+    up: Family<TargetLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let probes = Family::<ProbeLabels, Counter>::default();
+        let rtt = RttFamily::new_with_constructor(rtt_histogram);
+        let up = Family::<TargetLabels, Gauge>::default();
+        let sub = registry.sub_registry_with_prefix("combo_pinger");
+        sub.register("probes", "Probes sent, by result", probes.clone());
+        sub.register_with_unit(
+            "rtt",
+            "Round-trip time of answered probes",
+            Unit::Seconds,
+            rtt.clone(),
+        );
+        sub.register(
+            "target_up",
+            "1 when the target's last round passed",
+            up.clone(),
+        );
+        Metrics {
+            registry,
+            probes,
+            rtt,
+            up,
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts a finished round.
+    pub fn record(&self, report: &Report) {
+        let labels = TargetLabels::from(&report.target);
+        for o in &report.outcomes {
+            self.probes
+                .get_or_create(&ProbeLabels {
+                    kind: labels.kind,
+                    target: labels.target.clone(),
+                    result: o.label(),
+                })
+                .inc();
+            if let Some(rtt) = o.rtt() {
+                self.rtt.get_or_create(&labels).observe(rtt.as_secs_f64());
+            }
+        }
+        self.up
+            .get_or_create(&labels)
+            .set(i64::from(report.stats.passed));
+    }
+
+    /// Drops the gauge of a target no longer probed, so it does not linger
+    /// as up or down; its counters stay (they are cumulative).
+    pub fn forget(&self, target: &Target) {
+        self.up.remove(&TargetLabels::from(target));
+    }
+
+    /// The exposition text.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        text::encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// Why the endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The address is taken or not ours.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The listen address.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Binds `addr` and serves `/metrics` (and `/healthz`) until the task is aborted.
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+) -> Result<tokio::task::JoinHandle<()>, Error> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Bind { addr, source })?;
+    tracing::info!(%addr, "serving metrics");
+    Ok(tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let m = metrics.clone();
+                    tokio::spawn(async move {
+                        let _ =
+                            tokio::time::timeout(Duration::from_secs(10), answer(stream, &m)).await;
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }))
+}
+
+async fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let request = String::from_utf8_lossy(&buf);
+    let path = request.split_whitespace().nth(1).unwrap_or("");
+    let (status, content_type, body) = match path.split('?').next() {
+        Some("/metrics") => (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.encode(),
+        ),
+        Some("/healthz") | Some("/readyz") => ("200 OK", "text/plain", "ok\n".to_string()),
+        _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::round::{evaluate, Outcome, Thresholds};
+    use crate::targets::Kind;
+    use combo_api::pinger::Host;
+
+    fn report(outcomes: Vec<Outcome>) -> Report {
+        let limits = Thresholds::default();
+        Report {
+            target: Target {
+                kind: Kind::Tcp,
+                host: Host::Ip("::1".parse().unwrap()),
+                port: Some(22),
+            },
+            round: 1,
+            stats: evaluate(&outcomes, limits),
+            outcomes,
+            limits,
+        }
+    }
+
+    #[test]
+    fn a_round_shows_up_as_probe_counts_rtt_and_target_up() {
+        let m = Metrics::default();
+        m.record(&report(vec![
+            Outcome::Ok(Duration::from_millis(2)),
+            Outcome::Refused,
+        ]));
+        let text = m.encode();
+        assert!(
+            text.contains(
+                r#"combo_pinger_probes_total{kind="tcp",target="[::1]:22",result="ok"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            r#"combo_pinger_probes_total{kind="tcp",target="[::1]:22",result="refused"} 1"#
+        ));
+        assert!(text.contains(r#"combo_pinger_rtt_seconds_count{kind="tcp",target="[::1]:22"} 1"#));
+        assert!(text.contains(r#"combo_pinger_target_up{kind="tcp",target="[::1]:22"} 0"#));
+        m.record(&report(vec![Outcome::Ok(Duration::from_millis(2))]));
+        assert!(m
+            .encode()
+            .contains(r#"combo_pinger_target_up{kind="tcp",target="[::1]:22"} 1"#));
+        m.forget(&report(vec![]).target);
+        assert!(!m.encode().contains("combo_pinger_target_up{"));
+    }
+}

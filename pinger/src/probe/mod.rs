@@ -1,0 +1,86 @@
+//! The four probes. Each returns an [`Outcome`] and never panics or errors out:
+//! every failure is a result of the probe.
+
+pub mod dns;
+pub mod icmp;
+pub mod tcp;
+pub mod udp;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use combo_api::pinger::Host;
+
+use crate::round::Outcome;
+use crate::targets::{Kind, Target};
+
+/// Everything a probe needs that outlives one probe: the shared ICMP sockets
+/// and the DNS resolver.
+#[derive(Clone)]
+pub struct Probers {
+    /// ICMP echo over one socket per address family.
+    pub icmp: Arc<icmp::Icmp>,
+    /// DNS resolver of the DNS probes.
+    pub dns: Arc<dns::Dns>,
+}
+
+/// A target with its address resolved for this round.
+#[derive(Clone, Debug)]
+pub enum Resolved {
+    /// ICMP, TCP and UDP targets: the address to probe.
+    Addr(SocketAddr),
+    /// DNS targets: the name to look up.
+    Name(String),
+}
+
+/// Resolves a target's host for one round. A name that does not resolve makes
+/// every probe of the round an `error` (the round counts as lost).
+pub async fn resolve(target: &Target, timeout: Duration) -> Result<Resolved, Outcome> {
+    let port = target.port.unwrap_or(0);
+    match (&target.host, target.kind) {
+        (Host::Name(n), Kind::Dns) => Ok(Resolved::Name(n.clone())),
+        (Host::Ip(ip), _) => Ok(Resolved::Addr(SocketAddr::new(*ip, port))),
+        (Host::Name(n), _) => {
+            let lookup = tokio::net::lookup_host((n.as_str(), port));
+            match tokio::time::timeout(timeout, lookup).await {
+                Err(_) => Err(Outcome::Error(format!("resolve {n}: timeout"))),
+                Ok(Err(e)) => Err(Outcome::Error(format!("resolve {n}: {e}"))),
+                Ok(Ok(mut addrs)) => addrs
+                    .next()
+                    .map(Resolved::Addr)
+                    .ok_or_else(|| Outcome::Error(format!("resolve {n}: no address"))),
+            }
+        }
+    }
+}
+
+impl Probers {
+    /// Runs one probe of `kind` against `to`.
+    pub async fn probe(&self, kind: Kind, to: &Resolved, timeout: Duration) -> Outcome {
+        match (kind, to) {
+            (Kind::Icmp, Resolved::Addr(a)) => self.icmp.ping(a.ip(), timeout).await,
+            (Kind::Tcp, Resolved::Addr(a)) => tcp::probe(*a, timeout).await,
+            (Kind::Udp, Resolved::Addr(a)) => udp::probe(*a, timeout).await,
+            (Kind::Dns, Resolved::Name(n)) => self.dns.lookup(n, timeout).await,
+            (_, _) => Outcome::Error("target and probe kind do not match".into()),
+        }
+    }
+}
+
+/// Unspecified address of the family of `ip`, for binding.
+pub(crate) fn any_of_family(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// Maps an I/O error to a probe outcome: refused stays distinct.
+pub(crate) fn io_outcome(e: &std::io::Error) -> Outcome {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => Outcome::Refused,
+        std::io::ErrorKind::TimedOut => Outcome::Timeout,
+        _ => Outcome::Error(e.to_string()),
+    }
+}

@@ -1,0 +1,243 @@
+//! One round of probes against one target: loss, RTT and the verdict against
+//! the thresholds. Pure.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Result of a single probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A reply (or an accepted connection) after this round-trip time.
+    Ok(Duration),
+    /// No answer within the timeout.
+    Timeout,
+    /// Actively refused: TCP RST, ICMP port unreachable.
+    Refused,
+    /// Any other failure, with a short message (e.g. `NXDOMAIN`).
+    Error(String),
+}
+
+impl Outcome {
+    /// The `result` label of `combo_pinger_probes_total`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Ok(_) => "ok",
+            Outcome::Timeout => "timeout",
+            Outcome::Refused => "refused",
+            Outcome::Error(_) => "error",
+        }
+    }
+
+    /// The round-trip time of a successful probe.
+    pub fn rtt(&self) -> Option<Duration> {
+        match self {
+            Outcome::Ok(d) => Some(*d),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Ok(d) => write!(f, "ok {}", ms(*d)),
+            Outcome::Timeout => f.write_str("timeout"),
+            Outcome::Refused => f.write_str("refused"),
+            Outcome::Error(m) => write!(f, "error: {m}"),
+        }
+    }
+}
+
+/// Pass/fail limits of a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Thresholds {
+    /// A round with more loss than this (percent) fails.
+    pub max_loss_percent: u32,
+    /// A round whose average RTT is above this fails; 0 means no limit.
+    pub max_latency_ms: u32,
+}
+
+/// Summary of one round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundStats {
+    /// Probes sent.
+    pub sent: usize,
+    /// Probes answered.
+    pub received: usize,
+    /// Lost share in percent, 0..=100.
+    pub loss_percent: f64,
+    /// Smallest RTT of the answered probes.
+    pub min: Option<Duration>,
+    /// Mean RTT of the answered probes.
+    pub avg: Option<Duration>,
+    /// Largest RTT of the answered probes.
+    pub max: Option<Duration>,
+    /// The first failure, when some probe failed: `timeout`, `refused`, `error: NXDOMAIN`.
+    pub first_failure: Option<String>,
+    /// Whether the round passed the thresholds.
+    pub passed: bool,
+}
+
+/// Summarises the outcomes of one round and judges them.
+pub fn evaluate(outcomes: &[Outcome], limits: Thresholds) -> RoundStats {
+    let rtts: Vec<Duration> = outcomes.iter().filter_map(Outcome::rtt).collect();
+    let sent = outcomes.len();
+    let received = rtts.len();
+    let loss_percent = if sent == 0 {
+        100.0
+    } else {
+        (sent - received) as f64 * 100.0 / sent as f64
+    };
+    let avg = (!rtts.is_empty()).then(|| rtts.iter().sum::<Duration>() / received as u32);
+    let loss_ok = sent > 0 && loss_percent <= f64::from(limits.max_loss_percent);
+    let latency_ok = limits.max_latency_ms == 0
+        || avg.is_none_or(|a| a <= Duration::from_millis(u64::from(limits.max_latency_ms)));
+    RoundStats {
+        sent,
+        received,
+        loss_percent,
+        min: rtts.iter().min().copied(),
+        avg,
+        max: rtts.iter().max().copied(),
+        first_failure: outcomes
+            .iter()
+            .find(|o| o.rtt().is_none())
+            .map(ToString::to_string),
+        passed: loss_ok && latency_ok,
+    }
+}
+
+impl RoundStats {
+    /// Why the round failed, for logs and Events; `None` when it passed.
+    pub fn failure(&self, limits: Thresholds) -> Option<String> {
+        if self.passed {
+            return None;
+        }
+        let mut why = Vec::new();
+        if self.loss_percent > f64::from(limits.max_loss_percent) || self.sent == 0 {
+            why.push(format!(
+                "loss {:.0}% > {}%",
+                self.loss_percent, limits.max_loss_percent
+            ));
+        }
+        if let Some(avg) = self.avg.filter(|_| limits.max_latency_ms > 0) {
+            if avg > Duration::from_millis(u64::from(limits.max_latency_ms)) {
+                why.push(format!("avg rtt {} > {}ms", ms(avg), limits.max_latency_ms));
+            }
+        }
+        if let Some(f) = &self.first_failure {
+            why.push(f.clone());
+        }
+        Some(why.join(", "))
+    }
+}
+
+impl fmt::Display for RoundStats {
+    /// `3/3 received, loss 0%, rtt min/avg/max 0.041/0.052/0.060 ms`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{} received, loss {:.0}%, rtt min/avg/max ",
+            self.received, self.sent, self.loss_percent
+        )?;
+        match (self.min, self.avg, self.max) {
+            (Some(a), Some(b), Some(c)) => write!(
+                f,
+                "{:.3}/{:.3}/{:.3} ms",
+                a.as_secs_f64() * 1e3,
+                b.as_secs_f64() * 1e3,
+                c.as_secs_f64() * 1e3
+            ),
+            _ => f.write_str("-"),
+        }
+    }
+}
+
+/// A duration in milliseconds with three decimals: `0.052ms`.
+pub fn ms(d: Duration) -> String {
+    format!("{:.3}ms", d.as_secs_f64() * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(ms: u64) -> Outcome {
+        Outcome::Ok(Duration::from_millis(ms))
+    }
+
+    #[test]
+    fn a_clean_round_passes_with_min_avg_max() {
+        let s = evaluate(&[ok(1), ok(2), ok(6)], Thresholds::default());
+        assert!(s.passed);
+        assert_eq!(s.loss_percent, 0.0);
+        assert_eq!(s.min, Some(Duration::from_millis(1)));
+        assert_eq!(s.avg, Some(Duration::from_millis(3)));
+        assert_eq!(s.max, Some(Duration::from_millis(6)));
+        assert_eq!(s.first_failure, None);
+        assert_eq!(s.failure(Thresholds::default()), None);
+        assert_eq!(
+            s.to_string(),
+            "3/3 received, loss 0%, rtt min/avg/max 1.000/3.000/6.000 ms"
+        );
+    }
+
+    #[test]
+    fn loss_above_the_limit_fails_and_at_the_limit_passes() {
+        let outcomes = [ok(1), Outcome::Timeout, ok(1), ok(1)];
+        let strict = Thresholds::default();
+        let s = evaluate(&outcomes, strict);
+        assert_eq!(s.loss_percent, 25.0);
+        assert!(!s.passed);
+        assert_eq!(s.failure(strict).unwrap(), "loss 25% > 0%, timeout");
+        let lenient = Thresholds {
+            max_loss_percent: 25,
+            ..Thresholds::default()
+        };
+        assert!(evaluate(&outcomes, lenient).passed);
+    }
+
+    #[test]
+    fn average_latency_above_the_limit_fails_and_zero_means_no_limit() {
+        let outcomes = [ok(10), ok(30)];
+        let limit = Thresholds {
+            max_latency_ms: 15,
+            ..Thresholds::default()
+        };
+        let s = evaluate(&outcomes, limit);
+        assert!(!s.passed);
+        assert_eq!(s.failure(limit).unwrap(), "avg rtt 20.000ms > 15ms");
+        assert!(evaluate(&outcomes, Thresholds::default()).passed);
+        let loose = Thresholds {
+            max_latency_ms: 20,
+            ..Thresholds::default()
+        };
+        assert!(evaluate(&outcomes, loose).passed);
+    }
+
+    #[test]
+    fn a_round_with_no_answer_fails_and_names_the_first_failure() {
+        let s = evaluate(
+            &[Outcome::Error("NXDOMAIN".into()), Outcome::Refused],
+            Thresholds::default(),
+        );
+        assert!(!s.passed);
+        assert_eq!(s.loss_percent, 100.0);
+        assert_eq!(s.avg, None);
+        assert_eq!(s.first_failure.as_deref(), Some("error: NXDOMAIN"));
+        assert_eq!(s.to_string(), "0/2 received, loss 100%, rtt min/avg/max -");
+    }
+
+    #[test]
+    fn an_empty_round_fails() {
+        assert!(!evaluate(&[], Thresholds::default()).passed);
+    }
+
+    #[test]
+    fn outcomes_carry_the_metric_result_labels() {
+        assert_eq!(ok(1).label(), "ok");
+        assert_eq!(Outcome::Timeout.label(), "timeout");
+        assert_eq!(Outcome::Refused.label(), "refused");
+        assert_eq!(Outcome::Error("x".into()).label(), "error");
+    }
+}

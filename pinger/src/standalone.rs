@@ -1,0 +1,248 @@
+//! Standalone mode: probe the targets given on the command line, print one
+//! line per target per round and a summary.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use combo_api::pinger::parse_dns_server;
+use tokio::sync::mpsc;
+
+use crate::cli::Args;
+use crate::engine::{Engine, Report, Settings};
+use crate::metrics::{self, Metrics};
+use crate::probe::{dns::Dns, icmp::Icmp, Probers};
+use crate::round::{ms, Thresholds};
+use crate::targets::{self, Target};
+use crate::{gateway, ExitCode};
+
+/// Per-target totals for the summary.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Totals {
+    /// Rounds run.
+    pub rounds: u64,
+    /// Rounds that failed.
+    pub failed_rounds: u64,
+    /// Probes sent.
+    pub sent: u64,
+    /// Probes answered.
+    pub received: u64,
+    /// Sum, min and max RTT of the answered probes.
+    pub rtt_sum: Duration,
+    /// Smallest RTT.
+    pub rtt_min: Option<Duration>,
+    /// Largest RTT.
+    pub rtt_max: Option<Duration>,
+}
+
+impl Totals {
+    /// Adds a round.
+    pub fn add(&mut self, r: &Report) {
+        self.rounds += 1;
+        self.failed_rounds += u64::from(!r.stats.passed);
+        self.sent += r.stats.sent as u64;
+        self.received += r.stats.received as u64;
+        for rtt in r.outcomes.iter().filter_map(|o| o.rtt()) {
+            self.rtt_sum += rtt;
+            self.rtt_min = Some(self.rtt_min.map_or(rtt, |m| m.min(rtt)));
+            self.rtt_max = Some(self.rtt_max.map_or(rtt, |m| m.max(rtt)));
+        }
+    }
+}
+
+/// One output line for a round.
+pub fn round_line(r: &Report) -> String {
+    match r.stats.failure(r.limits) {
+        None => format!("round {} {}: ok {}", r.round, r.target, r.stats),
+        Some(why) => format!("round {} {}: FAIL {} ({why})", r.round, r.target, r.stats),
+    }
+}
+
+/// The summary lines, and whether every round passed.
+pub fn summary(totals: &BTreeMap<Target, Totals>) -> (Vec<String>, bool) {
+    let mut lines = vec!["--- summary ---".to_string()];
+    let mut failed_targets = 0;
+    for (t, s) in totals {
+        failed_targets += usize::from(s.failed_rounds > 0 || s.rounds == 0);
+        let rtt = match (s.rtt_min, s.rtt_max) {
+            (Some(min), Some(max)) => format!(
+                ", rtt min/avg/max {}/{}/{}",
+                ms(min),
+                ms(s.rtt_sum / s.received.max(1) as u32),
+                ms(max)
+            ),
+            _ => String::new(),
+        };
+        lines.push(format!(
+            "{t}: {}/{} rounds passed, {}/{} probes answered{rtt}",
+            s.rounds - s.failed_rounds,
+            s.rounds,
+            s.received,
+            s.sent
+        ));
+    }
+    let all_passed = failed_targets == 0;
+    lines.push(if all_passed {
+        format!("all {} targets passed every round", totals.len())
+    } else {
+        format!("{failed_targets} of {} targets failed", totals.len())
+    });
+    (lines, all_passed)
+}
+
+/// Runs standalone; returns the process exit code.
+pub async fn run(args: Args) -> ExitCode {
+    let mut dns_servers: Vec<SocketAddr> = Vec::new();
+    for s in &args.dns_server {
+        match parse_dns_server(s) {
+            Ok(a) => dns_servers.push(a),
+            Err(e) => return usage(&format!("--dns-server: {e}")),
+        }
+    }
+    let gateways = if args.gateway {
+        gateway::default_gateways()
+    } else {
+        Vec::new()
+    };
+    let set = targets::build(&args.target_lists(), gateways);
+    if let Some(bad) = set.invalid.first() {
+        return usage(bad);
+    }
+    if set.targets.is_empty() {
+        return usage("no target (no default gateway found)");
+    }
+    let timeout = Duration::from_millis(u64::from(args.timeout_ms));
+    let settings = Settings {
+        interval: Duration::from_secs(u64::from(args.interval)),
+        timeout,
+        count: args.count,
+        limits: Thresholds {
+            max_loss_percent: args.max_loss_percent,
+            max_latency_ms: args.max_latency_ms,
+        },
+        probers: Probers {
+            icmp: Arc::new(Icmp::default()),
+            dns: Arc::new(Dns::new(&dns_servers, timeout)),
+        },
+    };
+    let metrics = Arc::new(Metrics::default());
+    let _server = match args.metrics_addr {
+        Some(addr) => match metrics::serve(addr, metrics.clone()).await {
+            Ok(h) => Some(h),
+            Err(e) => {
+                eprintln!(
+                    "combo-pinger: {e}: {}",
+                    std::error::Error::source(&e)
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                );
+                return ExitCode::Usage;
+            }
+        },
+        None => None,
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let rounds = (args.rounds > 0).then_some(args.rounds);
+    let mut engine = Engine::new(settings, tx, u64::from(std::process::id()), rounds);
+    engine.set_targets(&set.targets);
+    let mut totals: BTreeMap<Target, Totals> = set
+        .targets
+        .iter()
+        .map(|t| (t.clone(), Totals::default()))
+        .collect();
+    let done = engine.join();
+    tokio::pin!(done);
+    let mut finished = false;
+    let stop = crate::shutdown_signal();
+    tokio::pin!(stop);
+    let mut stdout = std::io::stdout();
+    loop {
+        tokio::select! {
+            report = rx.recv() => match report {
+                Some(r) => {
+                    metrics.record(&r);
+                    let _ = writeln!(stdout, "{}", round_line(&r));
+                    totals.entry(r.target.clone()).or_default().add(&r);
+                }
+                None => break,
+            },
+            () = &mut done, if !finished => finished = true,
+            () = &mut stop => break,
+        }
+    }
+    let (lines, all_passed) = summary(&totals);
+    for l in lines {
+        let _ = writeln!(stdout, "{l}");
+    }
+    if all_passed {
+        ExitCode::Passed
+    } else {
+        ExitCode::Failed
+    }
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("combo-pinger: {msg}");
+    ExitCode::Usage
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::round::{evaluate, Outcome};
+    use crate::targets::Kind;
+    use combo_api::pinger::Host;
+
+    fn report(round: u64, outcomes: Vec<Outcome>) -> Report {
+        let limits = Thresholds::default();
+        Report {
+            target: Target {
+                kind: Kind::Udp,
+                host: Host::Ip("127.0.0.1".parse().unwrap()),
+                port: Some(53),
+            },
+            round,
+            stats: evaluate(&outcomes, limits),
+            outcomes,
+            limits,
+        }
+    }
+
+    #[test]
+    fn round_lines_say_ok_or_fail_with_the_reason() {
+        let ok = report(1, vec![Outcome::Ok(Duration::from_micros(1500))]);
+        assert_eq!(
+            round_line(&ok),
+            "round 1 udp 127.0.0.1:53: ok 1/1 received, loss 0%, rtt min/avg/max 1.500/1.500/1.500 ms"
+        );
+        let bad = report(2, vec![Outcome::Refused]);
+        assert_eq!(
+            round_line(&bad),
+            "round 2 udp 127.0.0.1:53: FAIL 0/1 received, loss 100%, rtt min/avg/max - (loss 100% > 0%, refused)"
+        );
+    }
+
+    #[test]
+    fn the_summary_fails_when_any_round_of_any_target_failed() {
+        let ok = report(1, vec![Outcome::Ok(Duration::from_millis(1))]);
+        let bad = report(2, vec![Outcome::Timeout]);
+        let mut totals = BTreeMap::new();
+        totals
+            .entry(ok.target.clone())
+            .or_insert_with(Totals::default)
+            .add(&ok);
+        let (lines, passed) = summary(&totals);
+        assert!(passed);
+        assert_eq!(lines.last().unwrap(), "all 1 targets passed every round");
+        totals.get_mut(&bad.target).unwrap().add(&bad);
+        let (lines, passed) = summary(&totals);
+        assert!(!passed);
+        assert_eq!(
+            lines[1],
+            "udp 127.0.0.1:53: 1/2 rounds passed, 1/2 probes answered, rtt min/avg/max 1.000ms/1.000ms/1.000ms"
+        );
+        assert_eq!(lines.last().unwrap(), "1 of 1 targets failed");
+    }
+}
