@@ -1,12 +1,24 @@
-//! `combo-operator`: The kube-combo operator: reconciles Debuggers and Pingers into Pods and DaemonSets.
+//! `combo-operator`: parse the command line, then print the CRDs or run.
 
 use clap::Parser;
+use combo_operator::cli::{Cli, Command};
+use combo_operator::{controller, crdgen};
 
-/// The kube-combo operator: reconciles Debuggers and Pingers into Pods and DaemonSets.
-#[derive(Parser, Debug)]
-#[command(name = "combo-operator", version, about)]
-struct Args {}
-
-fn main() {
-    let _args = Args::parse();
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Crd { out: None }) => print!("{}", crdgen::all_yaml()),
+        Some(Command::Crd { out: Some(dir) }) => crdgen::write(&dir)?,
+        None => {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| "info".into()),
+                )
+                .init();
+            controller::run(cli.run).await?;
+        }
+    }
+    Ok(())
 }

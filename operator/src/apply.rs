@@ -1,0 +1,226 @@
+//! Apply: server-side apply of what `render` produced, with field manager
+//! `combo-operator`. An object whose spec-hash annotation already matches is
+//! not written at all, so a no-op reconcile (or an operator restart) sends
+//! no write.
+
+use combo_api::keys::FIELD_MANAGER_OPERATOR;
+use combo_api::Debugger;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+
+use crate::fetch::Observed;
+use crate::metrics::Metrics;
+use crate::render::{spec_hash_of, Workload};
+
+/// Errors of this module.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A write was refused or failed.
+    #[error("writing {kind} {name}")]
+    Write {
+        /// Kind written.
+        kind: &'static str,
+        /// Name written.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// An object with the workload's name exists and belongs to someone else.
+    #[error("{kind} {name:?} already exists and is not owned by this Debugger")]
+    NotOwned {
+        /// Kind found.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// What applying the workload did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Already as rendered; nothing written.
+    Unchanged,
+    /// The workload did not exist and was created.
+    Created,
+    /// The DaemonSet was updated in place.
+    Updated,
+    /// The Pod's spec changed: the old Pod was deleted; a new one follows
+    /// once it is gone.
+    Replacing,
+    /// An old Pod is still terminating.
+    Waiting,
+}
+
+/// Whether `meta` is controlled by `dbg`.
+pub fn controlled_by(meta: &ObjectMeta, dbg: &Debugger) -> bool {
+    let uid = dbg.meta().uid.as_deref();
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
+}
+
+/// Whether `meta` has a controller other than `dbg`.
+fn controlled_by_other(meta: &ObjectMeta, dbg: &Debugger) -> bool {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true))
+        && !controlled_by(meta, dbg)
+}
+
+/// Brings the workload to `desired`, removing a workload of the other kind
+/// that `dbg` owns (after a change of workloadType).
+pub async fn workload(
+    client: &Client,
+    metrics: &Metrics,
+    dbg: &Debugger,
+    desired: &Workload,
+    observed: &Observed,
+) -> Result<Change, Error> {
+    let ns = dbg.namespace().unwrap_or_default();
+    match desired {
+        Workload::DaemonSet(ds) => {
+            if let Some(pod) = observed
+                .pod
+                .as_ref()
+                .filter(|p| controlled_by(&p.metadata, dbg))
+            {
+                delete::<Pod>(client, metrics, &ns, pod, "Pod").await?;
+            }
+            match &observed.daemonset {
+                Some(old) if !controlled_by(&old.metadata, dbg) => Err(not_owned("DaemonSet", old)),
+                Some(old) if spec_hash_of(&old.metadata) == desired.hash() => Ok(Change::Unchanged),
+                old => {
+                    apply::<DaemonSet>(client, metrics, &ns, ds.as_ref(), "DaemonSet").await?;
+                    Ok(if old.is_some() {
+                        Change::Updated
+                    } else {
+                        Change::Created
+                    })
+                }
+            }
+        }
+        Workload::Pod(pod) => {
+            if let Some(ds) = observed
+                .daemonset
+                .as_ref()
+                .filter(|d| controlled_by(&d.metadata, dbg))
+            {
+                delete::<DaemonSet>(client, metrics, &ns, ds, "DaemonSet").await?;
+            }
+            match &observed.pod {
+                Some(old) if !controlled_by(&old.metadata, dbg) => Err(not_owned("Pod", old)),
+                Some(old) if old.metadata.deletion_timestamp.is_some() => Ok(Change::Waiting),
+                Some(old) if spec_hash_of(&old.metadata) == desired.hash() => Ok(Change::Unchanged),
+                Some(old) => {
+                    // A Pod's spec is immutable: replace it.
+                    delete::<Pod>(client, metrics, &ns, old, "Pod").await?;
+                    Ok(Change::Replacing)
+                }
+                None => {
+                    apply::<Pod>(client, metrics, &ns, pod.as_ref(), "Pod").await?;
+                    Ok(Change::Created)
+                }
+            }
+        }
+    }
+}
+
+/// Applies the summary ConfigMap skeleton unless it is already as rendered.
+/// Returns whether it wrote. A ConfigMap that a runner created first (no
+/// owner yet) is adopted; one owned by another controller is an error.
+pub async fn summary(
+    client: &Client,
+    metrics: &Metrics,
+    dbg: &Debugger,
+    desired: &ConfigMap,
+    existing: Option<&ConfigMap>,
+) -> Result<bool, Error> {
+    if let Some(old) = existing {
+        if controlled_by_other(&old.metadata, dbg) {
+            return Err(not_owned("ConfigMap", old));
+        }
+        if spec_hash_of(&old.metadata) == spec_hash_of(&desired.metadata) {
+            return Ok(false);
+        }
+    }
+    let ns = dbg.namespace().unwrap_or_default();
+    apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
+    Ok(true)
+}
+
+fn not_owned<K: Resource>(kind: &'static str, obj: &K) -> Error {
+    Error::NotOwned {
+        kind,
+        name: obj.meta().name.clone().unwrap_or_default(),
+    }
+}
+
+/// Server-side apply of `obj` (forced: the operator owns what it renders).
+pub async fn apply<K>(
+    client: &Client,
+    metrics: &Metrics,
+    ns: &str,
+    obj: &K,
+    kind: &'static str,
+) -> Result<K, Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + k8s_openapi::Resource
+        + Clone
+        + Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let mut body = serde_json::to_value(obj).expect("objects serialise");
+    body["apiVersion"] = <K as k8s_openapi::Resource>::API_VERSION.into();
+    body["kind"] = <K as k8s_openapi::Resource>::KIND.into();
+    metrics.write(kind);
+    Api::<K>::namespaced(client.clone(), ns)
+        .patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER_OPERATOR).force(),
+            &Patch::Apply(body),
+        )
+        .await
+        .map_err(|source| Error::Write { kind, name, source })
+}
+
+async fn delete<K>(
+    client: &Client,
+    metrics: &Metrics,
+    ns: &str,
+    obj: &K,
+    kind: &'static str,
+) -> Result<(), Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: obj.meta().uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    metrics.write(kind);
+    match Api::<K>::namespaced(client.clone(), ns)
+        .delete(&name, &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(source) => Err(Error::Write { kind, name, source }),
+    }
+}

@@ -1,0 +1,60 @@
+//! Command line of `combo-operator` (SPEC §6).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Default runner image (`--runner-image`).
+pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/kube-combo/combo-runner:v0.1.0";
+/// Default pinger image (`--pinger-image`).
+pub const DEFAULT_PINGER_IMAGE: &str = "ghcr.io/kube-combo/combo-pinger:v0.1.0";
+
+/// The kube-combo operator: reconciles Debuggers and Pingers into Pods and DaemonSets.
+#[derive(Parser, Debug)]
+#[command(name = "combo-operator", version, about)]
+pub struct Cli {
+    /// What to do; without a subcommand the operator runs.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of the running operator.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print both CustomResourceDefinitions as YAML.
+    Crd {
+        /// Write one file per CRD into this directory instead of printing.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// Options of the running operator.
+#[derive(Parser, Debug, Clone)]
+pub struct RunArgs {
+    /// Runner image for Debuggers whose spec.image is empty.
+    #[arg(long, env = "COMBO_RUNNER_IMAGE", default_value = DEFAULT_RUNNER_IMAGE)]
+    pub runner_image: String,
+    /// Pinger image for Pingers whose spec.image is empty.
+    #[arg(long, env = "COMBO_PINGER_IMAGE", default_value = DEFAULT_PINGER_IMAGE)]
+    pub pinger_image: String,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_addr: SocketAddr,
+    /// Watch only this namespace (default: all namespaces).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Run the controller only while holding the Lease, so that replicas can stand by.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the leader-election Lease (default: the operator's own namespace).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-combo-system")]
+    pub leader_elect_namespace: String,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = "kube-combo-operator")]
+    pub leader_elect_lease: String,
+}

@@ -1,0 +1,32 @@
+//! What every reconcile shares, passed as `Arc<Context>`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use combo_api::Debugger;
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::Client;
+
+use crate::metrics::Metrics;
+use crate::render::Images;
+
+/// Shared state of the controller.
+pub struct Context {
+    /// API client (the operator's ServiceAccount in a cluster).
+    pub client: Client,
+    /// Default images from the command line.
+    pub images: Images,
+    /// Prometheus metrics of the operator.
+    pub metrics: Arc<Metrics>,
+    /// Publishes Events on Debuggers.
+    pub recorder: Recorder,
+    /// Every Debugger the controller sees: Pinger changes map through it,
+    /// and the workload RBAC of a namespace lists its Debuggers.
+    pub debuggers: Store<Debugger>,
+    /// Hash of the workload RBAC last applied per namespace, so a reconcile
+    /// reads or writes it only when it changes.
+    pub rbac_applied: Mutex<HashMap<String, String>>,
+    /// Consecutive transient failures per Debugger, for backoff.
+    pub failures: Mutex<HashMap<ObjectRef<Debugger>, u32>>,
+}

@@ -1,0 +1,422 @@
+//! The controller: watches Debuggers, the Pingers they use and the objects
+//! they own, and runs the pipeline fetch -> validate -> render -> apply ->
+//! status for each Debugger.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use combo_api::keys::{self, FIELD_MANAGER_OPERATOR};
+use combo_api::{Debugger, DebuggerStatus, Pinger};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use tracing::{info, instrument, warn};
+
+use crate::cli::RunArgs;
+use crate::context::Context;
+use crate::fetch::{self, Observed};
+use crate::http::{self, Health};
+use crate::leader::{self, Elector};
+use crate::metrics::Metrics;
+use crate::render::{self, Images};
+use crate::status::{self, PodCounts};
+use crate::validate::{validate, Invalid};
+use crate::{apply, events, rbac};
+
+/// Errors of a reconcile.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The spec is invalid; the Debugger waits for a change.
+    #[error("invalid spec: {0}")]
+    Invalid(#[from] Invalid),
+    /// Reading failed (transient).
+    #[error(transparent)]
+    Fetch(#[from] fetch::Error),
+    /// Writing failed (transient).
+    #[error(transparent)]
+    Apply(#[from] apply::Error),
+    /// Writing the status failed (transient).
+    #[error("writing status")]
+    Status(#[source] kube::Error),
+}
+
+/// Errors that stop the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No usable kubeconfig or in-cluster config.
+    #[error("connecting to the API server")]
+    Connect(#[source] kube::Error),
+    /// `--metrics-addr` could not be served.
+    #[error("serving {0}")]
+    Http(std::net::SocketAddr, #[source] std::io::Error),
+    /// Leader election failed or the Lease was lost.
+    #[error(transparent)]
+    Leader(#[from] leader::Error),
+}
+
+impl Error {
+    /// Label of the `reconcile_errors` metric.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Invalid(i) => match i {
+                Invalid::InvalidSpec(_) => "invalid_spec",
+                Invalid::PingerNotFound(_) => "pinger_not_found",
+            },
+            Error::Fetch(_) => "fetch",
+            Error::Apply(_) => "apply",
+            Error::Status(_) => "status",
+        }
+    }
+}
+
+/// Runs the operator until SIGTERM/SIGINT (or the loss of the Lease).
+pub async fn run(args: RunArgs) -> Result<(), RunError> {
+    let client = Client::try_default().await.map_err(RunError::Connect)?;
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health {
+        metrics: metrics.clone(),
+        ready: false.into(),
+    });
+    let listener = tokio::spawn(http::serve(args.metrics_addr, health.clone()));
+    client
+        .apiserver_version()
+        .await
+        .map_err(RunError::Connect)?;
+    health.ready.store(true, Ordering::Relaxed);
+
+    let identity = std::env::var("POD_NAME")
+        .unwrap_or_else(|_| format!("combo-operator-{}", std::process::id()));
+    let elector = args.leader_elect.then(|| {
+        Elector::new(
+            client.clone(),
+            &args.leader_elect_namespace,
+            &args.leader_elect_lease,
+            &identity,
+        )
+    });
+    if let Some(e) = &elector {
+        tokio::select! {
+            r = e.acquire() => r?,
+            _ = shutdown_signal() => return Ok(()),
+        }
+    }
+    let controller = controller(client, &args, metrics, identity);
+    tokio::select! {
+        () = controller => info!("controller stopped"),
+        lost = async {
+            match &elector {
+                Some(e) => e.hold().await,
+                None => std::future::pending().await,
+            }
+        } => return Err(lost.into()),
+        served = listener => {
+            if let Ok(Err(e)) = served {
+                return Err(RunError::Http(args.metrics_addr, e));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+}
+
+/// Builds and runs the controller until a shutdown signal.
+async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, identity: String) {
+    fn api<K>(client: &Client, ns: &Option<String>) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        match ns {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        }
+    }
+    let ns = &args.namespace;
+    let owned = watcher::Config::default().labels(&format!(
+        "{}={}",
+        keys::LABEL_NAME,
+        keys::LABEL_NAME_VALUE
+    ));
+    let main = Controller::new(api::<Debugger>(&client, ns), watcher::Config::default())
+        .with_config(ControllerConfig::default().concurrency(32));
+    let store = main.store();
+    let pinger_store = store.clone();
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        images: Images {
+            runner: args.runner_image.clone(),
+            pinger: args.pinger_image.clone(),
+        },
+        metrics,
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: FIELD_MANAGER_OPERATOR.into(),
+                instance: Some(identity),
+            },
+        ),
+        debuggers: store,
+        rbac_applied: Default::default(),
+        failures: Default::default(),
+    });
+    main.owns(api::<DaemonSet>(&client, ns), owned.clone())
+        .owns(api::<Pod>(&client, ns), owned.clone())
+        .owns(api::<ConfigMap>(&client, ns), owned)
+        .watches(
+            api::<Pinger>(&client, ns),
+            watcher::Config::default(),
+            move |pinger| users_of(&pinger_store.state(), &pinger),
+        )
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                tracing::debug!(error = %e, "reconcile stream");
+            }
+        })
+        .await;
+}
+
+/// The Debuggers that use `pinger`. Pure.
+pub fn users_of(debuggers: &[Arc<Debugger>], pinger: &Pinger) -> Vec<ObjectRef<Debugger>> {
+    debuggers
+        .iter()
+        .filter(|d| {
+            d.spec.enable_pinger
+                && d.spec.pinger == pinger.name_any()
+                && d.namespace() == pinger.namespace()
+        })
+        .map(|d| ObjectRef::from_obj(d.as_ref()))
+        .collect()
+}
+
+/// One reconcile of one Debugger; every outcome is logged here.
+#[instrument(skip(dbg, ctx), fields(namespace = %dbg.namespace().unwrap_or_default(), name = %dbg.name_any()))]
+pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = pipeline(&dbg, &ctx).await;
+    ctx.metrics.reconciled(started.elapsed().as_secs_f64());
+    match &result {
+        Ok(action) => {
+            ctx.failures
+                .lock()
+                .expect("failures lock")
+                .remove(&ObjectRef::from_obj(dbg.as_ref()));
+            tracing::debug!(?action, "reconciled");
+        }
+        Err(Error::Invalid(i)) => info!(reason = i.reason(), message = %i, "invalid spec"),
+        Err(e) => warn!(error = %e, source = ?std::error::Error::source(e), "reconcile failed"),
+    }
+    result
+}
+
+async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
+    let observed = fetch::observe(&ctx.client, dbg).await?;
+    let mut verdict = validate(&dbg.spec, observed.pinger.as_ref());
+    let mut action = None;
+    if verdict.is_ok() {
+        match converge(dbg, ctx, &observed).await {
+            Ok(a) => action = a,
+            Err(apply::Error::NotOwned { kind, name }) => {
+                verdict = Err(Invalid::InvalidSpec(format!(
+                    "{kind} {name:?} already exists and is not owned by this Debugger"
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let counts = workload_counts(dbg, &observed);
+    let runs = status::run_summary(observed.summary.as_ref());
+    let now = Utc::now();
+    let new = status::compute(dbg, verdict.as_ref().err(), counts, &runs, now);
+    if let Err(invalid) = &verdict {
+        if newly_reported(dbg.status.as_ref(), &new) {
+            events::publish(&ctx.recorder, dbg, events::for_invalid(invalid)).await;
+        }
+    }
+    if status::changed(dbg, &new) {
+        write_status(ctx, dbg, &new).await?;
+    }
+    verdict?;
+    Ok(
+        action.unwrap_or_else(|| match status::next_run_at(&dbg.spec.run_at, now) {
+            // Refresh nextRunAt once the scheduled time has passed.
+            Some(next) => Action::requeue(
+                (next - now)
+                    .to_std()
+                    .unwrap_or_default()
+                    .saturating_add(Duration::from_secs(1)),
+            ),
+            None => Action::await_change(),
+        }),
+    )
+}
+
+/// Applies the workload RBAC, the summary ConfigMap and the workload.
+/// Returns a requeue when a replaced Pod has to be recreated.
+async fn converge(
+    dbg: &Debugger,
+    ctx: &Context,
+    observed: &Observed,
+) -> Result<Option<Action>, apply::Error> {
+    rbac::ensure(ctx, dbg).await?;
+    let summary = render::summary_config_map(dbg);
+    apply::summary(
+        &ctx.client,
+        &ctx.metrics,
+        dbg,
+        &summary,
+        observed.summary.as_ref(),
+    )
+    .await?;
+    let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
+    let change = apply::workload(&ctx.client, &ctx.metrics, dbg, &desired, observed).await?;
+    if let Some(event) = events::for_change(change, desired.kind(), &dbg.name_any()) {
+        info!(?change, kind = desired.kind(), "workload written");
+        events::publish(&ctx.recorder, dbg, event).await;
+    }
+    Ok(
+        matches!(change, apply::Change::Replacing | apply::Change::Waiting)
+            .then(|| Action::requeue(Duration::from_secs(1))),
+    )
+}
+
+/// Counts of the workload that matches the spec's type, else of whichever exists.
+fn workload_counts(dbg: &Debugger, observed: &Observed) -> Option<PodCounts> {
+    let ds = observed
+        .daemonset
+        .as_ref()
+        .filter(|d| apply::controlled_by(&d.metadata, dbg))
+        .map(status::daemonset_counts);
+    let pod = observed
+        .pod
+        .as_ref()
+        .filter(|p| {
+            apply::controlled_by(&p.metadata, dbg) && p.metadata.deletion_timestamp.is_none()
+        })
+        .map(status::pod_counts);
+    match dbg.spec.workload_type {
+        combo_api::WorkloadType::Daemonset => ds.or(pod),
+        combo_api::WorkloadType::Pod => pod.or(ds),
+    }
+}
+
+/// Whether the Ready condition in `new` is news: a new generation or a
+/// different reason or message than the status already carries. Pure.
+pub fn newly_reported(old: Option<&DebuggerStatus>, new: &DebuggerStatus) -> bool {
+    let Some(old) = old else { return true };
+    let ready = |s: &DebuggerStatus| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == status::CONDITION_READY)
+            .map(|c| (c.reason.clone(), c.message.clone()))
+    };
+    old.observed_generation != new.observed_generation || ready(old) != ready(new)
+}
+
+async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
+    let api: Api<Debugger> =
+        Api::namespaced(ctx.client.clone(), &dbg.namespace().unwrap_or_default());
+    let body = serde_json::json!({
+        "apiVersion": Debugger::api_version(&()),
+        "kind": Debugger::kind(&()),
+        "status": new,
+    });
+    ctx.metrics.write("DebuggerStatus");
+    api.patch_status(
+        &dbg.name_any(),
+        &PatchParams::apply(FIELD_MANAGER_OPERATOR).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map_err(Error::Status)?;
+    Ok(())
+}
+
+/// Invalid specs wait for a change; transient errors back off exponentially
+/// (1 s doubling to 5 min) per Debugger.
+pub fn error_policy(dbg: Arc<Debugger>, err: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.error(err.kind());
+    if let Error::Invalid(_) = err {
+        return Action::await_change();
+    }
+    let mut failures = ctx.failures.lock().expect("failures lock");
+    let n = failures
+        .entry(ObjectRef::from_obj(dbg.as_ref()))
+        .or_insert(0);
+    *n = n.saturating_add(1);
+    Action::requeue(backoff(*n))
+}
+
+/// Delay after the `n`th consecutive failure. Pure.
+pub fn backoff(n: u32) -> Duration {
+    Duration::from_secs(1u64 << n.saturating_sub(1).min(9)).min(Duration::from_secs(300))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use combo_api::{DebuggerSpec, PingerSpec};
+
+    fn dbg(ns: &str, name: &str, pinger: &str) -> Arc<Debugger> {
+        let mut d = Debugger::new(
+            name,
+            DebuggerSpec {
+                enable_pinger: !pinger.is_empty(),
+                pinger: pinger.into(),
+                ..DebuggerSpec::default()
+            },
+        );
+        d.metadata.namespace = Some(ns.into());
+        Arc::new(d)
+    }
+
+    #[test]
+    fn a_pinger_change_requeues_only_the_debuggers_that_use_it() {
+        let all = vec![
+            dbg("ops", "a", "mesh"),
+            dbg("ops", "b", "other"),
+            dbg("dev", "c", "mesh"),
+            dbg("ops", "d", ""),
+        ];
+        let mut p = Pinger::new("mesh", PingerSpec::default());
+        p.metadata.namespace = Some("ops".into());
+        let users: Vec<String> = users_of(&all, &p).into_iter().map(|r| r.name).collect();
+        assert_eq!(users, ["a"]);
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(2));
+        assert_eq!(backoff(5), Duration::from_secs(16));
+        assert_eq!(backoff(40), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn an_invalid_spec_is_reported_once_per_generation_and_message() {
+        let invalid = Invalid::InvalidSpec("bad".into());
+        let d = dbg("ops", "a", "");
+        let first = status::compute(&d, Some(&invalid), None, &Default::default(), Utc::now());
+        assert!(newly_reported(None, &first));
+        assert!(!newly_reported(Some(&first), &first));
+        let other = Invalid::InvalidSpec("worse".into());
+        let second = status::compute(&d, Some(&other), None, &Default::default(), Utc::now());
+        assert!(newly_reported(Some(&first), &second));
+    }
+}

@@ -1,0 +1,99 @@
+//! `combo-operator crd`: the CustomResourceDefinitions generated from the Rust
+//! types, as committed under `config/crd/`.
+
+use combo_api::{Debugger, Pinger};
+use kube::CustomResourceExt;
+
+/// File name and YAML of each CRD, in the order `combo-operator crd` prints them.
+pub fn crds() -> Vec<(&'static str, String)> {
+    vec![
+        ("kubecombo.io_debuggers.yaml", to_yaml(&Debugger::crd())),
+        ("kubecombo.io_pingers.yaml", to_yaml(&Pinger::crd())),
+    ]
+}
+
+/// All CRDs as one multi-document YAML stream.
+pub fn all_yaml() -> String {
+    crds()
+        .into_iter()
+        .map(|(_, y)| y)
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+/// Writes every CRD into `dir`, one file each.
+pub fn write(dir: &std::path::Path) -> std::io::Result<()> {
+    for (file, yaml) in crds() {
+        std::fs::write(dir.join(file), yaml)?;
+    }
+    Ok(())
+}
+
+fn to_yaml<T: serde::Serialize>(crd: &T) -> String {
+    serde_yaml::to_string(crd).expect("a CRD always serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn committed(file: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../config/crd")
+            .join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn committed_crds_match_the_rust_types() {
+        for (file, yaml) in crds() {
+            assert_eq!(
+                committed(file),
+                yaml,
+                "config/crd/{file} is stale: run `cargo run -p combo-operator -- crd --out config/crd`"
+            );
+        }
+    }
+
+    #[test]
+    fn crd_schemas_are_structural_for_kubernetes_1_20() {
+        for (file, yaml) in crds() {
+            assert!(!yaml.contains("x-kubernetes-validations"), "{file}: CEL");
+            assert!(!yaml.contains("$ref"), "{file}: $ref");
+            assert!(!yaml.contains("anyOf: []"), "{file}");
+            let doc: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+            let schema = &doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+            let mut untyped = Vec::new();
+            untyped_nodes(schema, "", &mut untyped);
+            assert!(
+                untyped.is_empty(),
+                "{file}: untyped schema nodes {untyped:?}"
+            );
+        }
+    }
+
+    /// Paths of schema nodes without a `type` (structural schemas need one
+    /// everywhere except under `x-kubernetes-int-or-string` or
+    /// `x-kubernetes-preserve-unknown-fields`).
+    fn untyped_nodes(node: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        let Some(obj) = node.as_object() else { return };
+        let exempt = obj.get("x-kubernetes-int-or-string").is_some()
+            || obj.get("x-kubernetes-preserve-unknown-fields").is_some();
+        if obj.get("type").is_none() && !exempt {
+            out.push(path.to_string());
+        }
+        if let Some(props) = obj.get("properties").and_then(|p| p.as_object()) {
+            for (k, v) in props {
+                untyped_nodes(v, &format!("{path}.{k}"), out);
+            }
+        }
+        if let Some(items) = obj.get("items") {
+            untyped_nodes(items, &format!("{path}[]"), out);
+        }
+        if let Some(extra) = obj.get("additionalProperties") {
+            if extra.is_object() {
+                untyped_nodes(extra, &format!("{path}{{}}"), out);
+            }
+        }
+    }
+}

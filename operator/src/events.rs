@@ -1,0 +1,77 @@
+//! Events on Debuggers (SPEC §6): `WorkloadCreated`, `WorkloadUpdated`,
+//! `InvalidSpec`, `PingerNotFound`. Repeats within a few minutes update one
+//! Event series (kube's Recorder).
+
+use combo_api::Debugger;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::Resource;
+
+use crate::apply::Change;
+use crate::validate::Invalid;
+
+/// Reason of the Event after a workload was created.
+pub const WORKLOAD_CREATED: &str = "WorkloadCreated";
+/// Reason of the Event after a workload was updated or replaced.
+pub const WORKLOAD_UPDATED: &str = "WorkloadUpdated";
+
+/// The Event to publish for a workload change, if any. Pure.
+pub fn for_change(change: Change, kind: &str, name: &str) -> Option<Event> {
+    let (reason, note) = match change {
+        Change::Created => (WORKLOAD_CREATED, format!("created {kind} {name}")),
+        Change::Updated => (WORKLOAD_UPDATED, format!("updated {kind} {name}")),
+        Change::Replacing => (
+            WORKLOAD_UPDATED,
+            format!("replacing {kind} {name}: its spec changed"),
+        ),
+        Change::Unchanged | Change::Waiting => return None,
+    };
+    Some(Event {
+        type_: EventType::Normal,
+        reason: reason.into(),
+        note: Some(note),
+        action: "Reconcile".into(),
+        secondary: None,
+    })
+}
+
+/// The Warning Event of an invalid spec. Pure.
+pub fn for_invalid(invalid: &Invalid) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: invalid.reason().into(),
+        note: Some(invalid.to_string()),
+        action: "Validate".into(),
+        secondary: None,
+    }
+}
+
+/// Publishes `event` on `dbg`; a failure is logged, never fatal.
+pub async fn publish(recorder: &Recorder, dbg: &Debugger, event: Event) {
+    let reference = dbg.object_ref(&());
+    if let Err(e) = recorder.publish(&event, &reference).await {
+        tracing::warn!(error = %e, reason = %event.reason, "publishing event failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_changes_map_to_spec_reasons() {
+        let created = for_change(Change::Created, "DaemonSet", "x").unwrap();
+        assert_eq!(created.reason, "WorkloadCreated");
+        assert_eq!(created.type_, EventType::Normal);
+        let replaced = for_change(Change::Replacing, "Pod", "x").unwrap();
+        assert_eq!(replaced.reason, "WorkloadUpdated");
+        assert!(for_change(Change::Unchanged, "Pod", "x").is_none());
+    }
+
+    #[test]
+    fn invalid_specs_are_warnings_with_their_reason() {
+        let e = for_invalid(&Invalid::PingerNotFound("no mesh".into()));
+        assert_eq!(e.type_, EventType::Warning);
+        assert_eq!(e.reason, "PingerNotFound");
+        assert_eq!(e.note.as_deref(), Some("no mesh"));
+    }
+}

@@ -1,0 +1,221 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease (`--leader-elect`):
+//! only the holder runs the controller; a replica that loses the Lease exits
+//! so that it restarts as a standby.
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::PostParams;
+use kube::{Api, Client};
+
+/// How long a Lease is valid without renewal.
+pub const LEASE_SECONDS: i32 = 15;
+/// How often the holder renews.
+pub const RENEW_EVERY: Duration = Duration::from_secs(5);
+
+/// Errors of this module.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The Lease could not be read or written.
+    #[error("lease {name}")]
+    Kube {
+        /// Lease name.
+        name: String,
+        /// What went wrong.
+        #[source]
+        source: kube::Error,
+    },
+    /// Another replica took the Lease.
+    #[error("lost the lease {name} to {holder}")]
+    Lost {
+        /// Lease name.
+        name: String,
+        /// Its new holder.
+        holder: String,
+    },
+}
+
+/// What to do with a Lease as found. Pure.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Nobody holds it, or the holder let it expire: take it.
+    Acquire,
+    /// We hold it: renew it.
+    Renew,
+    /// Someone else holds it and it is valid.
+    Wait {
+        /// The current holder.
+        holder: String,
+    },
+}
+
+/// Decides from the Lease `spec` (None: no Lease yet) for `me` at `now`.
+pub fn decide(spec: Option<&LeaseSpec>, me: &str, now: Timestamp) -> Decision {
+    let Some(spec) = spec else {
+        return Decision::Acquire;
+    };
+    let holder = spec.holder_identity.clone().unwrap_or_default();
+    if holder == me {
+        return Decision::Renew;
+    }
+    let seconds = i64::from(spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS));
+    let expired = match &spec.renew_time {
+        Some(MicroTime(t)) => now.as_second() > t.as_second() + seconds,
+        None => true,
+    };
+    if holder.is_empty() || expired {
+        Decision::Acquire
+    } else {
+        Decision::Wait { holder }
+    }
+}
+
+/// A Lease to compete for.
+#[derive(Clone, Debug)]
+pub struct Elector {
+    api: Api<Lease>,
+    name: String,
+    identity: String,
+}
+
+impl Elector {
+    /// An elector for Lease `name` in `namespace`, as `identity`.
+    pub fn new(client: Client, namespace: &str, name: &str, identity: &str) -> Self {
+        Elector {
+            api: Api::namespaced(client, namespace),
+            name: name.into(),
+            identity: identity.into(),
+        }
+    }
+
+    /// Waits until this replica holds the Lease.
+    pub async fn acquire(&self) -> Result<(), Error> {
+        loop {
+            match self.try_once().await? {
+                Decision::Acquire | Decision::Renew => {
+                    tracing::info!(lease = %self.name, identity = %self.identity, "acquired leadership");
+                    return Ok(());
+                }
+                Decision::Wait { holder } => {
+                    tracing::info!(lease = %self.name, %holder, "waiting for leadership");
+                    tokio::time::sleep(RENEW_EVERY).await;
+                }
+            }
+        }
+    }
+
+    /// Renews the Lease until that fails; returns why.
+    pub async fn hold(&self) -> Error {
+        loop {
+            tokio::time::sleep(RENEW_EVERY).await;
+            match self.try_once().await {
+                Ok(Decision::Renew | Decision::Acquire) => {}
+                Ok(Decision::Wait { holder }) => {
+                    return Error::Lost {
+                        name: self.name.clone(),
+                        holder,
+                    }
+                }
+                Err(e) => return e,
+            }
+        }
+    }
+
+    /// One read and, unless someone else holds the Lease, one write.
+    async fn try_once(&self) -> Result<Decision, Error> {
+        let err = |source| Error::Kube {
+            name: self.name.clone(),
+            source,
+        };
+        let now = Timestamp::now();
+        let existing = self.api.get_opt(&self.name).await.map_err(err)?;
+        let decision = decide(
+            existing.as_ref().and_then(|l| l.spec.as_ref()),
+            &self.identity,
+            now,
+        );
+        if matches!(decision, Decision::Wait { .. }) {
+            return Ok(decision);
+        }
+        let mut spec = existing
+            .as_ref()
+            .and_then(|l| l.spec.clone())
+            .unwrap_or_default();
+        if decision == Decision::Acquire {
+            spec.acquire_time = Some(MicroTime(now));
+            spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+        }
+        spec.holder_identity = Some(self.identity.clone());
+        spec.lease_duration_seconds = Some(LEASE_SECONDS);
+        spec.renew_time = Some(MicroTime(now));
+        // Create or replace with the read resourceVersion: a concurrent
+        // writer makes this fail instead of both believing they lead.
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                resource_version: existing
+                    .as_ref()
+                    .and_then(|l| l.metadata.resource_version.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(spec),
+        };
+        let pp = PostParams::default();
+        let written = match existing {
+            Some(_) => self.api.replace(&self.name, &pp, &lease).await,
+            None => self.api.create(&pp, &lease).await,
+        };
+        match written {
+            Ok(_) => Ok(decision),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Decision::Wait {
+                holder: "another replica".into(),
+            }),
+            Err(e) => Err(err(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(holder: &str, renewed: i64) -> LeaseSpec {
+        LeaseSpec {
+            holder_identity: Some(holder.into()),
+            lease_duration_seconds: Some(15),
+            renew_time: Some(MicroTime(Timestamp::from_second(renewed).unwrap())),
+            ..LeaseSpec::default()
+        }
+    }
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(s).unwrap()
+    }
+
+    #[test]
+    fn a_missing_lease_is_acquired() {
+        assert_eq!(decide(None, "me", at(100)), Decision::Acquire);
+    }
+
+    #[test]
+    fn our_own_lease_is_renewed() {
+        assert_eq!(
+            decide(Some(&lease("me", 0)), "me", at(100)),
+            Decision::Renew
+        );
+    }
+
+    #[test]
+    fn a_valid_foreign_lease_makes_us_wait_until_it_expires() {
+        let l = lease("other", 100);
+        assert_eq!(
+            decide(Some(&l), "me", at(110)),
+            Decision::Wait {
+                holder: "other".into()
+            }
+        );
+        assert_eq!(decide(Some(&l), "me", at(116)), Decision::Acquire);
+    }
+}

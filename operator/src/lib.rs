@@ -1,0 +1,24 @@
+//! The kube-combo operator: reconciles Debuggers (and the Pingers they use)
+//! into Pods and DaemonSets.
+//!
+//! One module per step of the reconcile pipeline, for a Debugger:
+//! [`fetch`] -> [`validate`] -> [`render`] -> [`apply`] -> [`status`],
+//! wired together by [`controller`]. Around it: [`rbac`] (the workload
+//! ServiceAccount per namespace), [`events`], [`metrics`], [`http`],
+//! [`leader`] and [`crdgen`]. [`plugin`] is the `kubectl combo` plugin.
+
+pub mod apply;
+pub mod cli;
+pub mod context;
+pub mod controller;
+pub mod crdgen;
+pub mod events;
+pub mod fetch;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod plugin;
+pub mod rbac;
+pub mod render;
+pub mod status;
+pub mod validate;

@@ -1,0 +1,105 @@
+//! Prometheus metrics of the operator, under the prefix `combo_operator`.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+/// The operator's metrics and the registry that serves them.
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Counter,
+    errors: Family<Labels, Counter>,
+    duration: Histogram,
+    writes: Family<Labels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let reconciles = Counter::default();
+        let errors = Family::<Labels, Counter>::default();
+        let duration = Histogram::new(exponential_buckets(0.001, 2.0, 15));
+        let writes = Family::<Labels, Counter>::default();
+        let sub = registry.sub_registry_with_prefix("combo_operator");
+        sub.register("reconciles", "Debugger reconciles", reconciles.clone());
+        sub.register(
+            "reconcile_errors",
+            "Failed Debugger reconciles by error kind",
+            errors.clone(),
+        );
+        sub.register(
+            "reconcile_duration_seconds",
+            "Duration of one Debugger reconcile",
+            duration.clone(),
+        );
+        sub.register(
+            "api_writes",
+            "Writes (apply, delete) the operator sent, by object kind",
+            writes.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            errors,
+            duration,
+            writes,
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one reconcile and its duration.
+    pub fn reconciled(&self, seconds: f64) {
+        self.reconciles.inc();
+        self.duration.observe(seconds);
+    }
+
+    /// Counts one failed reconcile of `kind` (e.g. `invalid_spec`, `kube`).
+    pub fn error(&self, kind: &str) {
+        self.errors
+            .get_or_create(&vec![("kind".into(), kind.into())])
+            .inc();
+    }
+
+    /// Counts one API write to an object of `kind`.
+    pub fn write(&self, kind: &str) {
+        self.writes
+            .get_or_create(&vec![("kind".into(), kind.into())])
+            .inc();
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_appear_with_their_prefix_and_labels() {
+        let m = Metrics::default();
+        m.reconciled(0.01);
+        m.error("invalid_spec");
+        m.write("DaemonSet");
+        let text = m.encode();
+        assert!(text.contains("combo_operator_reconciles_total 1"), "{text}");
+        assert!(
+            text.contains(r#"combo_operator_reconcile_errors_total{kind="invalid_spec"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"combo_operator_api_writes_total{kind="DaemonSet"} 1"#),
+            "{text}"
+        );
+        assert!(text.contains("combo_operator_reconcile_duration_seconds_count 1"));
+    }
+}

@@ -1,0 +1,263 @@
+//! The workload pods' ServiceAccount `kube-combo-workload`, its Role and
+//! RoleBinding, one set per namespace that has Debuggers.
+//!
+//! The operator creates them so that a Debugger works in any namespace
+//! without extra manifests. Every Debugger of the namespace is an owner
+//! (not the controller) of the three objects, so the garbage collector
+//! removes them with the last Debugger. The Role grants only what SPEC §6
+//! lists: read Debuggers and Pingers, watch pods, get and apply the summary
+//! ConfigMaps of the namespace's Debuggers (by name), create Events.
+
+use std::collections::BTreeSet;
+
+use combo_api::keys::{self, GROUP};
+use combo_api::Debugger;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::{Api, Resource, ResourceExt};
+
+use crate::apply;
+use crate::context::Context;
+use crate::render::{spec_hash, spec_hash_of, WORKLOAD_SERVICE_ACCOUNT};
+
+/// The three objects of one namespace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadRbac {
+    /// `kube-combo-workload` ServiceAccount.
+    pub service_account: ServiceAccount,
+    /// Its Role.
+    pub role: Role,
+    /// Binding of the Role to the ServiceAccount.
+    pub binding: RoleBinding,
+    /// Hash over all three, stamped on each.
+    pub hash: String,
+}
+
+/// Renders the workload RBAC of `namespace` for `debuggers` (those of that
+/// namespace). Pure.
+pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
+    let mut sorted: Vec<&Debugger> = debuggers.to_vec();
+    sorted.sort_by_key(|d| d.name_any());
+    let owners: Vec<OwnerReference> = sorted
+        .iter()
+        .filter_map(|d| {
+            Some(OwnerReference {
+                api_version: Debugger::api_version(&()).into_owned(),
+                kind: Debugger::kind(&()).into_owned(),
+                name: d.name_any(),
+                uid: d.meta().uid.clone()?,
+                ..OwnerReference::default()
+            })
+        })
+        .collect();
+    let summaries: BTreeSet<String> = sorted
+        .iter()
+        .map(|d| d.spec.summary_name(&d.name_any()))
+        .collect();
+    let meta = ObjectMeta {
+        name: Some(WORKLOAD_SERVICE_ACCOUNT.into()),
+        namespace: Some(namespace.into()),
+        labels: Some(
+            [(
+                keys::LABEL_NAME.to_string(),
+                keys::LABEL_NAME_VALUE.to_string(),
+            )]
+            .into(),
+        ),
+        owner_references: Some(owners),
+        ..ObjectMeta::default()
+    };
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(groups.iter().map(|s| s.to_string()).collect()),
+        resources: Some(resources.iter().map(|s| s.to_string()).collect()),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..PolicyRule::default()
+    };
+    let mut summary_rule = rule(&[""], &["configmaps"], &["get", "patch"]);
+    summary_rule.resource_names = Some(summaries.into_iter().collect());
+    let service_account = ServiceAccount {
+        metadata: meta.clone(),
+        ..ServiceAccount::default()
+    };
+    let role = Role {
+        metadata: meta.clone(),
+        rules: Some(vec![
+            rule(
+                &[GROUP],
+                &["debuggers", "pingers"],
+                &["get", "list", "watch"],
+            ),
+            rule(&[""], &["pods"], &["get", "list", "watch"]),
+            summary_rule,
+            rule(&["", "events.k8s.io"], &["events"], &["create", "patch"]),
+        ]),
+    };
+    let binding = RoleBinding {
+        metadata: meta,
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: WORKLOAD_SERVICE_ACCOUNT.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: WORKLOAD_SERVICE_ACCOUNT.into(),
+            namespace: Some(namespace.into()),
+            ..Subject::default()
+        }]),
+    };
+    let hash = spec_hash(&(&service_account, &role, &binding));
+    let stamp = |m: &mut ObjectMeta| {
+        m.annotations
+            .get_or_insert_with(Default::default)
+            .insert(crate::render::ANNOTATION_SPEC_HASH.into(), hash.clone());
+    };
+    let (mut service_account, mut role, mut binding) = (service_account, role, binding);
+    stamp(&mut service_account.metadata);
+    stamp(&mut role.metadata);
+    stamp(&mut binding.metadata);
+    WorkloadRbac {
+        service_account,
+        role,
+        binding,
+        hash,
+    }
+}
+
+/// Makes sure the workload RBAC of `dbg`'s namespace matches the namespace's
+/// Debuggers. Reads the Role only when this process has not applied the
+/// same hash yet; writes only when it differs.
+pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
+    let ns = dbg.namespace().unwrap_or_default();
+    let all = ctx.debuggers.state();
+    let mut mine: Vec<&Debugger> = all
+        .iter()
+        .map(|d| d.as_ref())
+        .filter(|d| {
+            d.namespace().as_deref() == Some(ns.as_str()) && d.meta().deletion_timestamp.is_none()
+        })
+        .collect();
+    if !mine.iter().any(|d| d.meta().uid == dbg.meta().uid) {
+        mine.push(dbg);
+    }
+    let desired = render(&ns, &mine);
+    if cached(ctx, &ns).as_deref() == Some(desired.hash.as_str()) {
+        return Ok(());
+    }
+    let existing = Api::<Role>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(WORKLOAD_SERVICE_ACCOUNT)
+        .await
+        .map_err(|source| apply::Error::Write {
+            kind: "Role",
+            name: WORKLOAD_SERVICE_ACCOUNT.into(),
+            source,
+        })?;
+    let current = existing.as_ref().and_then(|r| spec_hash_of(&r.metadata));
+    if current != Some(desired.hash.as_str()) {
+        let m = &ctx.metrics;
+        apply::apply(
+            &ctx.client,
+            m,
+            &ns,
+            &desired.service_account,
+            "ServiceAccount",
+        )
+        .await?;
+        apply::apply(&ctx.client, m, &ns, &desired.role, "Role").await?;
+        apply::apply(&ctx.client, m, &ns, &desired.binding, "RoleBinding").await?;
+    }
+    ctx.rbac_applied
+        .lock()
+        .expect("rbac cache lock")
+        .insert(ns, desired.hash);
+    Ok(())
+}
+
+fn cached(ctx: &Context, ns: &str) -> Option<String> {
+    ctx.rbac_applied
+        .lock()
+        .expect("rbac cache lock")
+        .get(ns)
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use combo_api::DebuggerSpec;
+
+    fn dbg(name: &str, uid: &str, summary: &str) -> Debugger {
+        let mut d = Debugger::new(
+            name,
+            DebuggerSpec {
+                summary_config_map: summary.into(),
+                ..DebuggerSpec::default()
+            },
+        );
+        d.metadata.namespace = Some("ops".into());
+        d.metadata.uid = Some(uid.into());
+        d
+    }
+
+    #[test]
+    fn every_debugger_of_the_namespace_owns_the_workload_rbac() {
+        let (a, b) = (dbg("b-check", "u2", ""), dbg("a-check", "u1", "results"));
+        let r = render("ops", &[&a, &b]);
+        let owners = r.role.metadata.owner_references.clone().unwrap();
+        let names: Vec<_> = owners.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["a-check", "b-check"]);
+        assert!(owners.iter().all(|o| o.controller.is_none()));
+        assert_eq!(
+            r,
+            render("ops", &[&b, &a]),
+            "order of the store does not matter"
+        );
+        let summary_rule = &r.role.rules.as_ref().unwrap()[2];
+        assert_eq!(
+            summary_rule.resource_names,
+            Some(vec!["b-check-summary".to_string(), "results".to_string()])
+        );
+        assert_eq!(summary_rule.verbs, ["get", "patch"]);
+    }
+
+    #[test]
+    fn role_grants_only_reads_pod_watches_summary_writes_and_events() {
+        let r = render("ops", &[&dbg("x", "u", "")]);
+        let verbs: Vec<(Vec<String>, Vec<String>)> = r
+            .role
+            .rules
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.resources.unwrap(), p.verbs))
+            .collect();
+        for (resources, verbs) in &verbs {
+            let writes = verbs
+                .iter()
+                .any(|v| !["get", "list", "watch"].contains(&v.as_str()));
+            if writes {
+                assert!(
+                    resources == &["configmaps"] || resources == &["events"],
+                    "{resources:?} {verbs:?}"
+                );
+            }
+            assert!(!verbs.iter().any(|v| v == "delete" || v == "*"));
+        }
+        assert_eq!(
+            r.binding.subjects.unwrap()[0].name,
+            WORKLOAD_SERVICE_ACCOUNT
+        );
+        assert_eq!(r.binding.role_ref.name, WORKLOAD_SERVICE_ACCOUNT);
+    }
+
+    #[test]
+    fn the_hash_changes_when_the_set_of_debuggers_changes() {
+        let a = dbg("a", "u1", "");
+        let b = dbg("b", "u2", "");
+        assert_ne!(render("ops", &[&a]).hash, render("ops", &[&a, &b]).hash);
+        assert_eq!(
+            spec_hash_of(&render("ops", &[&a]).binding.metadata),
+            Some(render("ops", &[&a]).hash.as_str())
+        );
+    }
+}

@@ -1,0 +1,374 @@
+//! Render: a Debugger (and the image of its Pinger) becomes a DaemonSet or a
+//! Pod, plus the skeleton of its summary ConfigMap. Pure: no I/O, so every
+//! spec field is unit-tested here.
+
+use std::collections::BTreeMap;
+
+use combo_api::keys::{self, env};
+use combo_api::{Debugger, Pinger, WorkloadType};
+use k8s_openapi::api::apps::v1::{
+    DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
+};
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
+    HostPathVolumeSource, ObjectFieldSelector, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
+    SecurityContext, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::Resource;
+use serde::Serialize;
+
+/// Annotation carrying the hash of everything the operator rendered into an
+/// object; equal hashes mean an apply would change nothing, so none is sent.
+pub const ANNOTATION_SPEC_HASH: &str = "kubecombo.io/spec-hash";
+/// ServiceAccount of workload pods, one per namespace (see `rbac`).
+pub const WORKLOAD_SERVICE_ACCOUNT: &str = "kube-combo-workload";
+/// Where the host root filesystem is mounted with enableSys.
+pub const HOST_ROOT_MOUNT: &str = "/host";
+/// Where the user's scripts ConfigMap is mounted.
+pub const CUSTOM_SCRIPTS_MOUNT: &str = "/scripts/custom";
+/// `HOST_ROOT` environment variable of the runner.
+pub const ENV_HOST_ROOT: &str = "HOST_ROOT";
+
+const VOLUME_HOST_ROOT: &str = "host-root";
+const VOLUME_CUSTOM_SCRIPTS: &str = "custom-scripts";
+
+/// Images used when a spec names none (the operator's flags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Images {
+    /// `--runner-image`.
+    pub runner: String,
+    /// `--pinger-image`.
+    pub pinger: String,
+}
+
+/// The workload of a Debugger, as it should be.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Workload {
+    /// `workloadType: daemonset`.
+    DaemonSet(Box<DaemonSet>),
+    /// `workloadType: pod`.
+    Pod(Box<Pod>),
+}
+
+impl Workload {
+    /// The kind, for messages and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::DaemonSet(_) => "DaemonSet",
+            Workload::Pod(_) => "Pod",
+        }
+    }
+
+    /// The hash stamped on the object.
+    pub fn hash(&self) -> Option<&str> {
+        let meta = match self {
+            Workload::DaemonSet(d) => &d.metadata,
+            Workload::Pod(p) => &p.metadata,
+        };
+        spec_hash_of(meta)
+    }
+}
+
+/// The value of [`ANNOTATION_SPEC_HASH`] on an object, if any.
+pub fn spec_hash_of(meta: &ObjectMeta) -> Option<&str> {
+    meta.annotations
+        .as_ref()?
+        .get(ANNOTATION_SPEC_HASH)
+        .map(String::as_str)
+}
+
+/// Renders the workload of `dbg`. `pinger` is the Pinger it names (only its
+/// image matters here: the pinger container applies target changes live).
+pub fn workload(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Workload {
+    let name = dbg.metadata.name.clone().unwrap_or_default();
+    let meta = |annotations: BTreeMap<String, String>| ObjectMeta {
+        name: Some(name.clone()),
+        namespace: dbg.metadata.namespace.clone(),
+        labels: Some(keys::workload_labels(&name)),
+        annotations: (!annotations.is_empty()).then_some(annotations),
+        owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
+        ..ObjectMeta::default()
+    };
+    let spec = pod_spec(dbg, pinger, images);
+    match dbg.spec.workload_type {
+        WorkloadType::Daemonset => {
+            let ds = DaemonSet {
+                metadata: meta(BTreeMap::new()),
+                spec: Some(DaemonSetSpec {
+                    selector: LabelSelector {
+                        match_labels: Some(keys::workload_labels(&name)),
+                        ..LabelSelector::default()
+                    },
+                    template: PodTemplateSpec {
+                        metadata: Some(ObjectMeta {
+                            labels: Some(keys::workload_labels(&name)),
+                            annotations: pod_annotations(dbg),
+                            ..ObjectMeta::default()
+                        }),
+                        spec: Some(spec),
+                    },
+                    update_strategy: Some(DaemonSetUpdateStrategy {
+                        type_: Some("RollingUpdate".into()),
+                        rolling_update: Some(RollingUpdateDaemonSet {
+                            max_unavailable: Some(IntOrString::String("100%".into())),
+                            ..RollingUpdateDaemonSet::default()
+                        }),
+                    }),
+                    ..DaemonSetSpec::default()
+                }),
+                status: None,
+            };
+            Workload::DaemonSet(Box::new(stamped(ds, |d| &mut d.metadata)))
+        }
+        WorkloadType::Pod => {
+            let pod = Pod {
+                metadata: meta(pod_annotations(dbg).unwrap_or_default()),
+                spec: Some(spec),
+                status: None,
+            };
+            Workload::Pod(Box::new(stamped(pod, |p| &mut p.metadata)))
+        }
+    }
+}
+
+/// The summary ConfigMap skeleton: metadata only. It carries no `data`, so
+/// the operator's field manager never owns a node's key.
+pub fn summary_config_map(dbg: &Debugger) -> ConfigMap {
+    let name = dbg.metadata.name.clone().unwrap_or_default();
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(dbg.spec.summary_name(&name)),
+            namespace: dbg.metadata.namespace.clone(),
+            labels: Some(keys::workload_labels(&name)),
+            owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    };
+    stamped(cm, |c| &mut c.metadata)
+}
+
+/// Stamps `obj` with the hash of its rendered form.
+pub fn stamped<T: Serialize>(mut obj: T, meta: impl Fn(&mut T) -> &mut ObjectMeta) -> T {
+    let hash = spec_hash(&obj);
+    meta(&mut obj)
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(ANNOTATION_SPEC_HASH.into(), hash);
+    obj
+}
+
+/// FNV-1a (64 bit) of the JSON form: stable across builds and releases,
+/// unlike `std`'s hasher.
+pub fn spec_hash<T: Serialize>(obj: &T) -> String {
+    let json = serde_json::to_vec(obj).expect("rendered objects always serialise");
+    let hash = json.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+fn pod_annotations(dbg: &Debugger) -> Option<BTreeMap<String, String>> {
+    let mut a = BTreeMap::new();
+    let spec = &dbg.spec;
+    if !spec.qos_bandwidth.is_empty() {
+        a.insert(
+            keys::ANNOTATION_INGRESS_RATE.into(),
+            spec.qos_bandwidth.clone(),
+        );
+        a.insert(
+            keys::ANNOTATION_EGRESS_RATE.into(),
+            spec.qos_bandwidth.clone(),
+        );
+    }
+    if !spec.subnet.is_empty() {
+        a.insert(keys::ANNOTATION_LOGICAL_SWITCH.into(), spec.subnet.clone());
+    }
+    (!a.is_empty()).then_some(a)
+}
+
+/// The pod spec shared by both workload types.
+pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> PodSpec {
+    let spec = &dbg.spec;
+    let is_pod = spec.workload_type == WorkloadType::Pod;
+    let mut containers = vec![runner(dbg, images)];
+    if spec.enable_pinger {
+        containers.push(pinger_container(dbg, pinger, images));
+    }
+    let mut volumes = Vec::new();
+    if spec.enable_sys {
+        volumes.push(Volume {
+            name: VOLUME_HOST_ROOT.into(),
+            host_path: Some(HostPathVolumeSource {
+                path: "/".into(),
+                type_: Some("Directory".into()),
+            }),
+            ..Volume::default()
+        });
+    }
+    if spec.enable_config_map {
+        volumes.push(Volume {
+            name: VOLUME_CUSTOM_SCRIPTS.into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: spec.config_map.clone(),
+                default_mode: Some(0o755),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
+    PodSpec {
+        containers,
+        volumes: (!volumes.is_empty()).then_some(volumes),
+        service_account_name: Some(WORKLOAD_SERVICE_ACCOUNT.into()),
+        restart_policy: Some(if is_pod { "Never" } else { "Always" }.into()),
+        host_network: spec.host_network.then_some(true),
+        dns_policy: spec
+            .host_network
+            .then(|| "ClusterFirstWithHostNet".to_string()),
+        host_pid: spec.enable_sys.then_some(true),
+        node_selector: (!spec.selector.is_empty()).then(|| spec.selector.clone()),
+        tolerations: (!spec.tolerations.is_empty()).then(|| spec.tolerations.clone()),
+        affinity: spec.affinity.clone(),
+        node_name: (is_pod && !spec.node_name.is_empty()).then(|| spec.node_name.clone()),
+        ..PodSpec::default()
+    }
+}
+
+fn runner(dbg: &Debugger, images: &Images) -> Container {
+    let spec = &dbg.spec;
+    let mut env = common_env(dbg);
+    env.push(value_env(
+        ENV_HOST_ROOT,
+        if spec.enable_sys {
+            HOST_ROOT_MOUNT
+        } else {
+            "/"
+        },
+    ));
+    let mut mounts = Vec::new();
+    if spec.enable_sys {
+        mounts.push(VolumeMount {
+            name: VOLUME_HOST_ROOT.into(),
+            mount_path: HOST_ROOT_MOUNT.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
+    if spec.enable_config_map {
+        mounts.push(VolumeMount {
+            name: VOLUME_CUSTOM_SCRIPTS.into(),
+            mount_path: CUSTOM_SCRIPTS_MOUNT.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
+    let security_context = if spec.enable_sys {
+        SecurityContext {
+            privileged: Some(true),
+            ..SecurityContext::default()
+        }
+    } else {
+        SecurityContext {
+            privileged: Some(false),
+            allow_privilege_escalation: Some(false),
+            ..SecurityContext::default()
+        }
+    };
+    Container {
+        name: keys::CONTAINER_RUNNER.into(),
+        image: Some(or_default(&spec.image, &images.runner)),
+        env: Some(env),
+        resources: Some(resources(dbg)),
+        volume_mounts: (!mounts.is_empty()).then_some(mounts),
+        security_context: Some(security_context),
+        ..Container::default()
+    }
+}
+
+fn pinger_container(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Container {
+    let image = pinger.map(|p| p.spec.image.as_str()).unwrap_or_default();
+    Container {
+        name: keys::CONTAINER_PINGER.into(),
+        image: Some(or_default(image, &images.pinger)),
+        env: Some(common_env(dbg)),
+        resources: Some(resources(dbg)),
+        security_context: Some(SecurityContext {
+            privileged: Some(false),
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(Capabilities {
+                add: Some(vec!["NET_RAW".into()]),
+                drop: Some(vec!["ALL".into()]),
+            }),
+            ..SecurityContext::default()
+        }),
+        ..Container::default()
+    }
+}
+
+fn common_env(dbg: &Debugger) -> Vec<EnvVar> {
+    let mut env = vec![
+        field_env(env::POD_NAME, "metadata.name"),
+        field_env(env::POD_NAMESPACE, "metadata.namespace"),
+        field_env(env::NODE_NAME, "spec.nodeName"),
+        field_env(env::POD_IP, "status.podIP"),
+        value_env(
+            env::DEBUGGER_NAME,
+            dbg.metadata.name.as_deref().unwrap_or_default(),
+        ),
+    ];
+    if dbg.spec.enable_pinger {
+        env.push(value_env(env::PINGER_NAME, &dbg.spec.pinger));
+    }
+    env
+}
+
+fn field_env(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                api_version: Some("v1".into()),
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+fn value_env(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value: Some(value.into()),
+        ..EnvVar::default()
+    }
+}
+
+fn resources(dbg: &Debugger) -> ResourceRequirements {
+    let amounts: BTreeMap<String, Quantity> = [
+        ("cpu".to_string(), Quantity(dbg.spec.cpu.clone())),
+        ("memory".to_string(), Quantity(dbg.spec.memory.clone())),
+    ]
+    .into();
+    ResourceRequirements {
+        requests: Some(amounts.clone()),
+        limits: Some(amounts),
+        ..ResourceRequirements::default()
+    }
+}
+
+fn or_default(value: &str, default: &str) -> String {
+    if value.is_empty() {
+        default.to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;

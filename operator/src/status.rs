@@ -1,0 +1,156 @@
+//! Status: what `kubectl get dbg` shows, computed from the workload and the
+//! summary ConfigMap. Pure; the controller writes it only when it differs
+//! from what the API server has.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use combo_api::{Debugger, DebuggerStatus, NodeSummary, RunAt};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use crate::validate::Invalid;
+
+/// The condition type kept on every Debugger.
+pub const CONDITION_READY: &str = "Ready";
+/// Reason of `Ready=True`: every desired pod is Ready.
+pub const REASON_WORKLOAD_READY: &str = "WorkloadReady";
+/// Reason of `Ready=False` while pods are missing or not Ready.
+pub const REASON_WORKLOAD_NOT_READY: &str = "WorkloadNotReady";
+
+/// Pod counts of a workload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PodCounts {
+    /// Pods the workload should have.
+    pub desired: i32,
+    /// Pods that are Ready.
+    pub ready: i32,
+}
+
+/// Pod counts of a DaemonSet, from its status.
+pub fn daemonset_counts(ds: &DaemonSet) -> PodCounts {
+    let s = ds.status.clone().unwrap_or_default();
+    PodCounts {
+        desired: s.desired_number_scheduled,
+        ready: s.number_ready,
+    }
+}
+
+/// Pod counts of a single Pod: it is desired; ready when its Ready condition is True.
+pub fn pod_counts(pod: &Pod) -> PodCounts {
+    let ready = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    PodCounts {
+        desired: 1,
+        ready: i32::from(ready),
+    }
+}
+
+/// Run fields taken from the summary ConfigMap.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Newest `runAt` over all nodes.
+    pub last_run_at: Option<String>,
+    /// Nodes whose summary carries that `runAt`.
+    pub completed_nodes: i32,
+    /// Failed items over those nodes.
+    pub failed_items: i32,
+}
+
+/// Reads every node's value; values that do not parse are skipped (a runner
+/// of another version may be writing).
+pub fn run_summary(cm: Option<&ConfigMap>) -> RunSummary {
+    let nodes: Vec<(DateTime<Utc>, NodeSummary)> = cm
+        .and_then(|c| c.data.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, v)| NodeSummary::from_yaml(v).ok())
+        .filter_map(|s| Some((DateTime::parse_from_rfc3339(&s.run_at).ok()?.to_utc(), s)))
+        .collect();
+    let Some(last) = nodes.iter().map(|(t, _)| *t).max() else {
+        return RunSummary::default();
+    };
+    let current = nodes.iter().filter(|(t, _)| *t == last);
+    RunSummary {
+        last_run_at: Some(rfc3339(last)),
+        completed_nodes: current.clone().count() as i32,
+        failed_items: current.map(|(_, s)| s.failed().count() as i32).sum(),
+    }
+}
+
+/// The next scheduled run after `now`, if runAt has one.
+pub fn next_run_at(run_at: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    RunAt::parse(run_at).ok()?.next_after(now)
+}
+
+/// The status `dbg` should have. `invalid` is the validation outcome;
+/// `counts` is `None` when no workload exists.
+pub fn compute(
+    dbg: &Debugger,
+    invalid: Option<&Invalid>,
+    counts: Option<PodCounts>,
+    runs: &RunSummary,
+    now: DateTime<Utc>,
+) -> DebuggerStatus {
+    let counts = counts.unwrap_or_default();
+    let (status, reason, message) = match invalid {
+        Some(i) => ("False", i.reason(), i.to_string()),
+        None if counts.desired > 0 && counts.ready == counts.desired => (
+            "True",
+            REASON_WORKLOAD_READY,
+            format!("{}/{} pods ready", counts.ready, counts.desired),
+        ),
+        None => (
+            "False",
+            REASON_WORKLOAD_NOT_READY,
+            format!("{}/{} pods ready", counts.ready, counts.desired),
+        ),
+    };
+    let generation = dbg.metadata.generation.unwrap_or_default();
+    let previous = dbg
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == CONDITION_READY));
+    let unchanged = previous.filter(|c| c.status == status && c.reason == reason);
+    let ready = Condition {
+        type_: CONDITION_READY.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: Some(generation),
+        last_transition_time: unchanged
+            .map(|c| c.last_transition_time.clone())
+            .unwrap_or_else(|| Time(to_timestamp(now))),
+    };
+    DebuggerStatus {
+        observed_generation: generation,
+        conditions: vec![ready],
+        desired_pods: counts.desired,
+        ready_pods: counts.ready,
+        ready: format!("{}/{}", counts.ready, counts.desired),
+        last_run_at: runs.last_run_at.clone(),
+        next_run_at: next_run_at(&dbg.spec.run_at, now).map(rfc3339),
+        completed_nodes: runs.completed_nodes,
+        failed_items: runs.failed_items,
+    }
+}
+
+/// Whether `new` differs from what `dbg` carries (so a write is needed).
+pub fn changed(dbg: &Debugger, new: &DebuggerStatus) -> bool {
+    dbg.status.as_ref() != Some(new)
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn to_timestamp(t: DateTime<Utc>) -> k8s_openapi::jiff::Timestamp {
+    k8s_openapi::jiff::Timestamp::from_second(t.timestamp())
+        .expect("a chrono time is always within jiff's range")
+}
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;

@@ -1,0 +1,175 @@
+use super::*;
+use combo_api::DebuggerSpec;
+use k8s_openapi::api::apps::v1::DaemonSetStatus;
+
+fn now() -> DateTime<Utc> {
+    "2026-11-22T05:00:00Z".parse().unwrap()
+}
+
+fn dbg(run_at: &str) -> Debugger {
+    let mut d = Debugger::new(
+        "node-check",
+        DebuggerSpec {
+            run_at: run_at.into(),
+            ..DebuggerSpec::default()
+        },
+    );
+    d.metadata.generation = Some(3);
+    d
+}
+
+fn summary(values: &[(&str, &str)]) -> ConfigMap {
+    ConfigMap {
+        data: Some(
+            values
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        ..ConfigMap::default()
+    }
+}
+
+#[test]
+fn all_pods_ready_makes_ready_true_with_counts() {
+    let s = compute(
+        &dbg(""),
+        None,
+        Some(PodCounts {
+            desired: 3,
+            ready: 3,
+        }),
+        &RunSummary::default(),
+        now(),
+    );
+    assert_eq!((s.desired_pods, s.ready_pods), (3, 3));
+    assert_eq!(s.ready, "3/3");
+    assert_eq!(s.observed_generation, 3);
+    let c = &s.conditions[0];
+    assert_eq!(
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+        ("Ready", "True", "WorkloadReady")
+    );
+    assert_eq!(c.observed_generation, Some(3));
+}
+
+#[test]
+fn missing_workload_is_not_ready_with_zero_counts() {
+    let s = compute(&dbg(""), None, None, &RunSummary::default(), now());
+    assert_eq!(s.ready, "0/0");
+    assert_eq!(s.conditions[0].status, "False");
+    assert_eq!(s.conditions[0].reason, "WorkloadNotReady");
+}
+
+#[test]
+fn invalid_spec_sets_ready_false_with_its_reason_and_message() {
+    let invalid = Invalid::PingerNotFound("Pinger \"mesh\" not found".into());
+    let s = compute(
+        &dbg(""),
+        Some(&invalid),
+        Some(PodCounts {
+            desired: 2,
+            ready: 2,
+        }),
+        &RunSummary::default(),
+        now(),
+    );
+    let c = &s.conditions[0];
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "PingerNotFound")
+    );
+    assert!(c.message.contains("mesh"));
+    assert_eq!(s.ready_pods, 2, "the existing workload is still counted");
+}
+
+#[test]
+fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
+    let mut d = dbg("");
+    let counts = Some(PodCounts {
+        desired: 1,
+        ready: 1,
+    });
+    let first = compute(&d, None, counts, &RunSummary::default(), now());
+    d.status = Some(first.clone());
+    let later = now() + chrono::Duration::hours(1);
+    let second = compute(&d, None, counts, &RunSummary::default(), later);
+    assert_eq!(first, second);
+    assert!(!changed(&d, &second));
+    let third = compute(&d, None, None, &RunSummary::default(), later);
+    assert!(changed(&d, &third));
+    assert_ne!(
+        third.conditions[0].last_transition_time,
+        first.conditions[0].last_transition_time
+    );
+}
+
+#[test]
+fn run_fields_come_from_the_newest_run_in_the_summary() {
+    let cm = summary(&[
+        (
+            "node-1",
+            "runAt: \"2026-11-22T00:00:00Z\"\nfinishedAt: \"x\"\ndisk:\n  sda: {err: full}\n  sdb: {}\nnet:\n  eth0: {err: down}\n",
+        ),
+        (
+            "node-2",
+            "runAt: \"2026-11-22T00:00:00Z\"\ndisk:\n  sda: {}\n",
+        ),
+        (
+            "node-3",
+            "runAt: \"2026-11-21T18:00:00Z\"\ndisk:\n  sda: {err: old}\n",
+        ),
+        ("node-4", "not: [yaml"),
+    ]);
+    let r = run_summary(Some(&cm));
+    assert_eq!(r.last_run_at.as_deref(), Some("2026-11-22T00:00:00Z"));
+    assert_eq!(r.completed_nodes, 2);
+    assert_eq!(r.failed_items, 2);
+    assert_eq!(run_summary(None), RunSummary::default());
+}
+
+#[test]
+fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
+    let s = compute(
+        &dbg("0 */6 * * *"),
+        None,
+        None,
+        &RunSummary::default(),
+        now(),
+    );
+    assert_eq!(s.next_run_at.as_deref(), Some("2026-11-22T06:00:00Z"));
+    let past = compute(
+        &dbg("2026-11-22T04:00:00Z"),
+        None,
+        None,
+        &RunSummary::default(),
+        now(),
+    );
+    assert_eq!(past.next_run_at, None);
+    assert_eq!(next_run_at("", now()), None);
+}
+
+#[test]
+fn daemonset_and_pod_counts_read_their_status() {
+    let ds = DaemonSet {
+        status: Some(DaemonSetStatus {
+            desired_number_scheduled: 4,
+            number_ready: 3,
+            ..DaemonSetStatus::default()
+        }),
+        ..DaemonSet::default()
+    };
+    assert_eq!(
+        daemonset_counts(&ds),
+        PodCounts {
+            desired: 4,
+            ready: 3
+        }
+    );
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    assert_eq!(pod_counts(&pod).ready, 1);
+    assert_eq!(pod_counts(&Pod::default()).ready, 0);
+}
