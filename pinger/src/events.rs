@@ -182,10 +182,14 @@ mod tests {
         // 60 flips in 60 s, but Events at least 10 s apart.
         assert!(events.len() <= 6, "{events:?}");
         assert!(events.windows(2).all(|w| w[1].0 - w[0].0 >= 10));
-        // Held-back transitions are delivered once the gap allows.
+        // The last Event said "recovered"; a failure right after it is held
+        // back by the gap, and delivered once the gap allows.
+        let (last_at, last) = *events.last().unwrap();
+        assert_eq!(last, Decision::Recovered);
+        assert_eq!(g.observe(&"a", false, t0 + (last_at + 1) * S), None);
         assert_eq!(
-            g.observe(&"a", true, t0 + 100 * S),
-            Some(Decision::Recovered)
+            g.observe(&"a", false, t0 + (last_at + 10) * S),
+            Some(Decision::Failed)
         );
     }
 
