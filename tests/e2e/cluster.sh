@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane (v1.20.2: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler) with simulated nodes whose pods run
+# as local processes (tests/nodesim).
+#
+#   tests/e2e/cluster.sh up DIR [--nodes N]   build (first time) and start; prints `export KUBECONFIG=...`
+#   tests/e2e/cluster.sh down DIR             stop everything `up` started, by pid, and remove the networks
+#   tests/e2e/cluster.sh status DIR           say what runs
+#
+# Kubernetes binaries are built once and cached in
+# ${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}; the project's
+# binaries come from `cargo build --release`.
+#
+# Network plan (one cluster per machine):
+#   bridge kcbr0 172.31.0.1/24 on the host: the API server listens there.
+#   node-i: network namespace kc-node-i with InternalIP 172.31.0.(10+i) on the
+#           bridge and a pod bridge cbr0 172.30.i.1/24; it routes between pods.
+#           It has no default route: nothing from a node or a pod leaves the
+#           machine (pods resolve names through 172.31.0.1, where nothing answers).
+#   pods:   a network namespace each (kcp-<uid>) with an address in 172.30.i.0/24
+#           behind their node, so a rule in kc-node-i applies to that node's pods.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}
+kbin=$cache/k8s/bin
+bridge=kcbr0
+host_ip=172.31.0.1
+api_port=6443
+etcd_port=23790
+
+die() { echo "cluster.sh: $*" >&2; exit 2; }
+usage() { die "usage: cluster.sh up DIR [--nodes N] | down DIR | status DIR"; }
+
+node_ip() { echo "172.31.0.$((10 + $1))"; }
+
+pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+ensure_packages() {
+    local need=()
+    command -v etcd >/dev/null || need+=(etcd-server)
+    command -v ip >/dev/null || need+=(iproute2)
+    command -v openssl >/dev/null || need+=(openssl)
+    command -v nsenter >/dev/null || need+=(util-linux)
+    command -v iptables >/dev/null || need+=(iptables)
+    command -v nft >/dev/null || need+=(nftables)
+    command -v curl >/dev/null || need+=(curl)
+    if ((${#need[@]})); then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q "${need[@]}" >/dev/null 2>&1 || {
+            apt-get update -q >/dev/null && apt-get install -y -q "${need[@]}" >/dev/null
+        }
+    fi
+    command -v kubectl >/dev/null || die "kubectl is not installed"
+}
+
+make_pki() {
+    local pki=$1
+    [[ -f $pki/apiserver.crt ]] && return 0
+    mkdir -p "$pki"
+    (
+        cd "$pki"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -keyout ca.key -out ca.crt \
+            -subj "/CN=kube-combo-test-ca" 2>/dev/null
+        cat >apiserver.ext <<EXT
+basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:$host_ip,IP:127.0.0.1,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost
+EXT
+        openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr \
+            -subj "/CN=kube-apiserver" 2>/dev/null
+        openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+            -days 3650 -extfile apiserver.ext -out apiserver.crt 2>/dev/null
+        openssl genrsa -out sa.key 2048 2>/dev/null
+        openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    )
+}
+
+write_kubeconfig() { # file token
+    cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: kube-combo
+  cluster:
+    server: https://$host_ip:$api_port
+    certificate-authority: $dir/pki/ca.crt
+users:
+- name: admin
+  user:
+    token: $2
+contexts:
+- name: kube-combo
+  context: {cluster: kube-combo, user: admin}
+current-context: kube-combo
+KC
+}
+
+net_up() {
+    local n=$1 i j
+    if ! ip link show "$bridge" >/dev/null 2>&1; then
+        ip link add "$bridge" type bridge
+    fi
+    ip addr replace "$host_ip/24" dev "$bridge"
+    ip link set "$bridge" up
+    # Pod and node traffic crosses this bridge; never let a FORWARD policy drop it.
+    iptables -C FORWARD -i "$bridge" -j ACCEPT 2>/dev/null || iptables -I FORWARD -i "$bridge" -j ACCEPT
+    for ((i = 1; i <= n; i++)); do
+        local ns=kc-node-$i
+        ip netns add "$ns" 2>/dev/null || true
+        ip link add "kcn$i" type veth peer name "kcn$i-p" 2>/dev/null || true
+        ip link set "kcn$i-p" netns "$ns" 2>/dev/null || true
+        ip link set "kcn$i" master "$bridge" up
+        ip -n "$ns" link set lo up
+        ip -n "$ns" link set "kcn$i-p" name eth0 2>/dev/null || true
+        ip -n "$ns" addr replace "$(node_ip "$i")/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip -n "$ns" link add cbr0 type bridge 2>/dev/null || true
+        ip -n "$ns" addr replace "172.30.$i.1/24" dev cbr0
+        ip -n "$ns" link set cbr0 up
+        ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+        ip netns exec "$ns" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+        for ((j = 1; j <= n; j++)); do
+            ((j == i)) && continue
+            ip -n "$ns" route replace "172.30.$j.0/24" via "$(node_ip "$j")"
+        done
+        ip route replace "172.30.$i.0/24" via "$(node_ip "$i")"
+    done
+}
+
+net_down() {
+    local ns i
+    for ns in $(ip netns list 2>/dev/null | awk '/^kcp-/{print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
+    for ns in $(ip netns list 2>/dev/null | awk '/^kc-node-/{print $1}'); do
+        i=${ns#kc-node-}
+        ip route del "172.30.$i.0/24" 2>/dev/null || true
+        ip link del "kcn$i" 2>/dev/null || true
+        ip netns del "$ns" 2>/dev/null || true
+    done
+    iptables -D FORWARD -i "$bridge" -j ACCEPT 2>/dev/null || true
+    ip link del "$bridge" 2>/dev/null || true
+}
+
+start() { # name logfile cmd...
+    local name=$1 log=$2
+    shift 2
+    setsid "$@" >"$log" 2>&1 </dev/null &
+    echo $! >"$dir/pids/$name.pid"
+}
+
+wait_http() { # what url tries
+    local i
+    for ((i = 0; i < $3; i++)); do
+        if curl -fsk --max-time 2 -H "Authorization: Bearer $(cat "$dir/admin.token")" "$2" >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    return 1
+}
+
+cmd_up() {
+    local nodes=3
+    while (($#)); do
+        case $1 in
+        --nodes) nodes=${2:?--nodes needs a number}; shift 2 ;;
+        *) usage ;;
+        esac
+    done
+    if ! [[ $nodes =~ ^[0-9]+$ ]] || ((nodes < 1 || nodes > 200)); then die "--nodes takes 1..200"; fi
+    if ip link show "$bridge" >/dev/null 2>&1 && ls /run/netns/kc-node-* >/dev/null 2>&1; then
+        for p in "$dir"/pids/*.pid; do
+            pid_alive "$p" && die "a cluster already runs in $dir (cluster.sh down $dir first)"
+        done
+        die "another cluster's network ($bridge) exists: run cluster.sh down on its DIR first"
+    fi
+    ensure_packages
+    "$here/build-k8s.sh"
+    echo "building the project's binaries (release)"
+    if [[ ${KUBE_COMBO_HARNESS_ONLY:-} == 1 ]]; then
+        # Working on the harness itself: pods of project images whose binary
+        # is not built report ErrImageNeverPull.
+        (cd "$repo" && cargo build --release --quiet --bin combo-nodesim)
+    else
+        (cd "$repo" && cargo build --release --quiet --bin combo-nodesim --bin combo-operator \
+            --bin combo-runner --bin combo-pinger --bin kubectl-combo)
+    fi
+
+    mkdir -p "$dir"/{pids,logs,pods}
+    echo "$nodes" >"$dir/nodes"
+    make_pki "$dir/pki"
+    [[ -f $dir/admin.token ]] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/admin.token"
+    printf '%s,admin,admin,"system:masters"\n' "$(cat "$dir/admin.token")" >"$dir/tokens.csv"
+    write_kubeconfig "$dir/kubeconfig" "$(cat "$dir/admin.token")"
+    net_up "$nodes"
+
+    start etcd "$dir/logs/etcd.log" etcd --name kc --data-dir "$dir/etcd" \
+        --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+        --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
+        --initial-cluster kc=http://127.0.0.1:23800
+    start kube-apiserver "$dir/logs/kube-apiserver.log" "$kbin/kube-apiserver" \
+        --etcd-servers "http://127.0.0.1:$etcd_port" \
+        --bind-address "$host_ip" --advertise-address "$host_ip" --secure-port "$api_port" --insecure-port 0 \
+        --tls-cert-file "$dir/pki/apiserver.crt" --tls-private-key-file "$dir/pki/apiserver.key" \
+        --client-ca-file "$dir/pki/ca.crt" --token-auth-file "$dir/tokens.csv" \
+        --authorization-mode Node,RBAC --allow-privileged=true \
+        --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
+        --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/16 \
+        --enable-admission-plugins NamespaceLifecycle,ServiceAccount,NodeRestriction,DefaultTolerationSeconds \
+        --event-ttl 1h
+    wait_http apiserver "https://$host_ip:$api_port/readyz" 240 || {
+        tail -20 "$dir/logs/kube-apiserver.log" >&2
+        die "kube-apiserver did not become ready"
+    }
+    start kube-controller-manager "$dir/logs/kube-controller-manager.log" "$kbin/kube-controller-manager" \
+        --kubeconfig "$dir/kubeconfig" --leader-elect=false --port 0 --secure-port 0 \
+        --controllers daemonset,deployment,replicaset,garbagecollector,namespace,serviceaccount,serviceaccount-token,job,endpoint \
+        --service-account-private-key-file "$dir/pki/sa.key" --root-ca-file "$dir/pki/ca.crt" \
+        --concurrent-gc-syncs 10
+    start kube-scheduler "$dir/logs/kube-scheduler.log" "$kbin/kube-scheduler" \
+        --kubeconfig "$dir/kubeconfig" --leader-elect=false --port 0 --secure-port 0
+    start nodesim "$dir/logs/nodesim.log" "$repo/target/release/combo-nodesim" \
+        --kubeconfig "$dir/kubeconfig" --dir "$dir" --nodes "$nodes" \
+        --bin-dir "$repo/target/release" --scripts "$repo/scripts" \
+        --api-server "$host_ip:$api_port" --ca "$dir/pki/ca.crt"
+
+    local i ok=0
+    for ((i = 0; i < 240; i++)); do
+        if [[ $(KUBECONFIG=$dir/kubeconfig kubectl get nodes --no-headers 2>/dev/null | grep -c ' Ready') == "$nodes" ]] &&
+            KUBECONFIG=$dir/kubeconfig kubectl get serviceaccount default -n default >/dev/null 2>&1; then
+            ok=1
+            break
+        fi
+        sleep 0.5
+    done
+    ((ok)) || { cmd_status; die "nodes did not become Ready (logs in $dir/logs)"; }
+    echo "cluster up: $nodes nodes, state in $dir"
+    echo "export KUBECONFIG=$dir/kubeconfig"
+}
+
+cmd_down() {
+    local name p pid i
+    # The simulator first: it stops the pods' processes and removes their namespaces.
+    for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd; do
+        p=$dir/pids/$name.pid
+        [[ -f $p ]] || continue
+        pid=$(cat "$p")
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        rm -f "$p"
+    done
+    net_down
+    echo "cluster down: $dir"
+}
+
+cmd_status() {
+    local name p
+    for name in etcd kube-apiserver kube-controller-manager kube-scheduler nodesim; do
+        p=$dir/pids/$name.pid
+        if pid_alive "$p"; then
+            echo "$name: running (pid $(cat "$p"))"
+        else
+            echo "$name: stopped"
+        fi
+    done
+    if pid_alive "$dir/pids/kube-apiserver.pid"; then
+        KUBECONFIG=$dir/kubeconfig kubectl get nodes -o wide 2>/dev/null || true
+    fi
+}
+
+(($# >= 2)) || usage
+cmd=$1
+mkdir -p "$2"
+dir=$(cd "$2" && pwd)
+shift 2
+case $cmd in
+up) cmd_up "$@" ;;
+down) cmd_down ;;
+status) cmd_status ;;
+*) usage ;;
+esac
