@@ -1,12 +1,185 @@
-//! `kubectl-combo`: kubectl plugin for kube-combo.
+//! `kubectl-combo`: the `kubectl combo` plugin (SPEC §7).
 
-use clap::Parser;
+use std::process::Command as Process;
 
-/// kubectl plugin for kube-combo.
+use anyhow::{bail, Context as _, Result};
+use chrono::{SecondsFormat, Utc};
+use clap::{Parser, Subcommand};
+use combo_api::keys;
+use combo_api::{Category, Debugger};
+use combo_operator::plugin;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, Client};
+
+/// kubectl plugin for kube-combo: read summaries and errlogs, trigger runs.
 #[derive(Parser, Debug)]
 #[command(name = "kubectl-combo", version, about)]
-struct Args {}
+struct Args {
+    /// Namespace (default: the current context's).
+    #[arg(short, long, global = true)]
+    namespace: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() {
-    let _args = Args::parse();
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Table of the Debugger's summary: NODE, RUN, CATEGORY, ITEM, ERROR.
+    Summary {
+        /// The Debugger.
+        debugger: String,
+        /// Show healthy items too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Run the inspection now: sets spec.runAt to the current time.
+    Run {
+        /// The Debugger.
+        debugger: String,
+    },
+    /// Print an errlog of one node and category, through `kubectl exec`.
+    Errlog {
+        /// The Debugger.
+        debugger: String,
+        /// Node whose pod to read.
+        #[arg(long)]
+        node: String,
+        /// Category (disk, net, mem, svc, custom).
+        #[arg(long)]
+        category: Category,
+        /// Run id (20261122T060000Z) or RFC 3339 time; default the newest errlog.
+        #[arg(long)]
+        run: Option<String>,
+    },
+    /// List Debuggers with their last run and failures.
+    Status {
+        /// Across all namespaces.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let client = Client::try_default()
+        .await
+        .context("no usable kubeconfig")?;
+    let ns = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_string());
+    match args.command {
+        Command::Summary { debugger, all } => summary(client, &ns, &debugger, all).await,
+        Command::Run { debugger } => run(client, &ns, &debugger).await,
+        Command::Errlog {
+            debugger,
+            node,
+            category,
+            run,
+        } => errlog(client, &ns, &debugger, &node, category, run.as_deref()).await,
+        Command::Status { all_namespaces } => status(client, &ns, all_namespaces).await,
+    }
+}
+
+async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> {
+    let dbg = Api::<Debugger>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .with_context(|| format!("Debugger {ns}/{name}"))?;
+    let cm_name = dbg.spec.summary_name(name);
+    let cm = Api::<ConfigMap>::namespaced(client, ns)
+        .get_opt(&cm_name)
+        .await?
+        .unwrap_or_default();
+    let rows = plugin::summary_rows(&cm.data.unwrap_or_default(), all);
+    if rows.is_empty() {
+        eprintln!(
+            "no {}items in ConfigMap {ns}/{cm_name}",
+            if all { "" } else { "failed " }
+        );
+    } else {
+        print!("{}", plugin::table(&plugin::SUMMARY_HEADER, &rows));
+    }
+    Ok(())
+}
+
+async fn run(client: Client, ns: &str, name: &str) -> Result<()> {
+    let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
+    let patch = serde_json::json!({"spec": {"runAt": now}});
+    Api::<Debugger>::namespaced(client, ns)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("Debugger {ns}/{name}"))?;
+    println!("debugger.kubecombo.io/{name} runAt set to {now}");
+    Ok(())
+}
+
+async fn errlog(
+    client: Client,
+    ns: &str,
+    name: &str,
+    node: &str,
+    category: Category,
+    run: Option<&str>,
+) -> Result<()> {
+    let pods = Api::<Pod>::namespaced(client, ns)
+        .list(
+            &ListParams::default()
+                .labels(&keys::debugger_selector(name))
+                .fields(&format!("spec.nodeName={node}")),
+        )
+        .await?;
+    let Some(pod) = pods.items.into_iter().find_map(|p| p.metadata.name) else {
+        bail!("no pod of Debugger {ns}/{name} on node {node}");
+    };
+    let run = match run {
+        Some(r) => plugin::parse_run(r).map_err(anyhow::Error::msg)?,
+        None => {
+            let listing = exec(ns, &pod, &["ls", &plugin::errlog_dir(category)])?;
+            plugin::newest_errlog(&listing)
+                .with_context(|| format!("no errlog for {category} on {node}"))?
+        }
+    };
+    print!(
+        "{}",
+        exec(ns, &pod, &["cat", &plugin::errlog_path(category, &run)])?
+    );
+    Ok(())
+}
+
+/// `kubectl exec -n NS POD -c runner -- CMD...`, returning its stdout.
+fn exec(ns: &str, pod: &str, cmd: &[&str]) -> Result<String> {
+    let out = Process::new("kubectl")
+        .args(["exec", "-n", ns, pod, "-c", keys::CONTAINER_RUNNER, "--"])
+        .args(cmd)
+        .output()
+        .context("running kubectl")?;
+    if !out.status.success() {
+        bail!(
+            "kubectl exec {pod} -- {}: {}",
+            cmd.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+async fn status(client: Client, ns: &str, all_namespaces: bool) -> Result<()> {
+    let api: Api<Debugger> = if all_namespaces {
+        Api::all(client)
+    } else {
+        Api::namespaced(client, ns)
+    };
+    let list = api.list(&ListParams::default()).await?;
+    if list.items.is_empty() {
+        eprintln!("no Debuggers found");
+        return Ok(());
+    }
+    print!(
+        "{}",
+        plugin::table(&plugin::STATUS_HEADER, &plugin::status_rows(&list.items))
+    );
+    Ok(())
 }

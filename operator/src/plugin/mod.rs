@@ -1,1 +1,253 @@
-//! placeholder
+//! `kubectl combo` (SPEC §7): the pure parts — tables and choices. The
+//! binary `kubectl-combo` does the I/O.
+
+use std::collections::BTreeMap;
+
+use chrono::DateTime;
+use combo_api::{Category, Debugger, NodeSummary, RunId};
+use kube::ResourceExt;
+
+/// Formats rows as left-aligned columns separated by three spaces, like kubectl.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let last = cells.len().saturating_sub(1);
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}   "));
+            }
+        }
+        out.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// The run id of a summary's `runAt`, or the value itself if it is not a time.
+pub fn run_id_of(run_at: &str) -> String {
+    DateTime::parse_from_rfc3339(run_at)
+        .map(|t| RunId::at(t.to_utc()).to_string())
+        .unwrap_or_else(|_| run_at.to_string())
+}
+
+/// Rows NODE, RUN, CATEGORY, ITEM, ERROR of a summary ConfigMap's data:
+/// failed items only unless `all`. Values that do not parse are shown as
+/// one row with the parse error.
+pub fn summary_rows(data: &BTreeMap<String, String>, all: bool) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (node, value) in data {
+        let summary = match NodeSummary::from_yaml(value) {
+            Ok(s) => s,
+            Err(e) => {
+                rows.push(vec![
+                    node.clone(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    format!("unreadable summary: {e}"),
+                ]);
+                continue;
+            }
+        };
+        let run = run_id_of(&summary.run_at);
+        for (category, items) in &summary.categories {
+            for (item, result) in items {
+                if result.err.is_none() && !all {
+                    continue;
+                }
+                rows.push(vec![
+                    node.clone(),
+                    run.clone(),
+                    category.clone(),
+                    item.clone(),
+                    result.err.clone().unwrap_or_else(|| "-".into()),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+/// Header of [`summary_rows`].
+pub const SUMMARY_HEADER: [&str; 5] = ["NODE", "RUN", "CATEGORY", "ITEM", "ERROR"];
+
+/// Header of [`status_rows`].
+pub const STATUS_HEADER: [&str; 9] = [
+    "NAMESPACE",
+    "NAME",
+    "TYPE",
+    "READY",
+    "LAST-RUN",
+    "NEXT-RUN",
+    "COMPLETED",
+    "FAILED",
+    "CONDITION",
+];
+
+/// One row per Debugger: its last run and failures.
+pub fn status_rows(debuggers: &[Debugger]) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = debuggers
+        .iter()
+        .map(|d| {
+            let s = d.status.clone().unwrap_or_default();
+            let condition = s
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| format!("Ready={} ({})", c.status, c.reason))
+                .unwrap_or_else(|| "-".into());
+            vec![
+                d.namespace().unwrap_or_default(),
+                d.name_any(),
+                serde_json::to_value(d.spec.workload_type)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                format!("{}/{}", s.ready_pods, s.desired_pods),
+                s.last_run_at.unwrap_or_else(|| "-".into()),
+                s.next_run_at.unwrap_or_else(|| "-".into()),
+                s.completed_nodes.to_string(),
+                s.failed_items.to_string(),
+                condition,
+            ]
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Path of an errlog inside the runner container.
+pub fn errlog_path(category: Category, run: &RunId) -> String {
+    format!("/scripts/{category}/errlog/{run}.log")
+}
+
+/// Directory of a category's errlogs inside the runner container.
+pub fn errlog_dir(category: Category) -> String {
+    format!("/scripts/{category}/errlog")
+}
+
+/// The newest errlog in an `ls` listing: run ids sort by time.
+pub fn newest_errlog(listing: &str) -> Option<RunId> {
+    listing
+        .split_whitespace()
+        .filter_map(|f| f.strip_suffix(".log")?.parse::<RunId>().ok())
+        .max()
+}
+
+/// Accepts a run id (`20261122T060000Z`) or an RFC 3339 time.
+pub fn parse_run(s: &str) -> Result<RunId, String> {
+    s.parse::<RunId>().or_else(|e| {
+        DateTime::parse_from_rfc3339(s)
+            .map(|t| RunId::at(t.to_utc()))
+            .map_err(|_| e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use combo_api::{DebuggerSpec, DebuggerStatus};
+
+    fn data() -> BTreeMap<String, String> {
+        [
+            (
+                "node-1".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\ndisk:\n  sdb1: {err: \"disk full\"}\n  sdb2: {}\n"
+                    .to_string(),
+            ),
+            (
+                "node-2".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nnet:\n  eth0: {}\n".to_string(),
+            ),
+        ]
+        .into()
+    }
+
+    #[test]
+    fn summary_shows_failed_items_only_unless_all() {
+        let failed = summary_rows(&data(), false);
+        assert_eq!(
+            failed,
+            vec![vec![
+                "node-1".to_string(),
+                "20261122T060000Z".into(),
+                "disk".into(),
+                "sdb1".into(),
+                "disk full".into()
+            ]]
+        );
+        let all = summary_rows(&data(), true);
+        assert_eq!(all.len(), 3);
+        assert!(all.iter().any(|r| r[0] == "node-2" && r[4] == "-"));
+    }
+
+    #[test]
+    fn table_aligns_columns_under_the_header() {
+        let out = table(&SUMMARY_HEADER, &summary_rows(&data(), false));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("NODE     RUN"), "{out}");
+        assert_eq!(lines[0].find("CATEGORY"), lines[1].find("disk"));
+    }
+
+    #[test]
+    fn status_lists_each_debugger_with_its_last_run_and_failures() {
+        let mut d = Debugger::new("node-check", DebuggerSpec::default());
+        d.metadata.namespace = Some("ops".into());
+        d.status = Some(DebuggerStatus {
+            desired_pods: 3,
+            ready_pods: 2,
+            last_run_at: Some("2026-11-22T06:00:00Z".into()),
+            failed_items: 4,
+            completed_nodes: 3,
+            ..DebuggerStatus::default()
+        });
+        let rows = status_rows(&[d]);
+        assert_eq!(
+            rows[0][..8],
+            [
+                "ops",
+                "node-check",
+                "daemonset",
+                "2/3",
+                "2026-11-22T06:00:00Z",
+                "-",
+                "3",
+                "4"
+            ]
+        );
+    }
+
+    #[test]
+    fn newest_errlog_is_the_latest_run_id_in_the_listing() {
+        let listing = "20261122T000000Z.log\n20261122T060000Z.log\nREADME\n20261121T180000Z.log\n";
+        assert_eq!(
+            newest_errlog(listing).map(|r| r.to_string()).as_deref(),
+            Some("20261122T060000Z")
+        );
+        assert_eq!(newest_errlog(""), None);
+        assert_eq!(
+            errlog_path(Category::Disk, &newest_errlog(listing).unwrap()),
+            "/scripts/disk/errlog/20261122T060000Z.log"
+        );
+    }
+
+    #[test]
+    fn runs_are_given_as_run_ids_or_rfc3339_times() {
+        let a = parse_run("20261122T060000Z").unwrap();
+        let b = parse_run("2026-11-22T06:00:00Z").unwrap();
+        assert_eq!(a, b);
+        assert!(parse_run("yesterday").is_err());
+    }
+}
