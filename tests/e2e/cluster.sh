@@ -170,11 +170,19 @@ cmd_up() {
         esac
     done
     if ! [[ $nodes =~ ^[0-9]+$ ]] || ((nodes < 1 || nodes > 200)); then die "--nodes takes 1..200"; fi
-    if ip link show "$bridge" >/dev/null 2>&1 && ls /run/netns/kc-node-* >/dev/null 2>&1; then
-        for p in "$dir"/pids/*.pid; do
-            pid_alive "$p" && die "a cluster already runs in $dir (cluster.sh down $dir first)"
-        done
-        die "another cluster's network ($bridge) exists: run cluster.sh down on its DIR first"
+    local p
+    for p in "$dir"/pids/*.pid; do
+        if pid_alive "$p"; then die "a cluster already runs in $dir (cluster.sh down $dir first)"; fi
+    done
+    if ip link show "$bridge" >/dev/null 2>&1; then
+        # Any answer at all means a cluster of another DIR is up; without one,
+        # the network is left over from a cluster whose processes were killed.
+        if curl -sk --max-time 2 -o /dev/null "https://$host_ip:$api_port/healthz"; then
+            die "another cluster is up on $host_ip: run cluster.sh down on its DIR first"
+        fi
+        echo "removing the network of a cluster that is no longer running"
+        pkill -f "^$repo/target/release/combo-" 2>/dev/null || true
+        net_down
     fi
     ensure_packages
     "$here/build-k8s.sh"

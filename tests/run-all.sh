@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test of kube-combo on a fresh Debian machine, as root:
+# installs what the tests need, checks formatting and lints, runs the unit and
+# integration tests, then starts the real control plane (tests/e2e/cluster.sh)
+# and runs the end-to-end tests against it. Exits non-zero on any failure.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "installing test dependencies"
+packages=(build-essential pkg-config golang-go rsync dpkg-dev etcd-server iproute2 iptables nftables
+    openssl util-linux curl iputils-ping shellcheck fping dnsutils procps)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "cargo (Rust 1.89 or newer) is required" >&2; exit 2; }
+rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+step "formatting and lints"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+shellcheck tests/e2e/*.sh tests/*.sh .ci/run
+
+step "unit and integration tests"
+cargo test  # default members: everything but the end-to-end crate
+
+step "end-to-end tests on a real control plane"
+dir=$(mktemp -d /tmp/kube-combo-e2e.XXXXXX)
+trap 'tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true' EXIT
+tests/e2e/cluster.sh up "$dir" --nodes 3
+COMBO_E2E_DIR=$dir cargo test -p combo-e2e -- --test-threads 4
