@@ -95,11 +95,11 @@ impl Engine {
             if let Some(task) = self.tasks.remove(t) {
                 task.abort();
             }
-            tracing::info!(target = %t, "target removed");
+            tracing::debug!(target = %t, "target removed");
         }
         for t in want {
             if !self.tasks.contains_key(t) {
-                tracing::info!(target = %t, "target added");
+                tracing::debug!(target = %t, "target added");
                 let task = tokio::spawn(run_target(
                     t.clone(),
                     self.settings.subscribe(),

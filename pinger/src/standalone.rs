@@ -14,7 +14,7 @@ use crate::cli::Args;
 use crate::engine::{Engine, Report, Settings};
 use crate::metrics::{self, Metrics};
 use crate::probe::{dns::Dns, icmp::Icmp, Probers};
-use crate::round::{ms, Thresholds};
+use crate::round::Thresholds;
 use crate::targets::{self, Target};
 use crate::{gateway, ExitCode};
 
@@ -68,10 +68,10 @@ pub fn summary(totals: &BTreeMap<Target, Totals>) -> (Vec<String>, bool) {
         failed_targets += usize::from(s.failed_rounds > 0 || s.rounds == 0);
         let rtt = match (s.rtt_min, s.rtt_max) {
             (Some(min), Some(max)) => format!(
-                ", rtt min/avg/max {}/{}/{}",
-                ms(min),
-                ms(s.rtt_sum / s.received.max(1) as u32),
-                ms(max)
+                ", rtt min/avg/max {:.3}/{:.3}/{:.3} ms",
+                min.as_secs_f64() * 1e3,
+                (s.rtt_sum / s.received.max(1) as u32).as_secs_f64() * 1e3,
+                max.as_secs_f64() * 1e3
             ),
             _ => String::new(),
         };
@@ -241,7 +241,7 @@ mod tests {
         assert!(!passed);
         assert_eq!(
             lines[1],
-            "udp 127.0.0.1:53: 1/2 rounds passed, 1/2 probes answered, rtt min/avg/max 1.000ms/1.000ms/1.000ms"
+            "udp 127.0.0.1:53: 1/2 rounds passed, 1/2 probes answered, rtt min/avg/max 1.000/1.000/1.000 ms"
         );
         assert_eq!(lines.last().unwrap(), "1 of 1 targets failed");
     }

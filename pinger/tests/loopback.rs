@@ -1,0 +1,115 @@
+//! Every probe against real sockets on loopback.
+
+mod support;
+
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+
+use combo_pinger::probe::{dns::Dns, icmp::Icmp, tcp, udp, Probers};
+use combo_pinger::round::Outcome;
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+fn free_udp_port() -> SocketAddr {
+    // Bound and dropped: nobody listens there afterwards.
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn icmp_echo_to_ipv4_and_ipv6_loopback_is_answered() {
+    let icmp = Icmp::default();
+    for ip in ["127.0.0.1", "::1"] {
+        let outcome = icmp.ping(ip.parse().unwrap(), TIMEOUT).await;
+        assert!(matches!(outcome, Outcome::Ok(_)), "{ip}: {outcome}");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_icmp_probes_to_many_addresses_each_get_their_own_reply() {
+    let icmp = Arc::new(Icmp::default());
+    let mut tasks = Vec::new();
+    for i in 1..=50u8 {
+        for _ in 0..3 {
+            let icmp = icmp.clone();
+            tasks.push(tokio::spawn(async move {
+                let ip = std::net::IpAddr::from([127, 0, 1, i]);
+                icmp.ping(ip, Duration::from_secs(2)).await
+            }));
+        }
+    }
+    for t in tasks {
+        let outcome = t.await.unwrap();
+        assert!(matches!(outcome, Outcome::Ok(_)), "{outcome}");
+    }
+}
+
+#[tokio::test]
+async fn tcp_connect_succeeds_on_an_open_port_and_is_refused_on_a_closed_one() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let open = listener.local_addr().unwrap();
+    assert!(matches!(tcp::probe(open, TIMEOUT).await, Outcome::Ok(_)));
+    drop(listener);
+    assert_eq!(tcp::probe(open, TIMEOUT).await, Outcome::Refused);
+}
+
+#[tokio::test]
+async fn udp_reply_is_success_port_unreachable_is_refused_and_silence_is_timeout() {
+    let echo = support::udp_echo("127.0.0.1:0".parse().unwrap(), Duration::ZERO, 10);
+    assert!(matches!(udp::probe(echo, TIMEOUT).await, Outcome::Ok(_)));
+    assert_eq!(udp::probe(free_udp_port(), TIMEOUT).await, Outcome::Refused);
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let outcome = udp::probe(silent.local_addr().unwrap(), Duration::from_millis(200)).await;
+    assert_eq!(outcome, Outcome::Timeout);
+}
+
+#[tokio::test]
+async fn dns_lookups_tell_an_answer_from_nxdomain_and_from_no_answer() {
+    let server = support::dns_server("127.0.0.1:0".parse().unwrap(), 50);
+    let dns = Dns::new(&[server], TIMEOUT);
+    let ok = dns.lookup("answer.test.", TIMEOUT).await;
+    assert!(matches!(ok, Outcome::Ok(_)), "{ok}");
+    assert_eq!(
+        dns.lookup("missing.test.", TIMEOUT).await,
+        Outcome::Error("NXDOMAIN".into())
+    );
+    assert_eq!(dns.lookup("silent.test.", TIMEOUT).await, Outcome::Timeout);
+}
+
+#[tokio::test]
+async fn a_dns_server_that_is_not_there_is_refused_or_times_out() {
+    let dns = Dns::new(&[free_udp_port()], TIMEOUT);
+    let outcome = dns.lookup("answer.test.", TIMEOUT).await;
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Refused | Outcome::Timeout | Outcome::Error(_)
+        ),
+        "{outcome}"
+    );
+    assert!(outcome.rtt().is_none());
+}
+
+#[tokio::test]
+async fn probers_dispatch_by_target_kind() {
+    let probers = Probers {
+        icmp: Arc::new(Icmp::default()),
+        dns: Arc::new(Dns::new(&[], TIMEOUT)),
+    };
+    let t = combo_pinger::targets::build(
+        &combo_pinger::targets::TargetLists {
+            ping: vec!["127.0.0.1".into()],
+            ..Default::default()
+        },
+        [],
+    );
+    let target = t.targets.iter().next().unwrap();
+    let to = combo_pinger::probe::resolve(target, TIMEOUT).await.unwrap();
+    assert!(matches!(
+        probers.probe(target.kind, &to, TIMEOUT).await,
+        Outcome::Ok(_)
+    ));
+}
