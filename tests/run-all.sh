@@ -11,19 +11,7 @@ cd "$repo"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "installing test dependencies"
-packages=(build-essential pkg-config golang-go rsync dpkg-dev etcd-server iproute2 iptables nftables
-    openssl util-linux curl iputils-ping shellcheck fping dnsutils procps)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >/dev/null
-    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-fi
-command -v cargo >/dev/null || { echo "cargo (Rust 1.89 or newer) is required" >&2; exit 2; }
-rustup component list --installed 2>/dev/null | grep -q rustfmt || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+bash tests/deps.sh
 
 step "formatting and lints"
 cargo fmt --all --check

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The main job on a fresh Debian machine (root): build kube-combo, start a
+# local Kubernetes control plane with three simulated nodes
+# (tests/e2e/cluster.sh), install the operator with `kubectl apply -k
+# config/default`, apply the sample Pinger and Debuggers, trigger an
+# inspection run and print what it found. The cluster keeps running; stop it
+# with `tests/e2e/cluster.sh down "$KUBE_COMBO_QUICKSTART_DIR"`.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+dir=${KUBE_COMBO_QUICKSTART_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo/quickstart}
+
+bash tests/deps.sh
+tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true
+tests/e2e/cluster.sh up "$dir" --nodes 3
+export KUBECONFIG=$dir/kubeconfig
+export PATH=$repo/target/release:$PATH
+
+echo "==> installing kube-combo (kubectl apply -k config/default)"
+kubectl apply -k config/default 2>&1 | grep -v '^Warning'
+kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=120s 2>&1 | grep -v '^Warning'
+
+echo "==> applying the samples (config/samples)"
+kubectl apply -f config/samples/ 2>&1 | grep -v '^Warning'
+sleep 5
+kubectl combo run node-check -n default 2>&1 | grep -v '^Warning' || true
+
+for _ in $(seq 1 60); do
+    done_nodes=$(kubectl get dbg node-check -n default -o jsonpath='{.status.completedNodes}' 2>/dev/null || true)
+    [[ ${done_nodes:-0} -ge 3 ]] && break
+    sleep 2
+done
+echo "==> Debuggers"
+kubectl get dbg -A 2>&1 | grep -v '^Warning'
+echo "==> inspection summary (kubectl combo summary node-check --all)"
+kubectl combo summary node-check -n default --all 2>&1 | grep -v '^Warning'
+echo
+echo "cluster state in $dir; stop it with: tests/e2e/cluster.sh down $dir"
+echo "export KUBECONFIG=$dir/kubeconfig"
