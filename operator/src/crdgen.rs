@@ -38,9 +38,13 @@ mod tests {
     use super::*;
 
     fn committed(file: &str) -> String {
+        read(&format!("config/crd/{file}"))
+    }
+
+    fn read(rel: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../config/crd")
-            .join(file);
+            .join("..")
+            .join(rel);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
@@ -51,6 +55,23 @@ mod tests {
                 committed(file),
                 yaml,
                 "config/crd/{file} is stale: run `cargo run -p combo-operator -- crd --out config/crd`"
+            );
+        }
+    }
+
+    #[test]
+    fn helm_chart_and_all_in_one_manifest_carry_the_same_crds() {
+        let bundle = read("deploy/kube-combo.yaml");
+        for (file, yaml) in crds() {
+            assert_eq!(
+                read(&format!("deploy/helm/kube-combo/crds/{file}")),
+                yaml,
+                "deploy/helm is stale: run deploy/render.sh"
+            );
+            let name = yaml.lines().find(|l| l.starts_with("  name: ")).unwrap();
+            assert!(
+                bundle.contains(name),
+                "deploy/kube-combo.yaml lacks {name}: run deploy/render.sh"
             );
         }
     }
