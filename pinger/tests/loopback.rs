@@ -113,3 +113,26 @@ async fn probers_dispatch_by_target_kind() {
         Outcome::Ok(_)
     ));
 }
+
+#[tokio::test]
+async fn a_late_udp_responder_shows_its_delay_and_fails_a_latency_limit() {
+    use combo_pinger::round::{evaluate, Thresholds};
+    let delay = Duration::from_millis(60);
+    let echo = support::udp_echo("127.0.0.1:0".parse().unwrap(), delay, 10);
+    let mut outcomes = Vec::new();
+    for _ in 0..3 {
+        outcomes.push(udp::probe(echo, Duration::from_secs(2)).await);
+    }
+    let limits = Thresholds {
+        max_loss_percent: 0,
+        max_latency_ms: 30,
+    };
+    let stats = evaluate(&outcomes, limits);
+    let avg = stats.avg.expect("answered");
+    assert!(
+        avg >= delay && avg < delay + Duration::from_millis(20),
+        "{avg:?}"
+    );
+    assert!(!stats.passed);
+    assert!(stats.failure(limits).unwrap().starts_with("avg rtt 6"));
+}
