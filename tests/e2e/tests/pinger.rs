@@ -1,0 +1,307 @@
+//! End-to-end tests of the pinger on the real control plane: a Debugger with
+//! a Pinger on every simulated node; the pinger pods ping each other and a
+//! target, report loss injected in one node's namespace as `PingFailed`
+//! Events and then `ProbeRecovered`, follow Pinger edits without restarting,
+//! and serve metrics.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use combo_api::keys;
+use combo_e2e::{client, kubectl_ok, namespace, node_netns, nodes, pod_netns, repo_root, wait_for};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+const OPERATOR_NS: &str = "kube-combo-system";
+const WAIT: Duration = Duration::from_secs(180);
+const METRICS_PORT: u16 = 9465;
+
+/// Installs the operator once per test binary (idempotent with other tests).
+fn install() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let default = repo_root().join("config/default");
+        kubectl_ok(&["apply", "-k", default.to_str().unwrap()])
+            .expect("kubectl apply -k config/default");
+        kubectl_ok(&[
+            "-n",
+            OPERATOR_NS,
+            "rollout",
+            "status",
+            "deployment/combo-operator",
+            "--timeout=180s",
+        ])
+        .expect("operator Deployment becomes available");
+    });
+}
+
+fn apply_yaml(ns: &str, yaml: &str) -> Result<()> {
+    let path = std::env::temp_dir().join(format!(
+        "kc-pinger-{ns}-{:x}.yaml",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos()
+    ));
+    std::fs::write(&path, yaml)?;
+    kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?])?;
+    let _ = std::fs::remove_file(path);
+    Ok(())
+}
+
+fn pinger_yaml(ping: &[&str]) -> String {
+    let list = ping
+        .iter()
+        .map(|p| format!("\"{p}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "apiVersion: kubecombo.io/v1
+kind: Pinger
+metadata:
+  name: mesh
+spec:
+  enableMetrics: true
+  metricsPort: {METRICS_PORT}
+  intervalSeconds: 1
+  timeoutMs: 500
+  count: 3
+  ping: [{list}]
+  peers: true
+  maxLossPercent: 0
+"
+    )
+}
+
+const DEBUGGER: &str = "apiVersion: kubecombo.io/v1
+kind: Debugger
+metadata:
+  name: mesh-check
+spec:
+  workloadType: daemonset
+  enablePinger: true
+  pinger: mesh
+  enableConfigMap: false
+";
+
+/// The running, ready pods of the Debugger, by node.
+async fn pods_by_node(client: &Client, ns: &str) -> Result<BTreeMap<String, Pod>> {
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&keys::debugger_selector("mesh-check")))
+        .await?;
+    Ok(pods
+        .into_iter()
+        .filter(|p| {
+            p.status.as_ref().is_some_and(|s| {
+                s.phase.as_deref() == Some("Running")
+                    && s.conditions
+                        .iter()
+                        .flatten()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+        })
+        .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p)))
+        .collect())
+}
+
+/// `/metrics` of a pod, fetched from inside the pod's network namespace.
+fn scrape(pod: &Pod) -> Result<String> {
+    let uid = pod.uid().context("pod uid")?;
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &pod_netns(&uid),
+            "curl",
+            "-sf",
+            "--max-time",
+            "5",
+        ])
+        .arg(format!("http://127.0.0.1:{METRICS_PORT}/metrics"))
+        .output()?;
+    if !out.status.success() {
+        bail!("scrape failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The value of the sample line that starts with `series`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+async fn pod_events(client: &Client, ns: &str, pod: &str) -> Result<Vec<(String, String)>> {
+    let list = Api::<Event>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await?;
+    Ok(list
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(pod))
+        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect())
+}
+
+/// An nftables table in a node's namespace; deleted on drop.
+struct DropRule {
+    netns: String,
+    table: String,
+}
+
+impl DropRule {
+    fn random_echo_drop(node: &str, table: &str, percent: u32) -> Result<Self> {
+        let netns = node_netns(node);
+        let ruleset = format!(
+            "table inet {table} {{\n chain fwd {{\n  type filter hook forward priority 0;\n  icmp type echo-request numgen random mod 100 < {percent} drop\n }}\n}}\n"
+        );
+        let path = std::env::temp_dir().join(format!("{table}.nft"));
+        std::fs::write(&path, ruleset)?;
+        let out = Command::new("ip")
+            .args(["netns", "exec", &netns, "nft", "-f"])
+            .arg(&path)
+            .output()?;
+        let _ = std::fs::remove_file(path);
+        if !out.status.success() {
+            bail!("nft: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(DropRule {
+            netns,
+            table: table.to_string(),
+        })
+    }
+}
+
+impl Drop for DropRule {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.netns,
+                "nft",
+                "delete",
+                "table",
+                "inet",
+                &self.table,
+            ])
+            .output();
+    }
+}
+
+#[tokio::test]
+async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edits() -> Result<()> {
+    install();
+    let ns = namespace("pinger").await;
+    let client = client().await;
+    let node_names = nodes();
+    apply_yaml(&ns.name, &pinger_yaml(&["127.0.0.1"]))?;
+    apply_yaml(&ns.name, DEBUGGER)?;
+
+    wait_for(WAIT, "a ready pinger pod on every node", || async {
+        Ok(pods_by_node(&client, &ns.name).await?.len() == node_names.len())
+    })
+    .await?;
+    let pods = pods_by_node(&client, &ns.name).await?;
+    let peer_ips: Vec<String> = pods
+        .values()
+        .filter_map(|p| p.status.as_ref()?.pod_ip.clone())
+        .collect();
+
+    // Every pod pings the target and every other pod, and all of it passes.
+    for (node, pod) in &pods {
+        wait_for(
+            WAIT,
+            &format!("metrics of {node} show every peer up"),
+            || async {
+                let text = scrape(pod)?;
+                let own = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
+                Ok(sample(
+                    &text,
+                    r#"combo_pinger_target_up{kind="icmp",target="127.0.0.1"}"#,
+                ) == Some(1.0)
+                    && peer_ips
+                        .iter()
+                        .filter(|ip| Some(*ip) != own.as_ref())
+                        .all(|ip| {
+                            sample(
+                                &text,
+                                &format!(r#"combo_pinger_target_up{{kind="icmp",target="{ip}"}}"#),
+                            ) == Some(1.0)
+                        }))
+            },
+        )
+        .await?;
+    }
+
+    // Loss in node-1's namespace: its pod's peer rounds fail.
+    let lossy_node = &node_names[0];
+    let lossy_pod = pods[lossy_node].name_any();
+    let rule = DropRule::random_echo_drop(
+        lossy_node,
+        &format!("kcpe_{}", ns.name.replace('-', "_")),
+        60,
+    )?;
+    wait_for(
+        WAIT,
+        "a PingFailed Event on the lossy node's pod",
+        || async {
+            Ok(pod_events(&client, &ns.name, &lossy_pod)
+                .await?
+                .iter()
+                .any(|(reason, note)| reason == "PingFailed" && note.contains("loss")))
+        },
+    )
+    .await?;
+    drop(rule);
+    wait_for(
+        WAIT,
+        "a ProbeRecovered Event on the lossy node's pod",
+        || async {
+            Ok(pod_events(&client, &ns.name, &lossy_pod)
+                .await?
+                .iter()
+                .any(|(reason, _)| reason == "ProbeRecovered"))
+        },
+    )
+    .await?;
+
+    // A Pinger edit reaches the running pods: same pods, counters not reset.
+    let first = pods.values().next().context("a pod")?;
+    let before = sample(
+        &scrape(first)?,
+        r#"combo_pinger_probes_total{kind="icmp",target="127.0.0.1",result="ok"}"#,
+    )
+    .context("probe counter")?;
+    apply_yaml(&ns.name, &pinger_yaml(&["127.0.0.1", "127.0.0.2"]))?;
+    wait_for(WAIT, "the new target in the metrics", || async {
+        Ok(sample(
+            &scrape(first)?,
+            r#"combo_pinger_target_up{kind="icmp",target="127.0.0.2"}"#,
+        ) == Some(1.0))
+    })
+    .await?;
+    let after = sample(
+        &scrape(first)?,
+        r#"combo_pinger_probes_total{kind="icmp",target="127.0.0.1",result="ok"}"#,
+    )
+    .context("probe counter")?;
+    assert!(
+        after > before,
+        "the pinger kept counting: {before} -> {after}"
+    );
+    let now = pods_by_node(&client, &ns.name).await?;
+    for (node, pod) in &pods {
+        assert_eq!(
+            now.get(node).and_then(|p| p.uid()),
+            pod.uid(),
+            "pod on {node} was not replaced"
+        );
+    }
+    Ok(())
+}
