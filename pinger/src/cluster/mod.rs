@@ -141,7 +141,9 @@ pub async fn run(pinger: String, _args: Args) -> ExitCode {
                     publisher.forget(&gone);
                 }
                 icmp.retain(|ip| targets.iter().any(|t| t.host == combo_api::pinger::Host::Ip(*ip)));
-                server = reconcile_server(server, &spec, &metrics).await;
+                // No endpoint until the Pinger is known: its port is not yet.
+                let serving = state.spec.as_ref().map_or(PingerSpec { enable_metrics: false, ..spec }, |s| s.clone());
+                server = reconcile_server(server, &serving, &metrics).await;
             }
             Some(report) = reports.recv() => {
                 on_report(&report, &metrics, &mut gate, &mut publisher);
