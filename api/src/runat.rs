@@ -156,6 +156,18 @@ impl RunId {
         RunId(t.with_nanosecond_zero())
     }
 
+    /// The run scheduled now, to the second (`kubectl combo run`, local mode).
+    pub fn now() -> RunId {
+        RunId::at(Utc::now())
+    }
+
+    /// The run scheduled at an RFC 3339 time, as `runAt` and the summary write it.
+    pub fn from_rfc3339(s: &str) -> Option<RunId> {
+        DateTime::parse_from_rfc3339(s.trim())
+            .ok()
+            .map(|t| RunId::at(t.with_timezone(&Utc)))
+    }
+
     /// The scheduled time as RFC 3339 (`2026-11-22T06:00:00Z`), as the summary shows it.
     pub fn rfc3339(&self) -> String {
         self.0.to_rfc3339_opts(SecondsFormat::Secs, true)
@@ -267,5 +279,8 @@ mod tests {
         assert_eq!(id.rfc3339(), "2026-11-22T06:00:00Z");
         assert_eq!("20261122T060000Z".parse::<RunId>(), Ok(id));
         assert!("2026-11-22".parse::<RunId>().is_err());
+        assert_eq!(RunId::from_rfc3339("2026-11-22T07:00:00.9+01:00"), Some(id));
+        assert_eq!(RunId::from_rfc3339("soon"), None);
+        assert_eq!(RunId::from_rfc3339(&RunId::now().rfc3339()).map(|r| r.0.timestamp_subsec_nanos()), Some(0));
     }
 }
