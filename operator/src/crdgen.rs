@@ -30,7 +30,25 @@ pub fn write(dir: &std::path::Path) -> std::io::Result<()> {
 }
 
 fn to_yaml<T: serde::Serialize>(crd: &T) -> String {
-    serde_yaml::to_string(crd).expect("a CRD always serialises")
+    let mut value = serde_json::to_value(crd).expect("a CRD always serialises");
+    drop_empty_string_defaults(&mut value);
+    serde_yaml::to_string(&value).expect("a CRD always serialises")
+}
+
+/// Removes `default: ""` from every schema node. Kubernetes 1.20 rejects an
+/// empty-string default as null; leaving it out means the same thing to our
+/// types, whose serde default for those fields is the empty string.
+fn drop_empty_string_defaults(node: &mut serde_json::Value) {
+    match node {
+        serde_json::Value::Object(map) => {
+            if map.get("default").is_some_and(|d| d.as_str() == Some("")) {
+                map.remove("default");
+            }
+            map.values_mut().for_each(drop_empty_string_defaults);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_empty_string_defaults),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -82,6 +100,10 @@ mod tests {
             assert!(!yaml.contains("x-kubernetes-validations"), "{file}: CEL");
             assert!(!yaml.contains("$ref"), "{file}: $ref");
             assert!(!yaml.contains("anyOf: []"), "{file}");
+            assert!(
+                !yaml.contains("default: ''"),
+                "{file}: 1.20 rejects empty defaults"
+            );
             let doc: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
             let schema = &doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
             let mut untyped = Vec::new();

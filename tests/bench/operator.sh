@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Operator benchmark (measures; asserts nothing). Needs a running control
+# plane (tests/e2e/cluster.sh up DIR) and the operator installed from
+# config/default (this script applies it):
+#
+#   COMBO_E2E_DIR=DIR tests/bench/operator.sh [N] [M]
+#
+# Prints:
+#   1. N Debuggers applied at once -> seconds until all N DaemonSets exist,
+#      against N DaemonSets applied directly in the same run; the ratio of
+#      the rates (target >= 0.8).
+#   2. the operator's RSS once M Debuggers exist (target <= 50 MiB).
+#   3. API writes the operator sends in one minute of steady state, from its
+#      combo_operator_api_writes_total counter, and how many of the M
+#      DaemonSets changed resourceVersion in that minute (target 0).
+# The Debuggers select no node (nodeSelector bench=none), so no pod starts:
+# this measures the operator, not the node simulator.
+set -euo pipefail
+dir=${COMBO_E2E_DIR:?set COMBO_E2E_DIR to the cluster directory}
+n=${1:-200}
+m=${2:-1000}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export KUBECONFIG=$dir/kubeconfig
+k() { kubectl "$@" 2>&1 | grep -v '^Warning' || true; }
+now() { date +%s.%N; }
+tmp=$(mktemp -d)
+suffix=$(printf '%x' $(( $(date +%s%N) & 0xffffff )))
+ns_op=bench-op-$suffix
+ns_direct=bench-direct-$suffix
+cleanup() {
+    kubectl delete ns "$ns_op" "$ns_direct" --wait=false >/dev/null 2>&1 || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+k apply -k "$repo/config/default" >/dev/null
+kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=180s >/dev/null
+kubectl create ns "$ns_op" >/dev/null
+kubectl create ns "$ns_direct" >/dev/null
+
+debuggers() { # count first
+    for i in $(seq "$2" "$1"); do
+        printf -- '---\napiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata: {name: d%04d}\nspec: {selector: {bench: none}}\n' "$i"
+    done
+}
+daemonsets() {
+    for i in $(seq 1 "$1"); do
+        cat <<YAML
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: d$(printf %04d "$i"), labels: {app.kubernetes.io/name: kube-combo-bench}}
+spec:
+  selector: {matchLabels: {bench: d$(printf %04d "$i")}}
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: "100%"}}
+  template:
+    metadata: {labels: {bench: d$(printf %04d "$i")}}
+    spec:
+      nodeSelector: {bench: none}
+      containers:
+        - name: runner
+          image: ghcr.io/kube-combo/combo-runner:v0.1.0
+          resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {cpu: 100m, memory: 128Mi}}
+YAML
+    done
+}
+count_ds() { kubectl get ds -n "$1" --no-headers 2>/dev/null | wc -l; }
+wait_ds() { # ns count
+    while (( $(count_ds "$1") < $2 )); do sleep 0.2; done
+}
+
+debuggers "$n" 1 > "$tmp/debuggers.yaml"
+daemonsets "$n" > "$tmp/daemonsets.yaml"
+
+t0=$(now); k apply -n "$ns_direct" -f "$tmp/daemonsets.yaml" >/dev/null; wait_ds "$ns_direct" "$n"; t1=$(now)
+t2=$(now); k apply -n "$ns_op" -f "$tmp/debuggers.yaml" >/dev/null; wait_ds "$ns_op" "$n"; t3=$(now)
+awk -v n="$n" -v d="$(echo "$t1 - $t0" | bc)" -v o="$(echo "$t3 - $t2" | bc)" 'BEGIN {
+    printf "create %d: direct DaemonSets %.2fs (%.1f/s), via Debuggers %.2fs (%.1f/s), ratio %.2f (target >= 0.80)\n",
+        n, d, n/d, o, n/o, d/o }'
+
+if (( m > n )); then
+    debuggers "$m" $((n + 1)) > "$tmp/more.yaml"
+    k apply -n "$ns_op" -f "$tmp/more.yaml" >/dev/null
+fi
+wait_ds "$ns_op" "$m"
+sleep 10
+
+operator_pid() {
+    local p exe
+    for p in /proc/[0-9]*; do
+        exe=$(readlink "$p/exe" 2>/dev/null || true)
+        [[ $exe == "$repo/target/release/combo-operator" ]] && { echo "${p#/proc/}"; return; }
+    done
+}
+pid=$(operator_pid)
+if [[ -n $pid ]]; then
+    rss_kb=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+    awk -v r="$rss_kb" -v m="$m" 'BEGIN { printf "operator RSS with %d Debuggers: %.1f MiB (target <= 50)\n", m, r/1024 }'
+else
+    echo "operator RSS: process not found (is the operator run by the node simulator?)"
+fi
+
+pod=$(kubectl get pods -n kube-combo-system -l app.kubernetes.io/component=operator \
+    --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+uid=$(kubectl get pod -n kube-combo-system "$pod" -o jsonpath='{.metadata.uid}')
+writes() {
+    ip netns exec "kcp-${uid:0:8}" curl -s 127.0.0.1:8080/metrics |
+        awk '/^combo_operator_api_writes_total/ {s += $2} END {print s + 0}'
+}
+versions() { kubectl get ds -n "$ns_op" -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}'; }
+w0=$(writes); versions > "$tmp/v0"
+sleep 60
+w1=$(writes); versions > "$tmp/v1"
+changed=$(diff "$tmp/v0" "$tmp/v1" | grep -c '^>' || true)
+echo "steady state, 60s with $m Debuggers: $((w1 - w0)) operator API writes, $changed DaemonSets changed (target 0)"

@@ -1,0 +1,605 @@
+//! End-to-end tests of the operator on the real control plane: it is
+//! installed with `kubectl apply -k config/default` (so it runs with the RBAC
+//! of `config/rbac`, not as admin) and driven by `kubectl apply`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use combo_api::Debugger;
+use combo_e2e::{client, kubectl, kubectl_ok, namespace, nodes, repo_root, wait_for};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::Role;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+const OPERATOR_NS: &str = "kube-combo-system";
+const WAIT: Duration = Duration::from_secs(120);
+
+/// Installs the operator once per test run and waits for its Deployment.
+fn install() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let root = repo_root();
+        let default = root.join("config/default");
+        kubectl_ok(&["apply", "-k", default.to_str().unwrap()])
+            .expect("kubectl apply -k config/default");
+        kubectl_ok(&[
+            "-n",
+            OPERATOR_NS,
+            "rollout",
+            "status",
+            "deployment/combo-operator",
+            "--timeout=180s",
+        ])
+        .expect("operator Deployment becomes available");
+    });
+}
+
+/// Applies a manifest (a file of the repository, or YAML text) into `ns`.
+fn apply(ns: &str, manifest: Manifest<'_>) -> Result<()> {
+    let path = match manifest {
+        Manifest::File(rel) => repo_root().join(rel),
+        Manifest::Yaml(text) => {
+            let p = std::env::temp_dir().join(format!(
+                "kc-op-{ns}-{:x}.yaml",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)?
+                    .as_nanos()
+            ));
+            std::fs::write(&p, text)?;
+            p
+        }
+    };
+    kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?])?;
+    Ok(())
+}
+
+enum Manifest<'a> {
+    File(&'a str),
+    Yaml(&'a str),
+}
+
+fn debugger_yaml(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n{}",
+        indent(spec)
+    )
+}
+
+fn pinger_yaml(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: {name}\nspec:\n{}",
+        indent(spec)
+    )
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+async fn get<K>(client: &Client, ns: &str, name: &str) -> Result<Option<K>>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    Ok(Api::<K>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await?)
+}
+
+/// Waits until the object exists and returns it.
+async fn eventually<K>(client: &Client, ns: &str, name: &str) -> Result<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    wait_for(WAIT, &format!("{} {name}", K::kind(&())), || async {
+        Ok(get::<K>(client, ns, name).await?.is_some())
+    })
+    .await?;
+    get::<K>(client, ns, name).await?.context("object vanished")
+}
+
+fn ready_condition(d: &Debugger) -> Option<(String, String)> {
+    d.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+async fn wait_condition(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    status: &str,
+    reason: &str,
+) -> Result<()> {
+    wait_for(WAIT, &format!("{name} Ready={status} {reason}"), || async {
+        let d: Option<Debugger> = get(client, ns, name).await?;
+        Ok(d.and_then(|d| ready_condition(&d)) == Some((status.into(), reason.into())))
+    })
+    .await
+}
+
+async fn events_for(client: &Client, ns: &str, name: &str) -> Result<Vec<(String, String)>> {
+    let list = Api::<Event>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().fields(&format!(
+            "involvedObject.name={name},involvedObject.kind=Debugger"
+        )))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
+        .collect())
+}
+
+async fn wait_event(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    type_: &str,
+    reason: &str,
+) -> Result<()> {
+    wait_for(
+        WAIT,
+        &format!("{type_} event {reason} on {name}"),
+        || async {
+            Ok(events_for(client, ns, name)
+                .await?
+                .contains(&(type_.into(), reason.into())))
+        },
+    )
+    .await
+}
+
+fn template_of(ds: &DaemonSet) -> k8s_openapi::api::core::v1::PodSpec {
+    ds.spec.clone().unwrap().template.spec.unwrap()
+}
+
+#[tokio::test]
+async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()> {
+    install();
+    let ns = namespace("op-ds").await;
+    let c = client().await;
+    apply(&ns.name, Manifest::File("config/samples/pinger.yaml"))?;
+    apply(
+        &ns.name,
+        Manifest::File("config/samples/debugger_daemonset.yaml"),
+    )?;
+    let ds: DaemonSet = eventually(&c, &ns.name, "node-check").await?;
+    let owner = &ds.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("Debugger", Some(true))
+    );
+    let pod = template_of(&ds);
+    let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["runner", "pinger"]);
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        Some("kube-combo-workload")
+    );
+    let labels = ds
+        .spec
+        .clone()
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .labels
+        .unwrap();
+    assert_eq!(labels["kubecombo.io/debugger"], "node-check");
+    assert_eq!(labels["app.kubernetes.io/instance"], "node-check");
+
+    let summary: Option<ConfigMap> = get(&c, &ns.name, "node-check-summary").await?;
+    let summary = summary.context("summary ConfigMap exists from the start")?;
+    assert_eq!(summary.owner_references()[0].name, "node-check");
+    let sa: Option<ServiceAccount> = get(&c, &ns.name, "kube-combo-workload").await?;
+    assert!(
+        sa.is_some(),
+        "workload ServiceAccount created in the Debugger's namespace"
+    );
+
+    let want = nodes().len() as i32;
+    wait_for(WAIT, "readyPods == number of nodes", || async {
+        let d: Option<Debugger> = get(&c, &ns.name, "node-check").await?;
+        let s = d.and_then(|d| d.status).unwrap_or_default();
+        Ok(s.ready_pods == want && s.desired_pods == want)
+    })
+    .await?;
+    wait_condition(&c, &ns.name, "node-check", "True", "WorkloadReady").await?;
+    wait_event(&c, &ns.name, "node-check", "Normal", "WorkloadCreated").await?;
+    let table = kubectl_ok(&["get", "dbg", "-n", &ns.name])?;
+    assert!(
+        table.contains("TYPE") && table.contains(&format!("{want}/{want}")),
+        "{table}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn pod_debugger_runs_one_pod_on_the_named_node() -> Result<()> {
+    install();
+    let ns = namespace("op-pod").await;
+    let c = client().await;
+    let node = nodes().last().cloned().unwrap();
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml(
+            "one",
+            &format!("workloadType: pod\nnodeName: {node}\ncategories: [mem]\n"),
+        )),
+    )?;
+    let pod: Pod = eventually(&c, &ns.name, "one").await?;
+    let spec = pod.spec.unwrap();
+    assert_eq!(spec.node_name.as_deref(), Some(node.as_str()));
+    assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+    assert_eq!(spec.containers.len(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn missing_pinger_reports_pinger_not_found_and_recovers_when_it_appears() -> Result<()> {
+    install();
+    let ns = namespace("op-inv").await;
+    let c = client().await;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("d", "enablePinger: true\npinger: later\n")),
+    )?;
+    wait_condition(&c, &ns.name, "d", "False", "PingerNotFound").await?;
+    wait_event(&c, &ns.name, "d", "Warning", "PingerNotFound").await?;
+    assert!(get::<DaemonSet>(&c, &ns.name, "d").await?.is_none());
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&pinger_yaml("later", "ping: [127.0.0.1]\n")),
+    )?;
+    wait_for(WAIT, "DaemonSet after the Pinger appears", || async {
+        Ok(get::<DaemonSet>(&c, &ns.name, "d").await?.is_some())
+    })
+    .await?;
+    wait_for(WAIT, "Ready no longer PingerNotFound", || async {
+        let d: Option<Debugger> = get(&c, &ns.name, "d").await?;
+        Ok(d.and_then(|d| ready_condition(&d))
+            .is_some_and(|(_, r)| r != "PingerNotFound"))
+    })
+    .await
+}
+
+#[tokio::test]
+async fn invalid_spec_keeps_the_workload_untouched_until_fixed() -> Result<()> {
+    install();
+    let ns = namespace("op-fix").await;
+    let c = client().await;
+    apply(&ns.name, Manifest::Yaml(&debugger_yaml("d", "cpu: 100m\n")))?;
+    wait_for(WAIT, "DaemonSet d", || async {
+        Ok(get::<DaemonSet>(&c, &ns.name, "d").await?.is_some())
+    })
+    .await?;
+    let before: DaemonSet = get(&c, &ns.name, "d").await?.unwrap();
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("d", "cpu: 200m\nnodeName: node-1\n")),
+    )?;
+    wait_condition(&c, &ns.name, "d", "False", "InvalidSpec").await?;
+    wait_event(&c, &ns.name, "d", "Warning", "InvalidSpec").await?;
+    let during: DaemonSet = get(&c, &ns.name, "d").await?.unwrap();
+    assert_eq!(
+        during.metadata.generation, before.metadata.generation,
+        "workload untouched"
+    );
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("d", "cpu: 200m\nrunAt: \"61 * * * *\"\n")),
+    )?;
+    wait_for(WAIT, "bad cron reported", || async {
+        let d: Option<Debugger> = get(&c, &ns.name, "d").await?;
+        Ok(d.and_then(|d| d.status)
+            .is_some_and(|s| s.conditions.iter().any(|c| c.message.contains("runAt"))))
+    })
+    .await?;
+
+    apply(&ns.name, Manifest::Yaml(&debugger_yaml("d", "cpu: 200m\n")))?;
+    wait_for(WAIT, "fixed spec reaches the DaemonSet", || async {
+        let ds: DaemonSet = get(&c, &ns.name, "d").await?.context("ds")?;
+        let cpu = template_of(&ds).containers[0]
+            .resources
+            .clone()
+            .unwrap()
+            .limits
+            .unwrap()["cpu"]
+            .0
+            .clone();
+        Ok(cpu == "200m")
+    })
+    .await
+}
+
+#[tokio::test]
+async fn spec_changes_reach_the_workload_but_pinger_target_edits_do_not() -> Result<()> {
+    install();
+    let ns = namespace("op-upd").await;
+    let c = client().await;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&pinger_yaml("mesh", "ping: [127.0.0.1]\n")),
+    )?;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("d", "enablePinger: true\npinger: mesh\n")),
+    )?;
+    wait_for(WAIT, "DaemonSet d", || async {
+        Ok(get::<DaemonSet>(&c, &ns.name, "d").await?.is_some())
+    })
+    .await?;
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml(
+            "d",
+            "enablePinger: true\npinger: mesh\nmemory: 96Mi\nsubnet: blue\n",
+        )),
+    )?;
+    wait_for(WAIT, "memory and subnet reach the template", || async {
+        let ds: DaemonSet = get(&c, &ns.name, "d").await?.context("ds")?;
+        let tpl = ds.spec.clone().unwrap().template;
+        let mem = template_of(&ds).containers[0]
+            .resources
+            .clone()
+            .unwrap()
+            .requests
+            .unwrap()["memory"]
+            .0
+            .clone();
+        let subnet = tpl
+            .metadata
+            .and_then(|m| m.annotations)
+            .unwrap_or_default()
+            .get("ovn.kubernetes.io/logical_switch")
+            .cloned();
+        Ok(mem == "96Mi" && subnet.as_deref() == Some("blue"))
+    })
+    .await?;
+    wait_event(&c, &ns.name, "d", "Normal", "WorkloadUpdated").await?;
+    let settled: DaemonSet = get(&c, &ns.name, "d").await?.unwrap();
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&pinger_yaml(
+            "mesh",
+            "ping: [127.0.0.2]\nintervalSeconds: 9\n",
+        )),
+    )?;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml(
+            "d",
+            "enablePinger: true\npinger: mesh\nmemory: 96Mi\nsubnet: blue\nrunAt: \"@hourly\"\n",
+        )),
+    )?;
+    wait_for(WAIT, "runAt change reconciled", || async {
+        let d: Option<Debugger> = get(&c, &ns.name, "d").await?;
+        Ok(d.and_then(|d| d.status)
+            .is_some_and(|s| s.next_run_at.is_some()))
+    })
+    .await?;
+    let after: DaemonSet = get(&c, &ns.name, "d").await?.unwrap();
+    assert_eq!(
+        after.metadata.generation, settled.metadata.generation,
+        "Pinger targets and runAt leave the template alone"
+    );
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&pinger_yaml(
+            "mesh",
+            "image: ghcr.io/kube-combo/combo-pinger:v0.1.1\nping: [127.0.0.2]\n",
+        )),
+    )?;
+    wait_for(WAIT, "pinger image reaches the template", || async {
+        let ds: DaemonSet = get(&c, &ns.name, "d").await?.context("ds")?;
+        Ok(template_of(&ds).containers[1].image.as_deref()
+            == Some("ghcr.io/kube-combo/combo-pinger:v0.1.1"))
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_pod_whose_spec_changes_is_replaced() -> Result<()> {
+    install();
+    let ns = namespace("op-repl").await;
+    let c = client().await;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("p", "workloadType: pod\ncpu: 100m\n")),
+    )?;
+    let first = eventually::<Pod>(&c, &ns.name, "p").await?.metadata.uid;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("p", "workloadType: pod\ncpu: 150m\n")),
+    )?;
+    wait_for(WAIT, "a new Pod p with the new cpu", || async {
+        let Some(p) = get::<Pod>(&c, &ns.name, "p").await? else {
+            return Ok(false);
+        };
+        let cpu = p.spec.clone().unwrap().containers[0]
+            .resources
+            .clone()
+            .unwrap()
+            .limits
+            .unwrap()["cpu"]
+            .0
+            .clone();
+        Ok(p.metadata.uid != first && cpu == "150m")
+    })
+    .await
+}
+
+#[tokio::test]
+async fn deleting_the_debugger_removes_its_workload_and_summary() -> Result<()> {
+    install();
+    let ns = namespace("op-del").await;
+    let c = client().await;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("gone", "summaryConfigMap: gone-results\n")),
+    )?;
+    wait_for(WAIT, "workload and summary", || async {
+        Ok(get::<DaemonSet>(&c, &ns.name, "gone").await?.is_some()
+            && get::<ConfigMap>(&c, &ns.name, "gone-results")
+                .await?
+                .is_some())
+    })
+    .await?;
+    kubectl_ok(&["delete", "dbg", "gone", "-n", &ns.name])?;
+    wait_for(
+        WAIT,
+        "garbage collection of DaemonSet and ConfigMap",
+        || async {
+            Ok(get::<DaemonSet>(&c, &ns.name, "gone").await?.is_none()
+                && get::<ConfigMap>(&c, &ns.name, "gone-results")
+                    .await?
+                    .is_none())
+        },
+    )
+    .await
+}
+
+/// resourceVersions of everything the operator writes for Debugger `name`.
+async fn versions(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    let rv = |kind: &str, m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        (
+            kind.to_string(),
+            m.resource_version.clone().unwrap_or_default(),
+        )
+    };
+    let d: Debugger = get(c, ns, name).await?.context("debugger")?;
+    out.extend([rv("Debugger", &d.metadata)]);
+    let ds: DaemonSet = get(c, ns, name).await?.context("ds")?;
+    out.extend([rv("DaemonSet", &ds.metadata)]);
+    let cm: ConfigMap = get(c, ns, &format!("{name}-summary"))
+        .await?
+        .context("cm")?;
+    out.extend([rv("ConfigMap", &cm.metadata)]);
+    let role: Role = get(c, ns, "kube-combo-workload").await?.context("role")?;
+    out.extend([rv("Role", &role.metadata)]);
+    Ok(out)
+}
+
+fn operator_pod() -> Result<String> {
+    let out = kubectl_ok(&[
+        "get",
+        "pods",
+        "-n",
+        OPERATOR_NS,
+        "-l",
+        "app.kubernetes.io/component=operator",
+        "--field-selector=status.phase=Running",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ])?;
+    match out.split_whitespace().collect::<Vec<_>>()[..] {
+        [one] => Ok(one.to_string()),
+        _ => bail!("expected one running operator pod, got {out:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_operator_restart_changes_no_object() -> Result<()> {
+    install();
+    let ns = namespace("op-rst").await;
+    let c = client().await;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("steady", "cpu: 100m\n")),
+    )?;
+    let want = nodes().len() as i32;
+    wait_for(WAIT, "steady is ready", || async {
+        let d: Option<Debugger> = get(&c, &ns.name, "steady").await?;
+        Ok(d.and_then(|d| d.status)
+            .is_some_and(|s| s.ready_pods == want && s.desired_pods == want))
+    })
+    .await?;
+    // Let the last status write land before taking the snapshot.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = versions(&c, &ns.name, "steady").await?;
+
+    let old = operator_pod()?;
+    kubectl_ok(&["delete", "pod", "-n", OPERATOR_NS, &old, "--wait=true"])?;
+    wait_for(WAIT, "a new operator pod runs", || async {
+        Ok(operator_pod().is_ok_and(|p| p != old))
+    })
+    .await?;
+    // Prove the new operator is reconciling: a new Debugger gets its workload.
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("probe", "cpu: 100m\n")),
+    )?;
+    wait_for(WAIT, "the new operator reconciles", || async {
+        Ok(get::<DaemonSet>(&c, &ns.name, "probe").await?.is_some())
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut after = versions(&c, &ns.name, "steady").await?;
+    // The Role legitimately changes: it now also names probe's summary ConfigMap.
+    after.insert("Role".into(), before["Role"].clone());
+    assert_eq!(
+        before, after,
+        "a restart writes nothing for an unchanged Debugger"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Result<()> {
+    install();
+    let pod = operator_pod()?;
+    let sa = kubectl_ok(&[
+        "get",
+        "pod",
+        "-n",
+        OPERATOR_NS,
+        &pod,
+        "-o",
+        "jsonpath={.spec.serviceAccountName}",
+    ])?;
+    assert_eq!(sa, "combo-operator");
+    let who = format!("--as=system:serviceaccount:{OPERATOR_NS}:combo-operator");
+    let can = |verb: &str, what: &str| {
+        let out = kubectl(&["auth", "can-i", verb, what, "-A", &who]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(can("patch", "daemonsets.apps"), "yes");
+    assert_eq!(can("patch", "debuggers.kubecombo.io/status"), "yes");
+    assert_eq!(can("get", "secrets"), "no");
+    assert_eq!(can("delete", "configmaps"), "no");
+    assert_eq!(
+        can("create", "clusterroles.rbac.authorization.k8s.io"),
+        "no"
+    );
+    let log_dir: PathBuf = combo_e2e::cluster_dir()
+        .join("pods")
+        .join(OPERATOR_NS)
+        .join(&pod);
+    assert!(
+        log_dir.exists(),
+        "the simulator runs the operator pod: {}",
+        log_dir.display()
+    );
+    Ok(())
+}
