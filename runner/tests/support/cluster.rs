@@ -1,0 +1,88 @@
+//! Access to the test control plane (`COMBO_E2E_DIR`, made by
+//! `tests/e2e/cluster.sh up DIR`) for the runner's cluster tests and
+//! benchmark.
+
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+
+/// The control plane's state directory.
+pub fn cluster_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("COMBO_E2E_DIR")
+            .expect("needs a control plane: tests/e2e/cluster.sh up DIR, then COMBO_E2E_DIR=DIR"),
+    )
+}
+
+/// An admin client of the control plane.
+pub async fn admin_client() -> Client {
+    let kc = Kubeconfig::read_from(cluster_dir().join("kubeconfig")).expect("kubeconfig");
+    let cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig valid");
+    Client::try_from(cfg).expect("client")
+}
+
+/// A namespace for one test, deleted (in the background) when dropped.
+pub struct Ns {
+    /// Its name.
+    pub name: String,
+    client: Client,
+}
+
+impl Ns {
+    /// Makes `<prefix>-<random>`.
+    pub async fn new(client: &Client, prefix: &str) -> Ns {
+        let name = format!(
+            "{prefix}-{:x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+                & 0xffffff
+        );
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("namespace created");
+        Ns {
+            name,
+            client: client.clone(),
+        }
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let name = self.name.clone();
+        if let Ok(h) = tokio::runtime::Handle::try_current() {
+            h.spawn(async move {
+                let _ = api.delete(&name, &DeleteParams::background()).await;
+            });
+        }
+    }
+}
+
+/// Makes the summary ConfigMap `name` as the operator does (server-side
+/// apply as `combo-operator`, labels only, no data).
+pub async fn operator_creates_summary(client: &Client, ns: &str, name: &str) {
+    let body = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"app.kubernetes.io/name": "kube-combo"}},
+    });
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .patch(
+            name,
+            &PatchParams::apply(combo_api::keys::FIELD_MANAGER_OPERATOR),
+            &Patch::Apply(&body),
+        )
+        .await
+        .expect("summary ConfigMap created");
+}
