@@ -218,7 +218,11 @@ impl Scheduler {
             node: self.id.node.clone(),
             host_root: self.args.host_root.clone(),
         };
-        let report = match run::inspect(&cfg, run_id).await {
+        let delay_ms = (Utc::now() - run_id.0).num_milliseconds();
+        tracing::info!(run_id = %run_id, delay_ms, "run due");
+        let report = run::inspect(&cfg, run_id).await;
+        reap_orphans();
+        let report = match report {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(error = %e, run_id = %run_id, "run failed to start");
@@ -240,6 +244,23 @@ impl Scheduler {
         if failed > 0 {
             let publisher = self.publisher.clone();
             tokio::spawn(async move { publisher.record_failures(&summary).await });
+        }
+    }
+}
+
+/// Reaps exited processes that were reparented to this runner. A runner that
+/// is PID 1 of its container (no hostPID) inherits the children of scripts
+/// whose process group was killed; between runs no child of its own is
+/// running, so every exited child it finds is such an orphan.
+fn reap_orphans() {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    use nix::unistd::Pid;
+    if std::process::id() != 1 {
+        return;
+    }
+    while let Ok(status) = waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+        if status == WaitStatus::StillAlive {
+            break;
         }
     }
 }

@@ -303,6 +303,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_child_left_running_after_the_script_exits_is_killed() {
+        let d = TestDir::new("exec-leftover");
+        let pidfile = d.path().join("child.pid");
+        d.script(
+            "s.sh",
+            &format!(
+                "sleep 300 &\necho $! > {}\necho 'ok done'",
+                pidfile.display()
+            ),
+        );
+        let o = run(&d.path().join("s.sh"), &[], Duration::from_secs(300)).await;
+        assert_eq!(o.exit, Exit::Code(0));
+        assert_eq!(
+            o.lines,
+            vec![Line::Ok {
+                item: "done".into()
+            }]
+        );
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+        assert!(
+            matches!(state, None | Some('Z') | Some('X')),
+            "child state {state:?}"
+        );
+    }
+
+    #[tokio::test]
     async fn a_file_that_cannot_start_is_reported_not_panicked() {
         let d = TestDir::new("exec-spawn");
         d.file("bad", "\x7fELFgarbage", 0o755);
