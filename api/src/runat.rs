@@ -281,6 +281,9 @@ mod tests {
         assert!("2026-11-22".parse::<RunId>().is_err());
         assert_eq!(RunId::from_rfc3339("2026-11-22T07:00:00.9+01:00"), Some(id));
         assert_eq!(RunId::from_rfc3339("soon"), None);
-        assert_eq!(RunId::from_rfc3339(&RunId::now().rfc3339()).map(|r| r.0.timestamp_subsec_nanos()), Some(0));
+        assert_eq!(
+            RunId::from_rfc3339(&RunId::now().rfc3339()).map(|r| r.0.timestamp_subsec_nanos()),
+            Some(0)
+        );
     }
 }
