@@ -174,7 +174,9 @@ async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
     let probes = (0..count).map(|i| {
         let resolved = &resolved;
         async move {
-            tokio::time::sleep_until((start + spacing * i).into()).await;
+            if i > 0 {
+                tokio::time::sleep_until((start + spacing * i).into()).await;
+            }
             s.probers.probe(target.kind, resolved, s.timeout).await
         }
     });

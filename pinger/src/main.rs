@@ -2,8 +2,7 @@
 
 use clap::Parser;
 
-#[tokio::main]
-async fn main() {
+fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -11,6 +10,13 @@ async fn main() {
                 .unwrap_or_else(|_| "info,hickory=warn,kube=warn".into()),
         )
         .init();
-    let code = combo_pinger::run(combo_pinger::cli::Args::parse()).await;
+    let args = combo_pinger::cli::Args::parse();
+    // One thread: the probes are I/O-bound, and a reply is timestamped by the
+    // same thread that waits in epoll, without a cross-thread wake-up.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let code = runtime.block_on(combo_pinger::run(args));
     std::process::exit(code as i32);
 }

@@ -157,7 +157,11 @@ pub async fn run(args: Args) -> ExitCode {
     let mut finished = false;
     let stop = crate::shutdown_signal();
     tokio::pin!(stop);
-    let mut stdout = std::io::stdout();
+    // Lines are flushed at least every 100 ms rather than one write each:
+    // with a thousand targets that is most of the process's system calls.
+    let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout());
+    let mut flush = tokio::time::interval(Duration::from_millis(100));
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             report = rx.recv() => match report {
@@ -168,6 +172,9 @@ pub async fn run(args: Args) -> ExitCode {
                 }
                 None => break,
             },
+            _ = flush.tick() => {
+                let _ = stdout.flush();
+            }
             () = &mut done, if !finished => finished = true,
             () = &mut stop => break,
         }
@@ -176,6 +183,7 @@ pub async fn run(args: Args) -> ExitCode {
     for l in lines {
         let _ = writeln!(stdout, "{l}");
     }
+    let _ = stdout.flush();
     if all_passed {
         ExitCode::Passed
     } else {

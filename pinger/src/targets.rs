@@ -177,6 +177,13 @@ pub fn phase(target: &Target, seed: u64) -> f64 {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
+    // FNV's last bytes barely reach the high bits; the splitmix64 finaliser
+    // spreads them, so targets differing in one digit land far apart.
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -242,5 +249,22 @@ mod tests {
         assert_eq!(distinct.len(), phases.len());
         let t = set.targets.iter().next().unwrap();
         assert_ne!(phase(t, 1), phase(t, 2));
+    }
+
+    #[test]
+    fn phases_of_similar_targets_spread_over_the_whole_interval() {
+        let lists = TargetLists {
+            ping: (1..=200).map(|i| format!("127.1.0.{i}")).collect(),
+            ..TargetLists::default()
+        };
+        let mut deciles = [0usize; 10];
+        for t in &build(&lists, []).targets {
+            deciles[(phase(t, 42) * 10.0) as usize] += 1;
+        }
+        // 20 expected per decile; a clump would leave some nearly empty.
+        assert!(
+            deciles.iter().all(|&n| (5..=40).contains(&n)),
+            "{deciles:?}"
+        );
     }
 }

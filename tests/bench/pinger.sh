@@ -127,6 +127,9 @@ received = sum(len(v) for v in p_rtt.values())
 print(f"targets {n}, duration {dur} s, probes: combo-pinger {p_probes} ({received} answered), fping {f_probes}")
 print(f"CPU s per 1000 probes: combo-pinger {p_per:.4f}, fping {f_per:.4f}, ratio {p_per / f_per:.2f} (target <= 1.0)")
 print(f"RSS: combo-pinger {p_rss / 1024:.1f} MiB (target <= 20), fping {f_rss / 1024:.1f} MiB")
+p_med = st.median(st.median(v) for v in p_rtt.values()) * 1000
+f_med = st.median(st.median(v) for v in f_rtt.values() if v) * 1000
+print(f"median RTT: combo-pinger {p_med:.1f} us, fping {f_med:.1f} us")
 print(f"median |RTT difference| per target: {st.median(diffs):.1f} us over {len(diffs)} targets (target <= 50)")
 print(f"round gap of the other targets, median/p99: {pct(base, .5) * 1000:.1f}/{pct(base, .99) * 1000:.1f} ms "
       f"-> {pct(holed, .5) * 1000:.1f}/{pct(holed, .99) * 1000:.1f} ms with {len(holes)} black-holed")
