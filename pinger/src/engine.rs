@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures::future::join_all;
 use tokio::sync::{mpsc, watch};
@@ -43,6 +43,8 @@ pub struct Report {
     pub target: Target,
     /// Round number, from 1.
     pub round: u64,
+    /// When the round started (wall clock, for display).
+    pub started: SystemTime,
     /// Each probe's outcome, in order.
     pub outcomes: Vec<Outcome>,
     /// Summary and verdict.
@@ -141,11 +143,13 @@ async fn run_target(
     for round in 1.. {
         tokio::time::sleep_until(next).await;
         let s = settings.borrow().clone();
+        let started = SystemTime::now();
         let outcomes = run_round(&target, &s).await;
         let stats = evaluate(&outcomes, s.limits);
         let report = Report {
             target: target.clone(),
             round,
+            started,
             outcomes,
             stats,
             limits: s.limits,

@@ -1,10 +1,13 @@
 //! `combo-pinger`: persistent ICMP, TCP, UDP and DNS probing.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 
 fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "info,hickory=warn,kube=warn".into()),

@@ -206,6 +206,7 @@ mod tests {
                 port: Some(22),
             },
             round: 1,
+            started: std::time::SystemTime::UNIX_EPOCH,
             stats: evaluate(&outcomes, limits),
             outcomes,
             limits,

@@ -52,7 +52,7 @@ impl Totals {
     }
 }
 
-/// One output line for a round.
+/// One output line for a round (printed after the round's start time).
 pub fn round_line(r: &Report) -> String {
     match r.stats.failure(r.limits) {
         None => format!("round {} {}: ok {}", r.round, r.target, r.stats),
@@ -167,7 +167,8 @@ pub async fn run(args: Args) -> ExitCode {
             report = rx.recv() => match report {
                 Some(r) => {
                     metrics.record(&r);
-                    let _ = writeln!(stdout, "{}", round_line(&r));
+                    let at = chrono::DateTime::<chrono::Utc>::from(r.started);
+                    let _ = writeln!(stdout, "{} {}", at.format("%Y-%m-%dT%H:%M:%S%.6fZ"), round_line(&r));
                     totals.entry(r.target.clone()).or_default().add(&r);
                 }
                 None => break,
@@ -212,6 +213,7 @@ mod tests {
                 port: Some(53),
             },
             round,
+            started: std::time::SystemTime::UNIX_EPOCH,
             stats: evaluate(&outcomes, limits),
             outcomes,
             limits,

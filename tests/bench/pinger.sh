@@ -37,7 +37,8 @@ mapfile -t TARGETS < "$WORK/targets"
 PING_ARGS=()
 for t in "${TARGETS[@]}"; do PING_ARGS+=(--ping "$t"); done
 
-# Prefixes every line with the monotonic time it was read.
+# Prefixes every line with the monotonic time it was read (kept for reading
+# the raw output; the analysis uses the round start times the pinger prints).
 stamp() { python3 -u -c '
 import sys, time
 for line in sys.stdin:
@@ -70,8 +71,9 @@ run_pinger "$WORK/holed"
 
 python3 - "$WORK" "$N" "$DURATION" <<'PY'
 import re, statistics as st, sys
+from datetime import datetime
 work, n, dur = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-line_re = re.compile(r"^(\S+) round (\d+) icmp (\S+): (ok|FAIL) (\d+)/(\d+) received.*?rtt min/avg/max (\S+)")
+line_re = re.compile(r"^\S+ (\S+) round (\d+) icmp (\S+): (ok|FAIL) (\d+)/(\d+) received.*?rtt min/avg/max (\S+)")
 
 def pinger(path):
     rtts, times = {}, {}
@@ -80,7 +82,7 @@ def pinger(path):
         if not m:
             continue
         t, _, ip, _, rcv, _, rtt = m.groups()
-        times.setdefault(ip, []).append(float(t))
+        times.setdefault(ip, []).append(datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp())
         if rtt != "-":
             rtts.setdefault(ip, []).append(float(rtt.split("/")[1]))
     return rtts, times

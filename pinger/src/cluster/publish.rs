@@ -143,6 +143,7 @@ mod tests {
                 port: None,
             },
             round: 3,
+            started: std::time::SystemTime::UNIX_EPOCH,
             stats: evaluate(&outcomes, limits),
             outcomes,
             limits,

@@ -158,7 +158,7 @@ impl DropRule {
     fn random_echo_drop(node: &str, table: &str, percent: u32) -> Result<Self> {
         let netns = node_netns(node);
         let ruleset = format!(
-            "table inet {table} {{\n chain fwd {{\n  type filter hook forward priority 0;\n  icmp type echo-request numgen random mod 100 < {percent} drop\n }}\n}}\n"
+            "table inet {table} {{\n chain lossy {{\n  type filter hook forward priority 0;\n  icmp type echo-request numgen random mod 100 < {percent} drop\n }}\n}}\n"
         );
         let path = std::env::temp_dir().join(format!("{table}.nft"));
         std::fs::write(&path, ruleset)?;
