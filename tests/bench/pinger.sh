@@ -8,13 +8,19 @@
 # RSS, the median |RTT difference| per target, and the delay the black hole
 # adds to the other targets' rounds.
 #
-# Usage: tests/bench/pinger.sh   (root; env N=1000 DURATION=30 PINGER_BIN=...)
+# combo-pinger opens unprivileged ICMP (SOCK_DGRAM) sockets when the
+# namespace's net.ipv4.ping_group_range allows it, as a pod without NET_RAW
+# would; ICMP_SOCKET=raw leaves the range closed so it falls back to a raw
+# socket, which also receives a copy of every echo request on loopback.
+#
+# Usage: tests/bench/pinger.sh   (root; env N=1000 DURATION=30 ICMP_SOCKET=dgram|raw PINGER_BIN=...)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${PINGER_BIN:-$ROOT/target/release/combo-pinger}
 N=${N:-1000}
 DURATION=${DURATION:-30}
+ICMP_SOCKET=${ICMP_SOCKET:-dgram}
 NS=kcpb-$$
 WORK=$(mktemp -d)
 
@@ -26,6 +32,9 @@ command -v fping >/dev/null || { echo "fping is not installed" >&2; exit 2; }
 
 ip netns add "$NS"
 ip -n "$NS" link set lo up
+if [ "$ICMP_SOCKET" = dgram ]; then
+    ip netns exec "$NS" sysctl -q -w net.ipv4.ping_group_range="0 2147483647"
+fi
 
 python3 - "$N" > "$WORK/targets" <<'PY'
 import sys
@@ -69,6 +78,7 @@ awk 'NR % 10 == 0' "$WORK/targets" > "$WORK/holes"
 ip netns exec "$NS" nft -f "$WORK/hole.nft"
 run_pinger "$WORK/holed"
 
+echo "combo-pinger ICMP socket: $ICMP_SOCKET; fping: raw"
 python3 - "$WORK" "$N" "$DURATION" <<'PY'
 import re, statistics as st, sys
 from datetime import datetime
