@@ -305,3 +305,156 @@ async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edi
     }
     Ok(())
 }
+
+/// A TCP proxy to the API server that the test can cut and restore.
+struct ApiProxy {
+    addr: std::net::SocketAddr,
+    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl ApiProxy {
+    async fn start(upstream: String) -> Result<Self> {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let conns = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (up2, conns2) = (up.clone(), conns.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !up2.load(Ordering::SeqCst) {
+                    continue; // dropped: the client sees a reset
+                }
+                let upstream = upstream.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                conns2.lock().unwrap().push(task);
+            }
+        });
+        Ok(ApiProxy {
+            addr,
+            up,
+            conns,
+            accept,
+        })
+    }
+
+    fn cut(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        for task in self.conns.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for ApiProxy {
+    fn drop(&mut self) {
+        self.cut();
+        self.accept.abort();
+    }
+}
+
+/// A pinger process run on the test machine; killed on drop.
+struct LocalPinger(std::process::Child);
+
+impl Drop for LocalPinger {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn http_metrics(port: u16) -> Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(s, "GET /metrics HTTP/1.1\r\nhost: localhost\r\n\r\n")?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+#[tokio::test]
+async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects() -> Result<()> {
+    let ns = namespace("pinger-offline").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let spec = |targets: &str| {
+        format!(
+            "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: solo\nspec:\n  metricsPort: {port}\n  intervalSeconds: 1\n  timeoutMs: 500\n  count: 1\n  peers: false\n  ping: [{targets}]\n"
+        )
+    };
+    apply_yaml(&ns.name, &spec("\"127.0.0.1\""))?;
+
+    let kubeconfig = std::fs::read_to_string(combo_e2e::kubeconfig())?;
+    let server = kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://"))
+        .context("server in kubeconfig")?
+        .to_string();
+    let proxy = ApiProxy::start(server.clone()).await?;
+    let local_config = std::env::temp_dir().join(format!("{}-kubeconfig", ns.name));
+    std::fs::write(
+        &local_config,
+        kubeconfig.replace(&server, &proxy.addr.to_string()),
+    )?;
+    let log = std::fs::File::create(std::env::temp_dir().join(format!("{}-pinger.log", ns.name)))?;
+    let _pinger = LocalPinger(
+        Command::new(repo_root().join("target/release/combo-pinger"))
+            .env("KUBECONFIG", &local_config)
+            .env("PINGER_NAME", "solo")
+            .env("POD_NAMESPACE", &ns.name)
+            .env("POD_NAME", "solo-local")
+            .env_remove("DEBUGGER_NAME")
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("target/release/combo-pinger (cargo build --release)")?,
+    );
+    let ok = r#"combo_pinger_probes_total{kind="icmp",target="127.0.0.1",result="ok"}"#;
+    wait_for(
+        WAIT,
+        "the local pinger probing its Pinger's target",
+        || async {
+            Ok(http_metrics(port)
+                .map(|t| sample(&t, ok).is_some())
+                .unwrap_or(false))
+        },
+    )
+    .await?;
+
+    proxy.cut();
+    let before = sample(&http_metrics(port)?, ok).context("counter")?;
+    wait_for(
+        WAIT,
+        "probes going on while the API server is away",
+        || async { Ok(sample(&http_metrics(port)?, ok).is_some_and(|n| n >= before + 5.0)) },
+    )
+    .await?;
+
+    proxy.restore();
+    apply_yaml(&ns.name, &spec("\"127.0.0.1\", \"127.0.0.3\""))?;
+    wait_for(
+        WAIT,
+        "the Pinger edit applied after reconnecting",
+        || async {
+            Ok(sample(
+                &http_metrics(port)?,
+                r#"combo_pinger_target_up{kind="icmp",target="127.0.0.3"}"#,
+            ) == Some(1.0))
+        },
+    )
+    .await?;
+    let _ = std::fs::remove_file(local_config);
+    Ok(())
+}
