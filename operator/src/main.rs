@@ -1,5 +1,7 @@
 //! `combo-operator`: parse the command line, then print the CRDs or run.
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 use combo_operator::cli::{Cli, Command};
 use combo_operator::{controller, crdgen};
@@ -12,6 +14,8 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Crd { out: Some(dir) }) => crdgen::write(&dir)?,
         None => {
             tracing_subscriber::fmt()
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_writer(std::io::stderr)
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_default_env()
                         .unwrap_or_else(|_| "info".into()),

@@ -568,6 +568,11 @@ async fn an_operator_restart_changes_no_object() -> Result<()> {
 #[tokio::test]
 async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Result<()> {
     install();
+    // Another test may be restarting the operator: wait for one running pod.
+    wait_for(WAIT, "one running operator pod", || async {
+        Ok(operator_pod().is_ok())
+    })
+    .await?;
     let pod = operator_pod()?;
     let sa = kubectl_ok(&[
         "get",
@@ -581,7 +586,13 @@ async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Resul
     assert_eq!(sa, "combo-operator");
     let who = format!("--as=system:serviceaccount:{OPERATOR_NS}:combo-operator");
     let can = |verb: &str, what: &str| {
-        let out = kubectl(&["auth", "can-i", verb, what, "-A", &who]);
+        let (what, sub) = what.split_once('/').unwrap_or((what, ""));
+        let sub = format!("--subresource={sub}");
+        let mut args = vec!["auth", "can-i", verb, what, "-A", &who];
+        if what.ends_with("kubecombo.io") && !sub.ends_with('=') {
+            args.push(&sub);
+        }
+        let out = kubectl(&args);
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(can("patch", "daemonsets.apps"), "yes");
