@@ -226,6 +226,11 @@ pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, 
 }
 
 async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
+    if dbg.metadata.deletion_timestamp.is_some() {
+        // The garbage collector removes what it owns; recreating a workload
+        // now would only race it.
+        return Ok(Action::await_change());
+    }
     let observed = fetch::observe(&ctx.client, dbg).await?;
     let mut verdict = validate(&dbg.spec, observed.pinger.as_ref());
     let mut action = None;
