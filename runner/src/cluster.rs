@@ -134,6 +134,8 @@ impl Scheduler {
         let mut history = History::default();
         // (runAt text, when first seen) for cron catch-up.
         let mut seen: Option<(String, DateTime<Utc>)> = None;
+        // The runAt last reported idle, so status updates do not repeat it.
+        let mut idle_logged: Option<String> = None;
         // The summary ConfigMap whose record of this node has been read.
         let mut known_cm: Option<String> = None;
         loop {
@@ -170,6 +172,7 @@ impl Scheduler {
             };
             match schedule::decide(&run_at, spec.workload_type, now, since, history) {
                 Decision::Run(run_id) => {
+                    idle_logged = None;
                     self.run_once(&dbg, &cm, run_id).await;
                     history.completed = Some(run_id);
                     history.ran_since_start = true;
@@ -183,7 +186,10 @@ impl Scheduler {
                     }
                 }
                 Decision::Idle => {
-                    tracing::info!(run_at = %spec.run_at, "nothing scheduled; waiting for a change");
+                    if idle_logged.as_deref() != Some(spec.run_at.as_str()) {
+                        tracing::info!(run_at = %spec.run_at, "nothing scheduled; waiting for a change");
+                        idle_logged = Some(spec.run_at.clone());
+                    }
                     if self.spec_rx.changed().await.is_err() {
                         return;
                     }

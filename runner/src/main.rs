@@ -1,5 +1,6 @@
 //! `combo-runner`: runs node inspection scripts and reports a per-node summary.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -12,6 +13,7 @@ async fn main() -> ExitCode {
     let default_level = if args.once { "warn" } else { "info" };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )

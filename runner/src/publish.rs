@@ -18,6 +18,25 @@ const EVENT_ITEMS: usize = 5;
 /// First and largest pause between attempts to write the summary.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(30));
 
+/// Window over which nodes spread the first write of a run's summary.
+///
+/// Every node of a timestamp run finishes at about the same moment, and the
+/// API server serialises writes to one object by retrying the losers of each
+/// conflict: 200 writes at once cost many times 200 writes in a row. Each
+/// node waits a fixed offset within this window, taken from its name, so the
+/// writes arrive spread out.
+pub const SPREAD_WINDOW: Duration = Duration::from_secs(2);
+
+/// This node's offset within `window` (FNV-1a of its name): stable across
+/// restarts, spread evenly over a cluster's nodes.
+pub fn spread_delay(node: &str, window: Duration) -> Duration {
+    let hash = node.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let ms = window.as_millis().max(1) as u64;
+    Duration::from_millis(hash % ms)
+}
+
 /// The server-side apply body that sets only `data.<node>` of ConfigMap
 /// `name`: with nothing else in it, the runner owns no other field.
 pub fn apply_body(name: &str, namespace: &str, node: &str, value: &str) -> serde_json::Value {
@@ -168,7 +187,9 @@ pub struct Pending {
 pub fn spawn_writer(publisher: Publisher) -> mpsc::UnboundedSender<Pending> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Pending>();
     tokio::spawn(async move {
+        let spread = spread_delay(&publisher.node, SPREAD_WINDOW);
         while let Some(mut pending) = rx.recv().await {
+            tokio::time::sleep(spread).await;
             let mut pause = BACKOFF.0;
             loop {
                 while let Ok(newer) = rx.try_recv() {
@@ -233,6 +254,22 @@ mod tests {
         );
         assert_eq!(completed_run(&cm, "node-2"), None);
         assert_eq!(completed_run(&cm, "node-3"), None);
+    }
+
+    #[test]
+    fn spread_delays_are_stable_within_the_window_and_differ_between_nodes() {
+        let w = Duration::from_secs(2);
+        assert_eq!(spread_delay("node-1", w), spread_delay("node-1", w));
+        let delays: std::collections::BTreeSet<Duration> = (0..200)
+            .map(|i| spread_delay(&format!("node-{i}"), w))
+            .collect();
+        assert!(delays.iter().all(|d| *d < w));
+        assert!(delays.len() > 150, "only {} distinct offsets", delays.len());
+        let early = delays.iter().filter(|d| **d < w / 2).count();
+        assert!(
+            (60..=140).contains(&early),
+            "{early} of 200 in the first half"
+        );
     }
 
     #[test]
