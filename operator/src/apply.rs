@@ -74,8 +74,72 @@ fn controlled_by_other(meta: &ObjectMeta, dbg: &Debugger) -> bool {
         && !controlled_by(meta, dbg)
 }
 
-/// Brings the workload to `desired`, removing a workload of the other kind
-/// that `dbg` owns (after a change of workloadType).
+/// The writes that bring the workload to `desired`. Pure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Delete our Pod (workloadType changed, or its spec changed).
+    pub delete_pod: bool,
+    /// Delete our DaemonSet (workloadType changed).
+    pub delete_daemonset: bool,
+    /// Apply the rendered workload.
+    pub apply: bool,
+    /// What the plan amounts to.
+    pub change: Change,
+}
+
+/// Decides the writes for `desired` given what exists. An object with the
+/// workload's name that `dbg` does not control is never touched.
+pub fn plan(dbg: &Debugger, desired: &Workload, observed: &Observed) -> Result<Plan, Error> {
+    let ours = |m: &ObjectMeta| controlled_by(m, dbg);
+    let mut p = Plan {
+        delete_pod: false,
+        delete_daemonset: false,
+        apply: false,
+        change: Change::Unchanged,
+    };
+    match desired {
+        Workload::DaemonSet(_) => {
+            p.delete_pod = observed.pod.as_ref().is_some_and(|x| ours(&x.metadata));
+            match &observed.daemonset {
+                Some(old) if !ours(&old.metadata) => return Err(not_owned("DaemonSet", old)),
+                Some(old) if spec_hash_of(&old.metadata) == desired.hash() => {}
+                old => {
+                    p.apply = true;
+                    p.change = if old.is_some() {
+                        Change::Updated
+                    } else {
+                        Change::Created
+                    };
+                }
+            }
+        }
+        Workload::Pod(_) => {
+            p.delete_daemonset = observed
+                .daemonset
+                .as_ref()
+                .is_some_and(|x| ours(&x.metadata));
+            match &observed.pod {
+                Some(old) if !ours(&old.metadata) => return Err(not_owned("Pod", old)),
+                Some(old) if old.metadata.deletion_timestamp.is_some() => {
+                    p.change = Change::Waiting
+                }
+                Some(old) if spec_hash_of(&old.metadata) == desired.hash() => {}
+                Some(_) => {
+                    // A Pod's spec is immutable: replace it.
+                    p.delete_pod = true;
+                    p.change = Change::Replacing;
+                }
+                None => {
+                    p.apply = true;
+                    p.change = Change::Created;
+                }
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Brings the workload to `desired` following [`plan`].
 pub async fn workload(
     client: &Client,
     metrics: &Metrics,
@@ -84,52 +148,24 @@ pub async fn workload(
     observed: &Observed,
 ) -> Result<Change, Error> {
     let ns = dbg.namespace().unwrap_or_default();
-    match desired {
-        Workload::DaemonSet(ds) => {
-            if let Some(pod) = observed
-                .pod
-                .as_ref()
-                .filter(|p| controlled_by(&p.metadata, dbg))
-            {
-                delete::<Pod>(client, metrics, &ns, pod, "Pod").await?;
+    let p = plan(dbg, desired, observed)?;
+    if let (true, Some(pod)) = (p.delete_pod, &observed.pod) {
+        delete::<Pod>(client, metrics, &ns, pod, "Pod").await?;
+    }
+    if let (true, Some(ds)) = (p.delete_daemonset, &observed.daemonset) {
+        delete::<DaemonSet>(client, metrics, &ns, ds, "DaemonSet").await?;
+    }
+    if p.apply {
+        match desired {
+            Workload::DaemonSet(ds) => {
+                apply::<DaemonSet>(client, metrics, &ns, ds.as_ref(), "DaemonSet").await?;
             }
-            match &observed.daemonset {
-                Some(old) if !controlled_by(&old.metadata, dbg) => Err(not_owned("DaemonSet", old)),
-                Some(old) if spec_hash_of(&old.metadata) == desired.hash() => Ok(Change::Unchanged),
-                old => {
-                    apply::<DaemonSet>(client, metrics, &ns, ds.as_ref(), "DaemonSet").await?;
-                    Ok(if old.is_some() {
-                        Change::Updated
-                    } else {
-                        Change::Created
-                    })
-                }
-            }
-        }
-        Workload::Pod(pod) => {
-            if let Some(ds) = observed
-                .daemonset
-                .as_ref()
-                .filter(|d| controlled_by(&d.metadata, dbg))
-            {
-                delete::<DaemonSet>(client, metrics, &ns, ds, "DaemonSet").await?;
-            }
-            match &observed.pod {
-                Some(old) if !controlled_by(&old.metadata, dbg) => Err(not_owned("Pod", old)),
-                Some(old) if old.metadata.deletion_timestamp.is_some() => Ok(Change::Waiting),
-                Some(old) if spec_hash_of(&old.metadata) == desired.hash() => Ok(Change::Unchanged),
-                Some(old) => {
-                    // A Pod's spec is immutable: replace it.
-                    delete::<Pod>(client, metrics, &ns, old, "Pod").await?;
-                    Ok(Change::Replacing)
-                }
-                None => {
-                    apply::<Pod>(client, metrics, &ns, pod.as_ref(), "Pod").await?;
-                    Ok(Change::Created)
-                }
+            Workload::Pod(pod) => {
+                apply::<Pod>(client, metrics, &ns, pod.as_ref(), "Pod").await?;
             }
         }
     }
+    Ok(p.change)
 }
 
 /// Applies the summary ConfigMap skeleton unless it is already as rendered.
@@ -224,3 +260,7 @@ where
         Err(source) => Err(Error::Write { kind, name, source }),
     }
 }
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod tests;
