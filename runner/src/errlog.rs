@@ -189,6 +189,68 @@ mod tests {
         assert_eq!(to_remove(names, 0).len(), 3);
     }
 
+    fn report(category: Category, failed: bool) -> Report {
+        use crate::discover::Script;
+        use crate::exec::{Capture, Exit, Outcome};
+        let t = chrono::DateTime::parse_from_rfc3339("2026-11-22T06:00:00Z")
+            .unwrap()
+            .to_utc();
+        let item = if failed {
+            ItemResult::err("broken")
+        } else {
+            ItemResult::ok()
+        };
+        Report {
+            run_id: RunId::at(t),
+            finished_at: t,
+            scripts: vec![ScriptRun {
+                script: Script {
+                    category,
+                    path: "/scripts/custom/x.sh".into(),
+                    name: "x".into(),
+                    item_prefix: String::new(),
+                },
+                outcome: Outcome {
+                    exit: Exit::Code(0),
+                    duration: std::time::Duration::from_millis(12),
+                    lines: vec![],
+                    stdout: Capture::default(),
+                    stderr: Capture::default(),
+                    last_stderr_line: String::new(),
+                },
+                items: vec![("a".into(), item)],
+            }],
+        }
+    }
+
+    use combo_api::ItemResult;
+
+    #[test]
+    fn a_category_whose_directory_is_not_writable_logs_under_the_errlog_fallback() {
+        let d = crate::testdir::TestDir::new("errlog-fallback");
+        // As a read-only ConfigMap mount would, refuse the errlog directory.
+        d.file("custom/errlog", "not a directory", 0o444);
+        let layout = Layout::BesideScripts(d.path().to_path_buf());
+        let written = write(&layout, &report(Category::Custom, true), 10).unwrap();
+        assert_eq!(
+            written,
+            vec![d.path().join("errlog/custom/20261122T060000Z.log")]
+        );
+        let text = std::fs::read_to_string(&written[0]).unwrap();
+        assert!(text.contains("item: a\nerr: broken\n"), "{text}");
+        assert!(text.contains("duration: 0.012s"), "{text}");
+    }
+
+    #[test]
+    fn a_run_without_failures_writes_no_errlog() {
+        let d = crate::testdir::TestDir::new("errlog-none");
+        let layout = Layout::BesideScripts(d.path().to_path_buf());
+        assert!(write(&layout, &report(Category::Disk, false), 10)
+            .unwrap()
+            .is_empty());
+        assert!(!d.path().join("disk").exists());
+    }
+
     #[test]
     fn layouts_follow_the_spec_paths() {
         let l = Layout::BesideScripts("/scripts".into());
