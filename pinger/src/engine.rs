@@ -41,6 +41,9 @@ pub struct Settings {
 pub struct Report {
     /// The target.
     pub target: Target,
+    /// The target's label (`Target::label`), made once per target, shared
+    /// by all its reports.
+    pub label: Arc<String>,
     /// Round number, from 1.
     pub round: u64,
     /// When the round started (wall clock, for display).
@@ -138,6 +141,7 @@ async fn run_target(
     phase: f64,
     rounds: Option<u64>,
 ) {
+    let label = Arc::new(target.label());
     let first = settings.borrow().interval.mul_f64(phase);
     let mut next = tokio::time::Instant::now() + first;
     for round in 1.. {
@@ -148,6 +152,7 @@ async fn run_target(
         let stats = evaluate(&outcomes, s.limits);
         let report = Report {
             target: target.clone(),
+            label: label.clone(),
             round,
             started,
             outcomes,
@@ -173,6 +178,9 @@ async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
         Ok(r) => r,
         Err(failure) => return vec![failure; count as usize],
     };
+    if count == 1 {
+        return vec![s.probers.probe(target.kind, &resolved, s.timeout).await];
+    }
     let spacing = probe_spacing(s.interval, count);
     let start = Instant::now();
     let probes = (0..count).map(|i| {

@@ -1,7 +1,8 @@
 //! Prometheus metrics (SPEC §5) and the `/metrics` endpoint.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::{text, EncodeLabelSet};
@@ -20,7 +21,7 @@ use crate::targets::Target;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ProbeLabels {
     kind: &'static str,
-    target: String,
+    target: Arc<String>,
     result: &'static str,
 }
 
@@ -28,19 +29,17 @@ struct ProbeLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TargetLabels {
     kind: &'static str,
-    target: String,
-}
-
-impl From<&Target> for TargetLabels {
-    fn from(t: &Target) -> Self {
-        TargetLabels {
-            kind: t.kind.as_str(),
-            target: t.label(),
-        }
-    }
+    target: Arc<String>,
 }
 
 type RttFamily = Family<TargetLabels, Histogram, fn() -> Histogram>;
+
+fn target_labels(report: &Report) -> TargetLabels {
+    TargetLabels {
+        kind: report.target.kind.as_str(),
+        target: report.label.clone(),
+    }
+}
 
 fn rtt_histogram() -> Histogram {
     // 50 µs .. ~3.3 s.
@@ -53,6 +52,7 @@ pub struct Metrics {
     probes: Family<ProbeLabels, Counter>,
     rtt: RttFamily,
     up: Family<TargetLabels, Gauge>,
+    handles: Mutex<HashMap<(&'static str, Arc<String>), Handles>>,
 }
 
 impl Default for Metrics {
@@ -79,35 +79,64 @@ impl Default for Metrics {
             probes,
             rtt,
             up,
+            handles: Mutex::new(HashMap::new()),
         }
     }
 }
 
+/// One target's metric handles, so a round costs one map lookup instead of
+/// one per metric family.
+#[derive(Default)]
+struct Handles {
+    /// `probes_total` by result, in [`RESULTS`] order; made on first use.
+    probes: [Option<Counter>; 4],
+    rtt: Option<Histogram>,
+    up: Option<Gauge>,
+}
+
+/// The `result` label values.
+const RESULTS: [&str; 4] = ["ok", "timeout", "refused", "error"];
+
 impl Metrics {
     /// Counts a finished round.
     pub fn record(&self, report: &Report) {
-        let labels = TargetLabels::from(&report.target);
+        let kind = report.target.kind.as_str();
+        let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let h = handles.entry((kind, report.label.clone())).or_default();
         for o in &report.outcomes {
-            self.probes
-                .get_or_create(&ProbeLabels {
-                    kind: labels.kind,
-                    target: labels.target.clone(),
-                    result: o.label(),
+            let i = RESULTS.iter().position(|r| *r == o.label()).unwrap_or(3);
+            h.probes[i]
+                .get_or_insert_with(|| {
+                    self.probes.get_or_create_owned(&ProbeLabels {
+                        kind,
+                        target: report.label.clone(),
+                        result: RESULTS[i],
+                    })
                 })
                 .inc();
             if let Some(rtt) = o.rtt() {
-                self.rtt.get_or_create(&labels).observe(rtt.as_secs_f64());
+                h.rtt
+                    .get_or_insert_with(|| self.rtt.get_or_create_owned(&target_labels(report)))
+                    .observe(rtt.as_secs_f64());
             }
         }
-        self.up
-            .get_or_create(&labels)
+        h.up.get_or_insert_with(|| self.up.get_or_create_owned(&target_labels(report)))
             .set(i64::from(report.stats.passed));
     }
 
     /// Drops the gauge of a target no longer probed, so it does not linger
     /// as up or down; its counters stay (they are cumulative).
     pub fn forget(&self, target: &Target) {
-        self.up.remove(&TargetLabels::from(target));
+        let label = Arc::new(target.label());
+        let kind = target.kind.as_str();
+        self.handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(kind, label.clone()));
+        self.up.remove(&TargetLabels {
+            kind,
+            target: label,
+        });
     }
 
     /// The exposition text.
@@ -199,12 +228,14 @@ mod tests {
 
     fn report(outcomes: Vec<Outcome>) -> Report {
         let limits = Thresholds::default();
+        let target = Target {
+            kind: Kind::Tcp,
+            host: Host::Ip("::1".parse().unwrap()),
+            port: Some(22),
+        };
         Report {
-            target: Target {
-                kind: Kind::Tcp,
-                host: Host::Ip("::1".parse().unwrap()),
-                port: Some(22),
-            },
+            label: std::sync::Arc::new(target.label()),
+            target,
             round: 1,
             started: std::time::SystemTime::UNIX_EPOCH,
             stats: evaluate(&outcomes, limits),

@@ -116,8 +116,9 @@ impl RoundStats {
         let mut why = Vec::new();
         if self.loss_percent > f64::from(limits.max_loss_percent) || self.sent == 0 {
             why.push(format!(
-                "loss {:.0}% > {}%",
-                self.loss_percent, limits.max_loss_percent
+                "loss {}% > {}%",
+                Percent(self.loss_percent),
+                limits.max_loss_percent
             ));
         }
         if let Some(avg) = self.avg.filter(|_| limits.max_latency_ms > 0) {
@@ -137,17 +138,15 @@ impl fmt::Display for RoundStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}/{} received, loss {:.0}%, rtt min/avg/max ",
-            self.received, self.sent, self.loss_percent
+            "{}/{} received, loss {}%, rtt min/avg/max ",
+            self.received,
+            self.sent,
+            Percent(self.loss_percent)
         )?;
         match (self.min, self.avg, self.max) {
-            (Some(a), Some(b), Some(c)) => write!(
-                f,
-                "{:.3}/{:.3}/{:.3} ms",
-                a.as_secs_f64() * 1e3,
-                b.as_secs_f64() * 1e3,
-                c.as_secs_f64() * 1e3
-            ),
+            (Some(a), Some(b), Some(c)) => {
+                write!(f, "{}/{}/{} ms", Millis(a), Millis(b), Millis(c))
+            }
             _ => f.write_str("-"),
         }
     }
@@ -155,7 +154,28 @@ impl fmt::Display for RoundStats {
 
 /// A duration in milliseconds with three decimals: `0.052ms`.
 pub fn ms(d: Duration) -> String {
-    format!("{:.3}ms", d.as_secs_f64() * 1e3)
+    format!("{}ms", Millis(d))
+}
+
+/// Displays a duration as milliseconds with three decimals (`0.052`), in
+/// integer arithmetic: float formatting with a precision is slow, and this
+/// runs for every round of every target.
+pub struct Millis(pub Duration);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let us = self.0.as_micros();
+        write!(f, "{}.{:03}", us / 1000, us % 1000)
+    }
+}
+
+/// Displays a percentage rounded to a whole number.
+struct Percent(f64);
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.round() as u64)
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::cli::Args;
 use crate::engine::{Engine, Report, Settings};
 use crate::metrics::{self, Metrics};
 use crate::probe::{dns::Dns, icmp::Icmp, Probers};
-use crate::round::Thresholds;
+use crate::round::{Millis, Thresholds};
 use crate::targets::{self, Target};
 use crate::{gateway, ExitCode};
 
@@ -68,10 +68,10 @@ pub fn summary(totals: &BTreeMap<Target, Totals>) -> (Vec<String>, bool) {
         failed_targets += usize::from(s.failed_rounds > 0 || s.rounds == 0);
         let rtt = match (s.rtt_min, s.rtt_max) {
             (Some(min), Some(max)) => format!(
-                ", rtt min/avg/max {:.3}/{:.3}/{:.3} ms",
-                min.as_secs_f64() * 1e3,
-                (s.rtt_sum / s.received.max(1) as u32).as_secs_f64() * 1e3,
-                max.as_secs_f64() * 1e3
+                ", rtt min/avg/max {}/{}/{} ms",
+                Millis(min),
+                Millis(s.rtt_sum / s.received.max(1) as u32),
+                Millis(max)
             ),
             _ => String::new(),
         };
@@ -168,7 +168,7 @@ pub async fn run(args: Args) -> ExitCode {
                 Some(r) => {
                     metrics.record(&r);
                     let at = chrono::DateTime::<chrono::Utc>::from(r.started);
-                    let _ = writeln!(stdout, "{} {}", at.format("%Y-%m-%dT%H:%M:%S%.6fZ"), round_line(&r));
+                    let _ = writeln!(stdout, "{} {}", at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true), round_line(&r));
                     totals.entry(r.target.clone()).or_default().add(&r);
                 }
                 None => break,
@@ -206,12 +206,14 @@ mod tests {
 
     fn report(round: u64, outcomes: Vec<Outcome>) -> Report {
         let limits = Thresholds::default();
+        let target = Target {
+            kind: Kind::Udp,
+            host: Host::Ip("127.0.0.1".parse().unwrap()),
+            port: Some(53),
+        };
         Report {
-            target: Target {
-                kind: Kind::Udp,
-                host: Host::Ip("127.0.0.1".parse().unwrap()),
-                port: Some(53),
-            },
+            label: std::sync::Arc::new(target.label()),
+            target,
             round,
             started: std::time::SystemTime::UNIX_EPOCH,
             stats: evaluate(&outcomes, limits),

@@ -136,12 +136,14 @@ mod tests {
 
     fn report(kind: Kind, outcomes: Vec<Outcome>) -> Report {
         let limits = Thresholds::default();
+        let target = Target {
+            kind,
+            host: Host::Name("db.example".into()),
+            port: None,
+        };
         Report {
-            target: Target {
-                kind,
-                host: Host::Name("db.example".into()),
-                port: None,
-            },
+            label: std::sync::Arc::new(target.label()),
+            target,
             round: 3,
             started: std::time::SystemTime::UNIX_EPOCH,
             stats: evaluate(&outcomes, limits),
