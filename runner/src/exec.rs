@@ -322,9 +322,17 @@ mod tests {
             }]
         );
         let pid = std::fs::read_to_string(&pidfile).unwrap();
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-        let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+        // SIGKILL lands asynchronously: give the dying child a moment.
+        let mut state = None;
+        for _ in 0..200 {
+            let stat =
+                std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+            state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+            if matches!(state, None | Some('Z') | Some('X')) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert!(
             matches!(state, None | Some('Z') | Some('X')),
             "child state {state:?}"

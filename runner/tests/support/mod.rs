@@ -114,8 +114,20 @@ pub fn once_yaml(dir: &Path, extra: &[&str]) -> (i32, serde_yaml::Value, Output)
     (out.status.code().unwrap_or(-1), yaml, out)
 }
 
-/// Whether a process is alive (exists and is not a zombie).
+/// Whether a process is still alive after a moment to die: SIGKILL lands
+/// asynchronously, so a just-killed process may show for a few milliseconds.
 pub fn alive(pid: u32) -> bool {
+    for _ in 0..200 {
+        if !alive_now(pid) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
+/// Whether a process exists and is not a zombie.
+fn alive_now(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             let state = stat.rsplit_once(") ").map(|(_, r)| r.chars().next());
