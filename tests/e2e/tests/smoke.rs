@@ -77,7 +77,10 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
             .filter(|p| {
                 p.status.as_ref().is_some_and(|s| {
                     s.phase.as_deref() == Some("Running")
-                        && s.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+                        && s.conditions
+                            .iter()
+                            .flatten()
+                            .any(|c| c.type_ == "Ready" && c.status == "True")
                 })
             })
             .count();
@@ -100,7 +103,10 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
         let node = p.spec.as_ref().unwrap().node_name.clone().unwrap();
         let index: u32 = node.trim_start_matches("node-").parse().unwrap();
         let ip = p.status.as_ref().unwrap().pod_ip.clone().unwrap();
-        assert!(ip.starts_with(&format!("172.30.{index}.")), "{name} on {node} has {ip}");
+        assert!(
+            ip.starts_with(&format!("172.30.{index}.")),
+            "{name} on {node} has {ip}"
+        );
 
         let mut log = String::new();
         wait_for(Duration::from_secs(30), "the probe's output", || {
@@ -111,12 +117,18 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
         .await
         .unwrap();
         assert!(
-            log.contains(&format!("env pod={name} node={node} ip={ip} host=172.31.0.{}", 10 + index)),
+            log.contains(&format!(
+                "env pod={name} node={node} ip={ip} host=172.31.0.{}",
+                10 + index
+            )),
             "{log}"
         );
         assert!(log.contains(&format!("eth0 {ip}/24")), "{log}");
         assert!(
-            log.contains(&format!("User \\\"system:serviceaccount:{}:default\\\" cannot list", ns.name)),
+            log.contains(&format!(
+                "User \\\"system:serviceaccount:{}:default\\\" cannot list",
+                ns.name
+            )),
             "the process calls the API server as its ServiceAccount: {log}"
         );
 
@@ -146,10 +158,15 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
                 assert!(ping_from(&netns, &oip), "{name} cannot reach {oip}");
             }
         }
-        assert!(ping_from(&netns, "172.31.0.1"), "{name} cannot reach the host");
+        assert!(
+            ping_from(&netns, "172.31.0.1"),
+            "{name} cannot reach the host"
+        );
     }
 
-    dss.delete("probe", &DeleteParams::foreground()).await.unwrap();
+    dss.delete("probe", &DeleteParams::foreground())
+        .await
+        .unwrap();
     wait_for(Duration::from_secs(90), "the pods to be gone", || async {
         Ok(pods.list(&ListParams::default()).await?.items.is_empty())
     })
@@ -157,7 +174,9 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
     .unwrap();
     for pid in pids {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(')').map(|(_, r)| r.trim_start().chars().next());
+        let state = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.trim_start().chars().next());
         assert!(
             matches!(state, None | Some(Some('Z'))),
             "process {pid} still runs after its pod was deleted"
