@@ -136,3 +136,14 @@ async fn a_late_udp_responder_shows_its_delay_and_fails_a_latency_limit() {
     assert!(!stats.passed);
     assert!(stats.failure(limits).unwrap().starts_with("avg rtt 6"));
 }
+
+#[tokio::test]
+async fn tcp_and_udp_probes_work_over_ipv6_loopback() {
+    let listener = TcpListener::bind("[::1]:0").unwrap();
+    let open = listener.local_addr().unwrap();
+    assert!(matches!(tcp::probe(open, TIMEOUT).await, Outcome::Ok(_)));
+    let echo = support::udp_echo("[::1]:0".parse().unwrap(), Duration::ZERO, 10);
+    assert!(matches!(udp::probe(echo, TIMEOUT).await, Outcome::Ok(_)));
+    let closed = UdpSocket::bind("[::1]:0").unwrap().local_addr().unwrap();
+    assert_eq!(udp::probe(closed, TIMEOUT).await, Outcome::Refused);
+}
