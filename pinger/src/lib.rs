@@ -44,7 +44,7 @@ pub async fn run(args: cli::Args) -> ExitCode {
     if args.standalone() {
         standalone::run(args).await
     } else if let Some(name) = args.pinger.clone() {
-        cluster::run(name, args).await
+        cluster::run(name).await
     } else {
         eprintln!("combo-pinger: give target flags (--ping, --tcp, --udp, --dns, --gateway) or a Pinger to follow (PINGER_NAME / --pinger); see --help");
         ExitCode::Usage

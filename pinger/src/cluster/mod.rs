@@ -18,7 +18,6 @@ use kube::{Api, Client};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::cli::Args;
 use crate::engine::{Engine, Report, Settings};
 use crate::events::{Gate, Policy};
 use crate::metrics::{self, Metrics};
@@ -66,7 +65,7 @@ struct State {
 }
 
 /// Runs until SIGINT/SIGTERM.
-pub async fn run(pinger: String, _args: Args) -> ExitCode {
+pub async fn run(pinger: String) -> ExitCode {
     let envr = Environment::read();
     tracing::info!(pinger = %pinger, namespace = %envr.namespace, pod = %envr.pod, debugger = ?envr.debugger, "following the Pinger");
     let client = connect().await;
