@@ -89,7 +89,7 @@ operator_pid() {
     local p exe
     for p in /proc/[0-9]*; do
         exe=$(readlink "$p/exe" 2>/dev/null || true)
-        [[ $exe == "$repo/target/release/combo-operator" ]] && { echo "${p#/proc/}"; return; }
+        [[ $exe == "$repo/target/release/combo-operator"* ]] && { echo "${p#/proc/}"; return; }
     done
 }
 pid=$(operator_pid)
