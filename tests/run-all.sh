@@ -25,4 +25,4 @@ step "end-to-end tests on a real control plane"
 dir=$(mktemp -d /tmp/kube-combo-e2e.XXXXXX)
 trap 'tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true' EXIT
 tests/e2e/cluster.sh up "$dir" --nodes 3
-COMBO_E2E_DIR=$dir cargo test -p combo-e2e -- --test-threads 4
+COMBO_E2E_DIR=$dir cargo test -p combo-e2e --no-fail-fast -- --test-threads 4
