@@ -54,10 +54,14 @@ fn apply(ns: &str, manifest: Manifest<'_>) -> Result<()> {
             p
         }
     };
-    kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?])?;
-    Ok(())
+    let applied = kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?]);
+    if let Manifest::Yaml(_) = manifest {
+        let _ = std::fs::remove_file(&path);
+    }
+    applied.map(drop)
 }
 
+#[derive(Clone, Copy)]
 enum Manifest<'a> {
     File(&'a str),
     Yaml(&'a str),
