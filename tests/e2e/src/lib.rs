@@ -184,3 +184,41 @@ pub fn container_root(namespace: &str, pod: &str, container: &str) -> PathBuf {
         .join(pod)
         .join(container)
 }
+
+/// Namespace of the operator installed by `config/default`.
+pub const OPERATOR_NAMESPACE: &str = "kube-combo-system";
+
+/// Installs the operator with `kubectl apply -k config/default` (so it runs
+/// with the RBAC of `config/rbac`) and waits for its Deployment; once per
+/// test binary, harmless when another binary already did it.
+pub fn install_operator() {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let default = repo_root().join("config/default");
+        kubectl_ok(&["apply", "-k", default.to_str().unwrap()])
+            .expect("kubectl apply -k config/default");
+        kubectl_ok(&[
+            "-n",
+            OPERATOR_NAMESPACE,
+            "rollout",
+            "status",
+            "deployment/combo-operator",
+            "--timeout=180s",
+        ])
+        .expect("operator Deployment becomes available");
+    });
+}
+
+/// Applies YAML text into namespace `ns` with `kubectl apply -f`.
+pub fn apply_yaml(ns: &str, yaml: &str) -> Result<()> {
+    let path = std::env::temp_dir().join(format!(
+        "kc-apply-{ns}-{:x}.yaml",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos()
+    ));
+    std::fs::write(&path, yaml)?;
+    let applied = kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?]);
+    let _ = std::fs::remove_file(&path);
+    applied.map(drop)
+}

@@ -4,61 +4,32 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use combo_api::Debugger;
-use combo_e2e::{client, kubectl, kubectl_ok, namespace, nodes, repo_root, wait_for};
+use combo_e2e::{
+    apply_yaml, client, install_operator, kubectl, kubectl_ok, namespace, nodes, repo_root,
+    wait_for, OPERATOR_NAMESPACE,
+};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::Role;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
-const OPERATOR_NS: &str = "kube-combo-system";
+const OPERATOR_NS: &str = OPERATOR_NAMESPACE;
 const WAIT: Duration = Duration::from_secs(120);
-
-/// Installs the operator once per test run and waits for its Deployment.
-fn install() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let root = repo_root();
-        let default = root.join("config/default");
-        kubectl_ok(&["apply", "-k", default.to_str().unwrap()])
-            .expect("kubectl apply -k config/default");
-        kubectl_ok(&[
-            "-n",
-            OPERATOR_NS,
-            "rollout",
-            "status",
-            "deployment/combo-operator",
-            "--timeout=180s",
-        ])
-        .expect("operator Deployment becomes available");
-    });
-}
 
 /// Applies a manifest (a file of the repository, or YAML text) into `ns`.
 fn apply(ns: &str, manifest: Manifest<'_>) -> Result<()> {
-    let path = match manifest {
-        Manifest::File(rel) => repo_root().join(rel),
-        Manifest::Yaml(text) => {
-            let p = std::env::temp_dir().join(format!(
-                "kc-op-{ns}-{:x}.yaml",
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)?
-                    .as_nanos()
-            ));
-            std::fs::write(&p, text)?;
-            p
+    match manifest {
+        Manifest::File(rel) => {
+            let path = repo_root().join(rel);
+            kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?]).map(drop)
         }
-    };
-    let applied = kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?]);
-    if let Manifest::Yaml(_) = manifest {
-        let _ = std::fs::remove_file(&path);
+        Manifest::Yaml(text) => apply_yaml(ns, text),
     }
-    applied.map(drop)
 }
 
 #[derive(Clone, Copy)]
@@ -173,7 +144,7 @@ fn template_of(ds: &DaemonSet) -> k8s_openapi::api::core::v1::PodSpec {
 
 #[tokio::test]
 async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-ds").await;
     let c = client().await;
     apply(&ns.name, Manifest::File("config/samples/pinger.yaml"))?;
@@ -234,7 +205,7 @@ async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()
 
 #[tokio::test]
 async fn pod_debugger_runs_one_pod_on_the_named_node() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-pod").await;
     let c = client().await;
     let node = nodes().last().cloned().unwrap();
@@ -255,7 +226,7 @@ async fn pod_debugger_runs_one_pod_on_the_named_node() -> Result<()> {
 
 #[tokio::test]
 async fn missing_pinger_reports_pinger_not_found_and_recovers_when_it_appears() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-inv").await;
     let c = client().await;
     apply(
@@ -284,7 +255,7 @@ async fn missing_pinger_reports_pinger_not_found_and_recovers_when_it_appears() 
 
 #[tokio::test]
 async fn invalid_spec_keeps_the_workload_untouched_until_fixed() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-fix").await;
     let c = client().await;
     apply(&ns.name, Manifest::Yaml(&debugger_yaml("d", "cpu: 100m\n")))?;
@@ -335,7 +306,7 @@ async fn invalid_spec_keeps_the_workload_untouched_until_fixed() -> Result<()> {
 
 #[tokio::test]
 async fn spec_changes_reach_the_workload_but_pinger_target_edits_do_not() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-upd").await;
     let c = client().await;
     apply(
@@ -424,7 +395,7 @@ async fn spec_changes_reach_the_workload_but_pinger_target_edits_do_not() -> Res
 
 #[tokio::test]
 async fn a_pod_whose_spec_changes_is_replaced() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-repl").await;
     let c = client().await;
     apply(
@@ -455,7 +426,7 @@ async fn a_pod_whose_spec_changes_is_replaced() -> Result<()> {
 
 #[tokio::test]
 async fn deleting_the_debugger_removes_its_workload_and_summary() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-del").await;
     let c = client().await;
     apply(
@@ -525,7 +496,7 @@ fn operator_pod() -> Result<String> {
 
 #[tokio::test]
 async fn an_operator_restart_changes_no_object() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("op-rst").await;
     let c = client().await;
     apply(
@@ -571,7 +542,7 @@ async fn an_operator_restart_changes_no_object() -> Result<()> {
 
 #[tokio::test]
 async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Result<()> {
-    install();
+    install_operator();
     // Another test may be restarting the operator: wait for one running pod.
     wait_for(WAIT, "one running operator pod", || async {
         Ok(operator_pod().is_ok())

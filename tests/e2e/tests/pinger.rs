@@ -6,52 +6,21 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use combo_api::keys;
-use combo_e2e::{client, kubectl_ok, namespace, node_netns, nodes, pod_netns, repo_root, wait_for};
+use combo_e2e::{
+    apply_yaml, client, install_operator, namespace, node_netns, nodes, pod_netns, repo_root,
+    wait_for,
+};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
-const OPERATOR_NS: &str = "kube-combo-system";
 const WAIT: Duration = Duration::from_secs(180);
 const METRICS_PORT: u16 = 9465;
-
-/// Installs the operator once per test binary (idempotent with other tests).
-fn install() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let default = repo_root().join("config/default");
-        kubectl_ok(&["apply", "-k", default.to_str().unwrap()])
-            .expect("kubectl apply -k config/default");
-        kubectl_ok(&[
-            "-n",
-            OPERATOR_NS,
-            "rollout",
-            "status",
-            "deployment/combo-operator",
-            "--timeout=180s",
-        ])
-        .expect("operator Deployment becomes available");
-    });
-}
-
-fn apply_yaml(ns: &str, yaml: &str) -> Result<()> {
-    let path = std::env::temp_dir().join(format!(
-        "kc-pinger-{ns}-{:x}.yaml",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_nanos()
-    ));
-    std::fs::write(&path, yaml)?;
-    kubectl_ok(&["apply", "-n", ns, "-f", path.to_str().context("path")?])?;
-    let _ = std::fs::remove_file(path);
-    Ok(())
-}
 
 fn pinger_yaml(ping: &[&str]) -> String {
     let list = ping
@@ -197,7 +166,7 @@ impl Drop for DropRule {
 #[tokio::test]
 #[ignore = "the counter check now waits instead of reading once; re-enable after a run on a cluster confirms it"]
 async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edits() -> Result<()> {
-    install();
+    install_operator();
     let ns = namespace("pinger").await;
     let client = client().await;
     let node_names = nodes();

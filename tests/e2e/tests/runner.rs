@@ -4,53 +4,19 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
 use combo_api::{Debugger, NodeSummary, RunId};
 use combo_e2e::{
-    client, container_root, kubectl_ok, namespace, nodes, pod_log, repo_root, wait_for,
+    apply_yaml, client, container_root, install_operator, kubectl_ok, namespace, nodes, pod_log,
+    wait_for,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 
-const OPERATOR_NS: &str = "kube-combo-system";
 const WAIT: Duration = Duration::from_secs(120);
-
-/// Installs the operator once per test binary and waits for it.
-fn install() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let default = repo_root().join("config/default");
-        kubectl_ok(&["apply", "-k", default.to_str().unwrap()])
-            .expect("kubectl apply -k config/default");
-        kubectl_ok(&[
-            "-n",
-            OPERATOR_NS,
-            "rollout",
-            "status",
-            "deployment/combo-operator",
-            "--timeout=180s",
-        ])
-        .expect("operator Deployment becomes available");
-    });
-}
-
-/// Applies YAML text into `ns` with kubectl.
-fn apply_yaml(ns: &str, yaml: &str) -> Result<()> {
-    let p = std::env::temp_dir().join(format!(
-        "kc-runner-{ns}-{:x}.yaml",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_nanos()
-    ));
-    std::fs::write(&p, yaml)?;
-    let r = kubectl_ok(&["apply", "-n", ns, "-f", p.to_str().context("path")?]);
-    let _ = std::fs::remove_file(&p);
-    r.map(|_| ())
-}
 
 /// The scripts ConfigMap: `disk.planned.sh` fails one disk item on every
 /// node, `hello.sh` runs in `custom`.
@@ -164,7 +130,7 @@ async fn wait_pods(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, 
 
 /// Makes the scripts ConfigMap and an idle DaemonSet Debugger; returns its pods.
 async fn setup(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
-    install();
+    install_operator();
     apply_yaml(ns, &scripts_configmap(&format!("{name}-scripts"), "v1"))?;
     apply_yaml(ns, &debugger_yaml(name, &format!("{name}-scripts"), ""))?;
     wait_pods(c, ns, name).await
