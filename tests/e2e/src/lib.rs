@@ -31,8 +31,14 @@ pub fn cluster_dir() -> PathBuf {
     PathBuf::from(dir)
 }
 
-/// Path of the admin kubeconfig.
+/// Path of the admin kubeconfig. Refuses when the cluster's bridge is gone:
+/// without it the API server address is not on this machine, and requests to
+/// it would leave the machine by the default route.
 pub fn kubeconfig() -> PathBuf {
+    assert!(
+        Path::new("/sys/class/net/kcbr0").exists(),
+        "the test cluster's network (bridge kcbr0) is not up: run tests/e2e/cluster.sh up"
+    );
     cluster_dir().join("kubeconfig")
 }
 
