@@ -27,6 +27,11 @@ pub struct Context {
     /// Hash of the workload RBAC last applied per namespace, so a reconcile
     /// reads or writes it only when it changes.
     pub rbac_applied: Mutex<HashMap<String, String>>,
+    /// One lock per namespace around the workload RBAC: when many Debuggers
+    /// of a namespace arrive at once, the reconciles that wait render the
+    /// namespace's Debuggers after the first write and mostly find nothing
+    /// left to do, instead of each rewriting the three objects.
+    pub rbac_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Consecutive transient failures per Debugger, for backoff.
     pub failures: Mutex<HashMap<ObjectRef<Debugger>, u32>>,
 }

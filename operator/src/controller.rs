@@ -16,7 +16,7 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
 
@@ -152,9 +152,17 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         keys::LABEL_NAME,
         keys::LABEL_NAME_VALUE
     ));
-    let main = Controller::new(api::<Debugger>(&client, ns), watcher::Config::default())
+    // Only spec changes (a new generation) of a Debugger trigger it: its
+    // status is written here, and reacting to that write would only read
+    // everything again to find nothing to do.
+    let (store, writer) = reflector::store();
+    let debuggers = watcher(api::<Debugger>(&client, ns), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, Default::default());
+    let main = Controller::for_stream(debuggers, store.clone())
         .with_config(ControllerConfig::default().concurrency(32));
-    let store = main.store();
     let pinger_store = store.clone();
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -172,6 +180,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         ),
         debuggers: store,
         rbac_applied: Default::default(),
+        rbac_locks: Default::default(),
         failures: Default::default(),
     });
     main.owns(api::<DaemonSet>(&client, ns), owned.clone())
@@ -281,16 +290,18 @@ async fn converge(
 ) -> Result<Option<Action>, apply::Error> {
     rbac::ensure(ctx, dbg).await?;
     let summary = render::summary_config_map(dbg);
-    apply::summary(
-        &ctx.client,
-        &ctx.metrics,
-        dbg,
-        &summary,
-        observed.summary.as_ref(),
-    )
-    .await?;
     let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
-    let change = apply::workload(&ctx.client, &ctx.metrics, dbg, &desired, observed).await?;
+    // Independent objects: written concurrently.
+    let (_, change) = futures::try_join!(
+        apply::summary(
+            &ctx.client,
+            &ctx.metrics,
+            dbg,
+            &summary,
+            observed.summary.as_ref(),
+        ),
+        apply::workload(&ctx.client, &ctx.metrics, dbg, &desired, observed),
+    )?;
     if let Some(event) = events::for_change(change, desired.kind(), &dbg.name_any()) {
         info!(?change, kind = desired.kind(), "workload written");
         events::publish(&ctx.recorder, dbg, event).await;

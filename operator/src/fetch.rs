@@ -3,6 +3,7 @@
 use combo_api::{Debugger, Pinger};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::GetParams;
 use kube::{Api, Client, ResourceExt};
 
 /// Errors of this module.
@@ -72,12 +73,20 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    Api::<K>::namespaced(client.clone(), ns)
-        .get_opt(name)
+    // Any resourceVersion: the API server answers from its watch cache
+    // instead of a quorum read of etcd. A reconcile follows a watch event,
+    // so the cache has what triggered it; an answer a moment old costs at
+    // most one idempotent apply.
+    match Api::<K>::namespaced(client.clone(), ns)
+        .get_with(name, &GetParams::any())
         .await
-        .map_err(|source| Error::Read {
+    {
+        Ok(obj) => Ok(Some(obj)),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(source) => Err(Error::Read {
             kind,
             name: name.to_string(),
             source,
-        })
+        }),
+    }
 }

@@ -130,6 +130,14 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
 /// same hash yet; writes only when it differs.
 pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
     let ns = dbg.namespace().unwrap_or_default();
+    let lock = ctx
+        .rbac_locks
+        .lock()
+        .expect("rbac locks")
+        .entry(ns.clone())
+        .or_default()
+        .clone();
+    let _serialised = lock.lock().await;
     let all = ctx.debuggers.state();
     let mut mine: Vec<&Debugger> = all
         .iter()

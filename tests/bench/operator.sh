@@ -11,8 +11,12 @@
 #      the rates (target >= 0.8).
 #   2. the operator's RSS once M Debuggers exist (target <= 50 MiB).
 #   3. API writes the operator sends in one minute of steady state, from its
-#      combo_operator_api_writes_total counter, and how many of the M
-#      DaemonSets changed resourceVersion in that minute (target 0).
+#      combo_operator_api_writes_total counter, and, seen from the API
+#      server, how many of the M DaemonSets got a new spec (generation) and
+#      how many Debuggers a new resourceVersion (their status is written
+#      only by the operator) in that minute (target 0). DaemonSet
+#      resourceVersions are not counted: the DaemonSet controller writes
+#      their status.
 # The Debuggers select no node (nodeSelector bench=none), so no pod starts:
 # this measures the operator, not the node simulator.
 set -euo pipefail
@@ -107,9 +111,13 @@ writes() {
     ip netns exec "kcp-${uid:0:8}" curl -s 127.0.0.1:8080/metrics |
         awk '/^combo_operator_api_writes_total/ {s += $2} END {print s + 0}'
 }
-versions() { kubectl get ds -n "$ns_op" -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}'; }
+versions() {
+    kubectl get ds -n "$ns_op" -o jsonpath='{range .items[*]}ds/{.metadata.name}={.metadata.generation}{"\n"}{end}'
+    kubectl get dbg -n "$ns_op" -o jsonpath='{range .items[*]}dbg/{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}'
+}
 w0=$(writes); versions > "$tmp/v0"
 sleep 60
 w1=$(writes); versions > "$tmp/v1"
-changed=$(diff "$tmp/v0" "$tmp/v1" | grep -c '^>' || true)
-echo "steady state, 60s with $m Debuggers: $((w1 - w0)) operator API writes, $changed DaemonSets changed (target 0)"
+ds_changed=$(diff "$tmp/v0" "$tmp/v1" | grep -c '^> ds/' || true)
+dbg_changed=$(diff "$tmp/v0" "$tmp/v1" | grep -c '^> dbg/' || true)
+echo "steady state, 60s with $m Debuggers: $((w1 - w0)) operator API writes; $ds_changed DaemonSet specs and $dbg_changed Debuggers changed (target 0)"
