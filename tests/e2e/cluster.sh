@@ -19,6 +19,9 @@
 #           machine (pods resolve names through 172.31.0.1, where nothing answers).
 #   pods:   a network namespace each (kcp-<uid>) with an address in 172.30.i.0/24
 #           behind their node, so a rule in kc-node-i applies to that node's pods.
+#   kubectl exec/logs: the API server dials a node by its InternalIP; the
+#           simulator serves no kubelet API there, so they fail at once (and
+#           node names are never looked up in the machine's DNS).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -217,7 +220,7 @@ cmd_up() {
         --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
         --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/16 \
         --enable-admission-plugins NamespaceLifecycle,ServiceAccount,NodeRestriction,DefaultTolerationSeconds \
-        --event-ttl 1h
+        --event-ttl 1h --kubelet-preferred-address-types InternalIP
     wait_http apiserver "https://$host_ip:$api_port/readyz" 240 || {
         tail -20 "$dir/logs/kube-apiserver.log" >&2
         die "kube-apiserver did not become ready"

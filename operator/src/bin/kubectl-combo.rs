@@ -6,7 +6,7 @@ use anyhow::{bail, Context as _, Result};
 use chrono::{SecondsFormat, Utc};
 use clap::{Parser, Subcommand};
 use combo_api::keys;
-use combo_api::{Category, Debugger};
+use combo_api::{Category, Debugger, RunId};
 use combo_operator::plugin;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{ListParams, Patch, PatchParams};
@@ -83,11 +83,19 @@ async fn main() -> Result<()> {
     }
 }
 
+/// An API error as one line: the server's message, not its whole Status.
+fn api_error(e: kube::Error, what: &str) -> anyhow::Error {
+    match e {
+        kube::Error::Api(status) => anyhow::anyhow!("{what}: {}", status.message),
+        other => anyhow::Error::new(other).context(what.to_string()),
+    }
+}
+
 async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> {
     let dbg = Api::<Debugger>::namespaced(client.clone(), ns)
         .get(name)
         .await
-        .with_context(|| format!("Debugger {ns}/{name}"))?;
+        .map_err(|e| api_error(e, &format!("Debugger {ns}/{name}")))?;
     let cm_name = dbg.spec.summary_name(name);
     let cm = Api::<ConfigMap>::namespaced(client, ns)
         .get_opt(&cm_name)
@@ -111,7 +119,7 @@ async fn run(client: Client, ns: &str, name: &str) -> Result<()> {
     Api::<Debugger>::namespaced(client, ns)
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .with_context(|| format!("Debugger {ns}/{name}"))?;
+        .map_err(|e| api_error(e, &format!("Debugger {ns}/{name}")))?;
     println!("debugger.kubecombo.io/{name} runAt set to {now}");
     Ok(())
 }
@@ -134,17 +142,49 @@ async fn errlog(
     let Some(pod) = pods.items.into_iter().find_map(|p| p.metadata.name) else {
         bail!("no pod of Debugger {ns}/{name} on node {node}");
     };
-    let run = match run {
-        Some(r) => plugin::parse_run(r).map_err(anyhow::Error::msg)?,
-        None => {
-            let listing = exec(ns, &pod, &["ls", &plugin::errlog_dir(category)])?;
-            plugin::newest_errlog(&listing)
-                .with_context(|| format!("no errlog for {category} on {node}"))?
+    let wanted = run
+        .map(plugin::parse_run)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    // The newest run (or the one asked for) in either errlog directory.
+    let mut found: Option<(RunId, String)> = None;
+    let mut failures = Vec::new();
+    for dir in plugin::errlog_dirs(category) {
+        let listing = match exec(ns, &pod, &["ls", &dir]) {
+            Ok(l) => l,
+            Err(e) => {
+                failures.push(format!("{e:#}"));
+                continue;
+            }
+        };
+        let run = match &wanted {
+            Some(w) => listing
+                .split_whitespace()
+                .any(|f| f == format!("{w}.log"))
+                .then_some(*w),
+            None => plugin::newest_errlog(&listing),
+        };
+        if let Some(run) = run {
+            if found.as_ref().is_none_or(|(best, _)| run > *best) {
+                found = Some((run, dir));
+            }
+        }
+    }
+    let Some((run, dir)) = found else {
+        if failures.len() == plugin::errlog_dirs(category).len() {
+            bail!(
+                "no errlog for {category} on {node}: {}",
+                failures.join("; ")
+            );
+        }
+        match wanted {
+            Some(w) => bail!("no errlog of run {w} for {category} on {node}"),
+            None => bail!("no errlog for {category} on {node}"),
         }
     };
     print!(
         "{}",
-        exec(ns, &pod, &["cat", &plugin::errlog_path(category, &run)])?
+        exec(ns, &pod, &["cat", &plugin::errlog_path(&dir, &run)])?
     );
     Ok(())
 }

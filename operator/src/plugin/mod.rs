@@ -127,14 +127,21 @@ pub fn status_rows(debuggers: &[Debugger]) -> Vec<Vec<String>> {
     rows
 }
 
-/// Path of an errlog inside the runner container.
-pub fn errlog_path(category: Category, run: &RunId) -> String {
-    format!("/scripts/{category}/errlog/{run}.log")
+/// Directories that may hold a category's errlogs inside the runner
+/// container, in the order to look: `/scripts/<category>/errlog`, then
+/// `/scripts/errlog/<category>`, where the runner writes when the first
+/// cannot be written (always for `custom`: the ConfigMap mount is
+/// read-only).
+pub fn errlog_dirs(category: Category) -> [String; 2] {
+    [
+        format!("/scripts/{category}/errlog"),
+        format!("/scripts/errlog/{category}"),
+    ]
 }
 
-/// Directory of a category's errlogs inside the runner container.
-pub fn errlog_dir(category: Category) -> String {
-    format!("/scripts/{category}/errlog")
+/// Path of run `run`'s errlog in `dir`.
+pub fn errlog_path(dir: &str, run: &RunId) -> String {
+    format!("{dir}/{run}.log")
 }
 
 /// The newest errlog in an `ls` listing: run ids sort by time.
@@ -237,9 +244,18 @@ mod tests {
             Some("20261122T060000Z")
         );
         assert_eq!(newest_errlog(""), None);
+        let [dir, _] = errlog_dirs(Category::Disk);
         assert_eq!(
-            errlog_path(Category::Disk, &newest_errlog(listing).unwrap()),
+            errlog_path(&dir, &newest_errlog(listing).unwrap()),
             "/scripts/disk/errlog/20261122T060000Z.log"
+        );
+    }
+
+    #[test]
+    fn custom_errlogs_are_also_looked_for_where_the_runner_falls_back() {
+        assert_eq!(
+            errlog_dirs(Category::Custom),
+            ["/scripts/custom/errlog", "/scripts/errlog/custom"]
         );
     }
 
