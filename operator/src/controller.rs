@@ -26,6 +26,7 @@ use crate::fetch::{self, Observed};
 use crate::http::{self, Health};
 use crate::leader::{self, Elector};
 use crate::metrics::Metrics;
+use crate::pinger_status::{self, PingerContext};
 use crate::render::{self, Images};
 use crate::status::{self, PodCounts};
 use crate::validate::{validate, Invalid};
@@ -183,7 +184,24 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         rbac_locks: Default::default(),
         failures: Default::default(),
     });
-    main.owns(api::<DaemonSet>(&client, ns), owned.clone())
+    let pingers = Controller::new(api::<Pinger>(&client, ns), watcher::Config::default())
+        .shutdown_on_signal()
+        .run(
+            pinger_status::reconcile,
+            pinger_status::error_policy,
+            Arc::new(PingerContext {
+                client: client.clone(),
+                recorder: ctx.recorder.clone(),
+                metrics: ctx.metrics.clone(),
+            }),
+        )
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                tracing::debug!(error = %e, "pinger status stream");
+            }
+        });
+    let debuggers = main
+        .owns(api::<DaemonSet>(&client, ns), owned.clone())
         .owns(api::<Pod>(&client, ns), owned.clone())
         .owns(api::<ConfigMap>(&client, ns), owned)
         .watches(
@@ -197,8 +215,8 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             if let Err(e) = res {
                 tracing::debug!(error = %e, "reconcile stream");
             }
-        })
-        .await;
+        });
+    futures::join!(debuggers, pingers);
 }
 
 /// The Debuggers that use `pinger`. Pure.

@@ -2,7 +2,6 @@
 //! `InvalidSpec`, `PingerNotFound`. Repeats within a few minutes update one
 //! Event series (kube's Recorder).
 
-use combo_api::Debugger;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::Resource;
 
@@ -45,9 +44,10 @@ pub fn for_invalid(invalid: &Invalid) -> Event {
     }
 }
 
-/// Publishes `event` on `dbg`; a failure is logged, never fatal.
-pub async fn publish(recorder: &Recorder, dbg: &Debugger, event: Event) {
-    let reference = dbg.object_ref(&());
+/// Publishes `event` on `obj` (a Debugger or a Pinger); a failure is
+/// logged, never fatal.
+pub async fn publish<K: Resource<DynamicType = ()>>(recorder: &Recorder, obj: &K, event: Event) {
+    let reference = obj.object_ref(&());
     if let Err(e) = recorder.publish(&event, &reference).await {
         tracing::warn!(error = %e, reason = %event.reason, "publishing event failed");
     }

@@ -17,6 +17,7 @@ pub mod fetch;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod pinger_status;
 pub mod plugin;
 pub mod rbac;
 pub mod render;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use combo_api::Debugger;
+use combo_api::{Debugger, Pinger};
 use combo_e2e::{
     apply_yaml, client, install_operator, kubectl, kubectl_ok, namespace, nodes, repo_root,
     wait_for, OPERATOR_NAMESPACE,
@@ -249,6 +249,62 @@ async fn missing_pinger_reports_pinger_not_found_and_recovers_when_it_appears() 
         let d: Option<Debugger> = get(&c, &ns.name, "d").await?;
         Ok(d.and_then(|d| ready_condition(&d))
             .is_some_and(|(_, r)| r != "PingerNotFound"))
+    })
+    .await
+}
+
+fn pinger_ready(p: &Pinger) -> Option<(String, String, String)> {
+    p.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+#[tokio::test]
+async fn a_pinger_target_the_schema_lets_through_is_reported_as_invalid_spec() -> Result<()> {
+    install_operator();
+    let ns = namespace("op-pgr").await;
+    let c = client().await;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&pinger_yaml(
+            "mesh",
+            "ping: [10.0.0.300, 127.0.0.1]\ntcpPing: [\"127.0.0.1:80\"]\n",
+        )),
+    )?;
+    wait_for(WAIT, "Pinger mesh Ready=False InvalidSpec", || async {
+        let p: Option<Pinger> = get(&c, &ns.name, "mesh").await?;
+        Ok(p.and_then(|p| pinger_ready(&p)).is_some_and(|(s, r, m)| {
+            s == "False" && r == "InvalidSpec" && m.contains("10.0.0.300")
+        }))
+    })
+    .await?;
+    wait_for(WAIT, "Warning InvalidSpec on Pinger mesh", || async {
+        let list =
+            Api::<Event>::namespaced(c.clone(), &ns.name)
+                .list(&ListParams::default().fields(
+                    "involvedObject.name=mesh,involvedObject.kind=Pinger,reason=InvalidSpec",
+                ))
+                .await?;
+        Ok(list
+            .items
+            .iter()
+            .any(|e| e.type_.as_deref() == Some("Warning")))
+    })
+    .await?;
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&pinger_yaml("mesh", "ping: [10.0.0.30, 127.0.0.1]\n")),
+    )?;
+    wait_for(WAIT, "Pinger mesh Ready=True after the fix", || async {
+        let p: Option<Pinger> = get(&c, &ns.name, "mesh").await?;
+        Ok(p.is_some_and(|p| {
+            pinger_ready(&p).is_some_and(|(s, r, _)| s == "True" && r == "TargetsValid")
+                && p.status.as_ref().map(|s| s.observed_generation) == p.metadata.generation
+        }))
     })
     .await
 }

@@ -1,0 +1,217 @@
+//! Pinger validation: the operator writes each Pinger's status, so a target
+//! the schema cannot reject (an address like `10.0.0.300`, a port out of
+//! range) shows as `Ready=False` with reason `InvalidSpec` and a Warning
+//! Event on the Pinger. The pinger itself skips such targets and keeps
+//! probing the others.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use combo_api::keys::FIELD_MANAGER_OPERATOR;
+use combo_api::{Pinger, PingerStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Api, Client, Resource, ResourceExt};
+
+use crate::metrics::Metrics;
+use crate::status::CONDITION_READY;
+
+/// Reason of `Ready=True`: every target parses.
+pub const REASON_TARGETS_VALID: &str = "TargetsValid";
+/// Reason of `Ready=False` (SPEC §5).
+pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
+
+/// What the Pinger controller shares.
+pub struct PingerContext {
+    /// API client.
+    pub client: Client,
+    /// Publishes Events on Pingers.
+    pub recorder: Recorder,
+    /// The operator's metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+/// The status `pinger` should have. Pure.
+pub fn compute(pinger: &Pinger, now: DateTime<Utc>) -> PingerStatus {
+    let bad = pinger.spec.invalid_targets();
+    let targets = pinger.spec.ping.len()
+        + pinger.spec.tcp_ping.len()
+        + pinger.spec.udp_ping.len()
+        + pinger.spec.dns.len();
+    let (status, reason, message) = if bad.is_empty() {
+        (
+            "True",
+            REASON_TARGETS_VALID,
+            format!("{targets} target(s) valid"),
+        )
+    } else {
+        (
+            "False",
+            REASON_INVALID_SPEC,
+            format!(
+                "{} invalid entr{} (skipped by the pinger, the others are probed): {}",
+                bad.len(),
+                if bad.len() == 1 { "y" } else { "ies" },
+                bad.join("; ")
+            ),
+        )
+    };
+    let generation = pinger.metadata.generation.unwrap_or_default();
+    let unchanged = pinger
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == CONDITION_READY))
+        .filter(|c| c.status == status && c.reason == reason);
+    PingerStatus {
+        observed_generation: generation,
+        conditions: vec![Condition {
+            type_: CONDITION_READY.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            observed_generation: Some(generation),
+            last_transition_time: unchanged
+                .map(|c| c.last_transition_time.clone())
+                .unwrap_or_else(|| {
+                    Time(
+                        k8s_openapi::jiff::Timestamp::from_second(now.timestamp())
+                            .expect("a chrono time is within jiff's range"),
+                    )
+                }),
+        }],
+    }
+}
+
+/// Whether `new` reports an invalid spec that the Pinger's current status
+/// does not (the moment to record the Warning Event). Pure.
+pub fn newly_invalid(old: Option<&PingerStatus>, new: &PingerStatus) -> bool {
+    let ready = |s: &PingerStatus| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == CONDITION_READY)
+            .map(|c| (c.reason.clone(), c.message.clone()))
+    };
+    let new_ready = ready(new);
+    new_ready
+        .as_ref()
+        .is_some_and(|(r, _)| r == REASON_INVALID_SPEC)
+        && old.and_then(ready) != new_ready
+}
+
+/// Writes the status of one Pinger when it differs.
+pub async fn reconcile(
+    pinger: Arc<Pinger>,
+    ctx: Arc<PingerContext>,
+) -> Result<Action, kube::Error> {
+    let new = compute(&pinger, Utc::now());
+    if pinger.status.as_ref() == Some(&new) {
+        return Ok(Action::await_change());
+    }
+    if newly_invalid(pinger.status.as_ref(), &new) {
+        let event = Event {
+            type_: EventType::Warning,
+            reason: REASON_INVALID_SPEC.into(),
+            note: Some(new.conditions[0].message.chars().take(1000).collect()),
+            action: "Validate".into(),
+            secondary: None,
+        };
+        crate::events::publish(&ctx.recorder, pinger.as_ref(), event).await;
+    }
+    let api: Api<Pinger> =
+        Api::namespaced(ctx.client.clone(), &pinger.namespace().unwrap_or_default());
+    let body = serde_json::json!({
+        "apiVersion": Pinger::api_version(&()),
+        "kind": Pinger::kind(&()),
+        "status": new,
+    });
+    ctx.metrics.write("PingerStatus");
+    api.patch_status(
+        &pinger.name_any(),
+        &PatchParams::apply(FIELD_MANAGER_OPERATOR).force(),
+        &Patch::Apply(body),
+    )
+    .await?;
+    Ok(Action::await_change())
+}
+
+/// Transient failures retry after a pause.
+pub fn error_policy(_: Arc<Pinger>, err: &kube::Error, ctx: Arc<PingerContext>) -> Action {
+    tracing::warn!(error = %err, "writing Pinger status failed");
+    ctx.metrics.error("pinger_status");
+    Action::requeue(std::time::Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use combo_api::PingerSpec;
+
+    fn pinger(ping: &[&str], tcp: &[&str]) -> Pinger {
+        let mut p = Pinger::new(
+            "mesh",
+            PingerSpec {
+                ping: ping.iter().map(|s| s.to_string()).collect(),
+                tcp_ping: tcp.iter().map(|s| s.to_string()).collect(),
+                ..PingerSpec::default()
+            },
+        );
+        p.metadata.generation = Some(3);
+        p
+    }
+
+    #[test]
+    fn valid_targets_make_the_pinger_ready() {
+        let s = compute(
+            &pinger(&["10.0.0.1", "fd00::1"], &["10.0.0.1:80"]),
+            Utc::now(),
+        );
+        let c = &s.conditions[0];
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "TargetsValid")
+        );
+        assert_eq!(c.message, "3 target(s) valid");
+        assert_eq!(s.observed_generation, 3);
+    }
+
+    #[test]
+    fn each_bad_target_is_named_in_the_invalid_spec_condition() {
+        let s = compute(
+            &pinger(&["10.0.0.300", "10.0.0.1"], &["10.0.0.1:99999"]),
+            Utc::now(),
+        );
+        let c = &s.conditions[0];
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "InvalidSpec")
+        );
+        assert!(c.message.starts_with("2 invalid entries"), "{}", c.message);
+        assert!(c.message.contains("10.0.0.300"), "{}", c.message);
+        assert!(c.message.contains("99999"), "{}", c.message);
+    }
+
+    #[test]
+    fn the_event_is_recorded_once_per_new_complaint() {
+        let bad = pinger(&["10.0.0.300"], &[]);
+        let first = compute(&bad, Utc::now());
+        assert!(newly_invalid(None, &first));
+        assert!(!newly_invalid(Some(&first), &compute(&bad, Utc::now())));
+        let worse = compute(&pinger(&["10.0.0.300", "x..y"], &[]), Utc::now());
+        assert!(newly_invalid(Some(&first), &worse));
+        let fixed = compute(&pinger(&["10.0.0.1"], &[]), Utc::now());
+        assert!(!newly_invalid(Some(&first), &fixed));
+    }
+
+    #[test]
+    fn an_unchanged_condition_keeps_its_transition_time() {
+        let mut p = pinger(&["10.0.0.1"], &[]);
+        let t0 = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        p.status = Some(compute(&p, t0));
+        let again = compute(&p, Utc::now());
+        assert_eq!(Some(&again), p.status.as_ref());
+    }
+}
