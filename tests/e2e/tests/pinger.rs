@@ -164,7 +164,6 @@ impl Drop for DropRule {
 }
 
 #[tokio::test]
-#[ignore = "the counter check now waits instead of reading once; re-enable after a run on a cluster confirms it"]
 async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edits() -> Result<()> {
     install_operator();
     let ns = namespace("pinger").await;
