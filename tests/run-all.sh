@@ -16,7 +16,7 @@ bash tests/deps.sh
 step "formatting and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-shellcheck tests/e2e/*.sh tests/*.sh .ci/run
+shellcheck tests/e2e/*.sh tests/bench/*.sh tests/*.sh deploy/*.sh .ci/run
 
 step "unit and integration tests"
 cargo test  # default members: everything but the end-to-end crate
@@ -25,4 +25,8 @@ step "end-to-end tests on a real control plane"
 dir=$(mktemp -d /tmp/kube-combo-e2e.XXXXXX)
 trap 'tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true' EXIT
 tests/e2e/cluster.sh up "$dir" --nodes 3
-COMBO_E2E_DIR=$dir cargo test -p combo-e2e --no-fail-fast -- --test-threads 4
+status=0
+COMBO_E2E_DIR=$dir cargo test -p combo-e2e --no-fail-fast -- --test-threads 4 || status=$?
+# 200 runners applying their summary keys to one ConfigMap at once.
+COMBO_E2E_DIR=$dir cargo test -p combo-runner --test cluster_writes -- --ignored || status=$?
+exit "$status"
