@@ -33,8 +33,8 @@ for _ in $(seq 1 60); do
 done
 echo "==> Debuggers"
 kubectl get dbg -A 2>&1 | grep -v '^Warning'
-echo "==> inspection summary (kubectl combo summary node-check --all)"
-kubectl combo summary node-check -n default --all 2>&1 | grep -v '^Warning'
+echo "==> failed items of the run (kubectl combo summary node-check; --all lists every item)"
+kubectl combo summary node-check -n default 2>&1 | grep -v '^Warning'
 echo
 echo "cluster state in $dir; stop it with: tests/e2e/cluster.sh down $dir"
 echo "export KUBECONFIG=$dir/kubeconfig"
