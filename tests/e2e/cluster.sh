@@ -22,6 +22,8 @@
 #   kubectl exec/logs: the API server dials a node by its InternalIP; the
 #           simulator serves no kubelet API there, so they fail at once (and
 #           node names are never looked up in the machine's DNS).
+#   fences: unreachable routes (metric 4000) for 172.31.0.0/24 and
+#           172.30.0.0/16 stay on the host, also after `down`.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -101,8 +103,17 @@ current-context: kube-combo
 KC
 }
 
+# The cluster's ranges are never sent off the machine: an unreachable route
+# with a high metric sits under the bridge and node routes, and stays after
+# `down`, so a stray request to 172.31.0.1 or a pod address fails at once.
+fence_ranges() {
+    ip route replace unreachable 172.31.0.0/24 metric 4000
+    ip route replace unreachable 172.30.0.0/16 metric 4000
+}
+
 net_up() {
     local n=$1 i j
+    fence_ranges
     if ! ip link show "$bridge" >/dev/null 2>&1; then
         ip link add "$bridge" type bridge
     fi
@@ -144,6 +155,7 @@ net_down() {
     done
     iptables -D FORWARD -i "$bridge" -j ACCEPT 2>/dev/null || true
     ip link del "$bridge" 2>/dev/null || true
+    fence_ranges
 }
 
 start() { # name logfile cmd...
