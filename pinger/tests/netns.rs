@@ -151,3 +151,84 @@ fn a_black_holed_address_times_out_while_the_others_keep_their_rhythm() {
         assert!(rounds.len() >= 12, "{ip}: only {} rounds", rounds.len());
     }
 }
+
+/// Two namespaces joined by a veth pair: `a` (10.99.0.1) has its default
+/// route via `b` (10.99.0.2), and `ip netns exec` gives `a` a resolv.conf
+/// naming a DNS server that runs in `b`.
+struct Routed {
+    a: Netns,
+    b: Netns,
+    etc: std::path::PathBuf,
+}
+
+impl Routed {
+    fn new() -> Self {
+        let (a, b) = (Netns::new(), Netns::new());
+        let (va, vb) = (format!("{}a", &a.name[..8]), format!("{}b", &b.name[..8]));
+        netns::run(&[
+            "ip", "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb,
+            "netns", &b.name,
+        ]);
+        a.exec(&["ip", "addr", "add", "10.99.0.1/24", "dev", &va]);
+        a.exec(&["ip", "link", "set", &va, "up"]);
+        a.exec(&["ip", "route", "add", "default", "via", "10.99.0.2"]);
+        b.exec(&["ip", "addr", "add", "10.99.0.2/24", "dev", &vb]);
+        b.exec(&["ip", "link", "set", &vb, "up"]);
+        let etc = std::path::PathBuf::from("/etc/netns").join(&a.name);
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::write(etc.join("resolv.conf"), "nameserver 10.99.0.2\n").unwrap();
+        Routed { a, b, etc }
+    }
+}
+
+impl Drop for Routed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.etc);
+    }
+}
+
+#[test]
+fn the_gateway_of_the_real_default_route_and_the_resolv_conf_server_are_probed() {
+    let net = Routed::new();
+    net.b
+        .spawn(|| {
+            support::dns_server("10.99.0.2:53".parse().unwrap(), 100);
+        })
+        .join()
+        .unwrap();
+    net.a.sysctl("net.ipv4.ping_group_range", "0 2147483647");
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &net.a.name,
+            env!("CARGO_BIN_EXE_combo-pinger"),
+        ])
+        .args(["--gateway", "--dns", "answer.test", "--dns", "missing.test"])
+        .args(["--interval", "1", "--rounds", "2", "--count", "1"])
+        .env_remove("PINGER_NAME")
+        .output()
+        .expect("combo-pinger runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let rounds: Vec<&str> = stdout.lines().filter(|l| l.contains(" round ")).collect();
+    let of = |label: &str| -> Vec<&str> {
+        rounds
+            .iter()
+            .copied()
+            .filter(|l| l.contains(label))
+            .collect()
+    };
+    let gateway = of("icmp 10.99.0.2");
+    assert_eq!(gateway.len(), 2, "{stdout}");
+    assert!(
+        gateway.iter().all(|l| l.contains(": ok 1/1 received")),
+        "{stdout}"
+    );
+    let answer = of("dns answer.test");
+    assert_eq!(answer.len(), 2, "{stdout}");
+    assert!(answer.iter().all(|l| l.contains(": ok")), "{stdout}");
+    let missing = of("dns missing.test");
+    assert_eq!(missing.len(), 2, "{stdout}");
+    assert!(missing.iter().all(|l| l.contains("NXDOMAIN")), "{stdout}");
+    assert_eq!(out.status.code(), Some(1), "one target failed: {stdout}");
+}

@@ -93,7 +93,8 @@ impl Drop for Netns {
     }
 }
 
-fn run(args: &[&str]) {
+/// Runs a command; panics when it fails.
+pub fn run(args: &[&str]) {
     let out = Command::new(args[0])
         .args(&args[1..])
         .output()
