@@ -229,6 +229,38 @@ where
         .map_err(|source| Error::Write { kind, name, source })
 }
 
+/// Server-side apply of `status` to the status subresource of `obj` (a
+/// Debugger or a Pinger).
+pub async fn status<K, S>(
+    client: &Client,
+    metrics: &Metrics,
+    obj: &K,
+    status: &S,
+    kind: &'static str,
+) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    S: Serialize,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &obj.namespace().unwrap_or_default());
+    let body = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    metrics.write(kind);
+    api.patch_status(
+        &obj.name_any(),
+        &PatchParams::apply(FIELD_MANAGER_OPERATOR).force(),
+        &Patch::Apply(body),
+    )
+    .await
+    .map(drop)
+}
+
 async fn delete<K>(
     client: &Client,
     metrics: &Metrics,

@@ -12,7 +12,6 @@ use combo_api::{Debugger, DebuggerStatus, Pinger};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -364,22 +363,9 @@ pub fn newly_reported(old: Option<&DebuggerStatus>, new: &DebuggerStatus) -> boo
 }
 
 async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
-    let api: Api<Debugger> =
-        Api::namespaced(ctx.client.clone(), &dbg.namespace().unwrap_or_default());
-    let body = serde_json::json!({
-        "apiVersion": Debugger::api_version(&()),
-        "kind": Debugger::kind(&()),
-        "status": new,
-    });
-    ctx.metrics.write("DebuggerStatus");
-    api.patch_status(
-        &dbg.name_any(),
-        &PatchParams::apply(FIELD_MANAGER_OPERATOR).force(),
-        &Patch::Apply(body),
-    )
-    .await
-    .map_err(Error::Status)?;
-    Ok(())
+    apply::status(&ctx.client, &ctx.metrics, dbg, new, "DebuggerStatus")
+        .await
+        .map_err(Error::Status)
 }
 
 /// Invalid specs wait for a change; transient errors back off exponentially

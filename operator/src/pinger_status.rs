@@ -7,16 +7,13 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use combo_api::keys::FIELD_MANAGER_OPERATOR;
 use combo_api::{Pinger, PingerStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::Client;
 
 use crate::metrics::Metrics;
-use crate::status::CONDITION_READY;
+use crate::status::{ready_condition, CONDITION_READY};
 
 /// Reason of `Ready=True`: every target parses.
 pub const REASON_TARGETS_VALID: &str = "TargetsValid";
@@ -59,28 +56,12 @@ pub fn compute(pinger: &Pinger, now: DateTime<Utc>) -> PingerStatus {
         )
     };
     let generation = pinger.metadata.generation.unwrap_or_default();
-    let unchanged = pinger
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == CONDITION_READY))
-        .filter(|c| c.status == status && c.reason == reason);
+    let previous = pinger.status.as_ref().map(|s| s.conditions.as_slice());
     PingerStatus {
         observed_generation: generation,
-        conditions: vec![Condition {
-            type_: CONDITION_READY.into(),
-            status: status.into(),
-            reason: reason.into(),
-            message,
-            observed_generation: Some(generation),
-            last_transition_time: unchanged
-                .map(|c| c.last_transition_time.clone())
-                .unwrap_or_else(|| {
-                    Time(
-                        k8s_openapi::jiff::Timestamp::from_second(now.timestamp())
-                            .expect("a chrono time is within jiff's range"),
-                    )
-                }),
-        }],
+        conditions: vec![ready_condition(
+            previous, status, reason, message, generation, now,
+        )],
     }
 }
 
@@ -119,18 +100,12 @@ pub async fn reconcile(
         };
         crate::events::publish(&ctx.recorder, pinger.as_ref(), event).await;
     }
-    let api: Api<Pinger> =
-        Api::namespaced(ctx.client.clone(), &pinger.namespace().unwrap_or_default());
-    let body = serde_json::json!({
-        "apiVersion": Pinger::api_version(&()),
-        "kind": Pinger::kind(&()),
-        "status": new,
-    });
-    ctx.metrics.write("PingerStatus");
-    api.patch_status(
-        &pinger.name_any(),
-        &PatchParams::apply(FIELD_MANAGER_OPERATOR).force(),
-        &Patch::Apply(body),
+    crate::apply::status(
+        &ctx.client,
+        &ctx.metrics,
+        pinger.as_ref(),
+        &new,
+        "PingerStatus",
     )
     .await?;
     Ok(Action::await_change())

@@ -109,21 +109,8 @@ pub fn compute(
         ),
     };
     let generation = dbg.metadata.generation.unwrap_or_default();
-    let previous = dbg
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == CONDITION_READY));
-    let unchanged = previous.filter(|c| c.status == status && c.reason == reason);
-    let ready = Condition {
-        type_: CONDITION_READY.into(),
-        status: status.into(),
-        reason: reason.into(),
-        message,
-        observed_generation: Some(generation),
-        last_transition_time: unchanged
-            .map(|c| c.last_transition_time.clone())
-            .unwrap_or_else(|| Time(to_timestamp(now))),
-    };
+    let previous = dbg.status.as_ref().map(|s| s.conditions.as_slice());
+    let ready = ready_condition(previous, status, reason, message, generation, now);
     DebuggerStatus {
         observed_generation: generation,
         conditions: vec![ready],
@@ -134,6 +121,32 @@ pub fn compute(
         next_run_at: next_run_at(&dbg.spec.run_at, now).map(rfc3339),
         completed_nodes: runs.completed_nodes,
         failed_items: runs.failed_items,
+    }
+}
+
+/// The `Ready` condition with `status`, `reason` and `message` for
+/// `generation`. Its transition time is kept from the `Ready` condition in
+/// `previous` while status and reason stay the same, else it is `now`. Pure.
+pub fn ready_condition(
+    previous: Option<&[Condition]>,
+    status: &str,
+    reason: &str,
+    message: String,
+    generation: i64,
+    now: DateTime<Utc>,
+) -> Condition {
+    let unchanged = previous
+        .and_then(|cs| cs.iter().find(|c| c.type_ == CONDITION_READY))
+        .filter(|c| c.status == status && c.reason == reason);
+    Condition {
+        type_: CONDITION_READY.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: Some(generation),
+        last_transition_time: unchanged
+            .map(|c| c.last_transition_time.clone())
+            .unwrap_or_else(|| Time(to_timestamp(now))),
     }
 }
 
