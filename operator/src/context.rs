@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use combo_api::Debugger;
+use combo_api::{Debugger, DebuggerStatus};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Client;
@@ -32,6 +32,10 @@ pub struct Context {
     /// namespace's Debuggers after the first write and mostly find nothing
     /// left to do, instead of each rewriting the three objects.
     pub rbac_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The status last written per Debugger uid. A reconcile can run on a
+    /// cached Debugger that does not show the write yet; comparing with
+    /// this too keeps it from writing the same status again.
+    pub written: Mutex<HashMap<String, DebuggerStatus>>,
     /// Consecutive transient failures per Debugger, for backoff.
     pub failures: Mutex<HashMap<ObjectRef<Debugger>, u32>>,
 }

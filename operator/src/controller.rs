@@ -181,6 +181,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         debuggers: store,
         rbac_applied: Default::default(),
         rbac_locks: Default::default(),
+        written: Default::default(),
         failures: Default::default(),
     });
     let pingers = Controller::new(api::<Pinger>(&client, ns), watcher::Config::default())
@@ -274,14 +275,30 @@ async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
     let counts = workload_counts(dbg, &observed);
     let runs = status::run_summary(observed.summary.as_ref());
     let now = Utc::now();
-    let new = status::compute(dbg, verdict.as_ref().err(), counts, &runs, now);
+    // Only this operator writes the status, so the one it wrote last is the
+    // current one even when the cached Debugger does not show it yet.
+    let uid = dbg.metadata.uid.clone().unwrap_or_default();
+    let written = ctx.written.lock().expect("written lock").get(&uid).cloned();
+    let with_written;
+    let current = match written {
+        Some(w) if dbg.status.as_ref() != Some(&w) => {
+            with_written = Debugger {
+                status: Some(w),
+                ..dbg.clone()
+            };
+            &with_written
+        }
+        _ => dbg,
+    };
+    let new = status::compute(current, verdict.as_ref().err(), counts, &runs, now);
     if let Err(invalid) = &verdict {
-        if newly_reported(dbg.status.as_ref(), &new) {
+        if newly_reported(current.status.as_ref(), &new) {
             events::publish(&ctx.recorder, dbg, events::for_invalid(invalid)).await;
         }
     }
-    if status::changed(dbg, &new) {
+    if status::changed(current, &new) {
         write_status(ctx, dbg, &new).await?;
+        remember_written(ctx, uid, new);
     }
     verdict?;
     Ok(
@@ -360,6 +377,21 @@ pub fn newly_reported(old: Option<&DebuggerStatus>, new: &DebuggerStatus) -> boo
             .map(|c| (c.reason.clone(), c.message.clone()))
     };
     old.observed_generation != new.observed_generation || ready(old) != ready(new)
+}
+
+/// Records the status written for `uid`, forgetting Debuggers that are gone
+/// once the record has grown past twice the number of Debuggers.
+fn remember_written(ctx: &Context, uid: String, status: DebuggerStatus) {
+    let mut written = ctx.written.lock().expect("written lock");
+    written.insert(uid, status);
+    let known = ctx.debuggers.state();
+    if written.len() > 2 * known.len() + 16 {
+        let live: std::collections::HashSet<&str> = known
+            .iter()
+            .filter_map(|d| d.metadata.uid.as_deref())
+            .collect();
+        written.retain(|u, _| live.contains(u.as_str()));
+    }
 }
 
 async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
