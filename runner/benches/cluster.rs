@@ -18,7 +18,7 @@ use clap::Parser;
 use combo_api::{Debugger, ItemResult, NodeSummary, RunId};
 use combo_runner::cli::Args;
 use combo_runner::cluster::{serve, Identity};
-use combo_runner::publish::{spread_delay, Publisher, SPREAD_WINDOW};
+use combo_runner::publish::{spread_delay, spread_window, Publisher};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
@@ -169,7 +169,11 @@ async fn writes(client: &kube::Client) {
     let spread_results = futures::future::join_all(publishers.iter().enumerate().map(|(i, p)| {
         let s = &summaries[i];
         async move {
-            tokio::time::sleep(spread_delay(&format!("node-{i}"), SPREAD_WINDOW)).await;
+            tokio::time::sleep(spread_delay(
+                &format!("node-{i}"),
+                spread_window(WRITERS as u32),
+            ))
+            .await;
             p.apply("spread", s).await
         }
     }))
@@ -191,7 +195,7 @@ async fn writes(client: &kube::Client) {
     let got_spread = keys(api.get("spread").await.unwrap());
     println!(
         "{WRITERS} node writes, each after its spread delay (window {:?}, as the runner writes): {:.0} ms, speedup {:.2}x over sequential; lost {}",
-        SPREAD_WINDOW,
+        spread_window(WRITERS as u32),
         spread.as_secs_f64() * 1000.0,
         sequential.as_secs_f64() / spread.as_secs_f64(),
         WRITERS - got_spread,

@@ -246,6 +246,10 @@ impl Scheduler {
         let _ = self.writer.send(Pending {
             configmap: cm.to_string(),
             summary: summary.clone(),
+            nodes: dbg
+                .status
+                .as_ref()
+                .map_or(0, |s| s.desired_pods.max(0) as u32),
         });
         if failed > 0 {
             let publisher = self.publisher.clone();
