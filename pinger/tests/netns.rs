@@ -232,3 +232,25 @@ fn the_gateway_of_the_real_default_route_and_the_resolv_conf_server_are_probed()
     assert!(missing.iter().all(|l| l.contains("NXDOMAIN")), "{stdout}");
     assert_eq!(out.status.code(), Some(1), "one target failed: {stdout}");
 }
+
+#[test]
+fn raw_sockets_behind_their_icmp_filters_still_get_every_reply() {
+    // A new namespace keeps net.ipv4.ping_group_range closed ("1 0"), so
+    // both families fall back to raw sockets, which carry ICMP_FILTER /
+    // ICMP6_FILTER letting only replies and errors through.
+    let ns = Netns::new();
+    let reports = ns.block_on(|| {
+        collect(
+            settings(300, 300, 5),
+            icmp_targets(&["127.0.0.1", "::1"]),
+            2,
+        )
+    });
+    for target in ["127.0.0.1", "::1"] {
+        let rounds = &reports[target];
+        assert_eq!(rounds.len(), 2, "{target}");
+        for (_, r) in rounds {
+            assert_eq!((r.stats.sent, r.stats.received), (5, 5), "{target}");
+        }
+    }
+}
