@@ -599,21 +599,35 @@ async fn an_operator_restart_changes_no_object() -> Result<()> {
 #[tokio::test]
 async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Result<()> {
     install_operator();
-    // Another test may be restarting the operator: wait for one running pod.
+    // Another test may be restarting the operator: read the running pod's
+    // name and ServiceAccount in one request, once there is exactly one.
+    let running = || {
+        kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            OPERATOR_NS,
+            "-l",
+            "app.kubernetes.io/component=operator",
+            "--field-selector=status.phase=Running",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name} {.spec.serviceAccountName}{\"\\n\"}{end}",
+        ])
+    };
+    let found = std::sync::Mutex::new(String::new());
     wait_for(WAIT, "one running operator pod", || async {
-        Ok(operator_pod().is_ok())
+        let out = running()?;
+        let one = out.lines().count() == 1;
+        if one {
+            *found.lock().unwrap() = out.trim().to_string();
+        }
+        Ok(one)
     })
     .await?;
-    let pod = operator_pod()?;
-    let sa = kubectl_ok(&[
-        "get",
-        "pod",
-        "-n",
-        OPERATOR_NS,
-        &pod,
-        "-o",
-        "jsonpath={.spec.serviceAccountName}",
-    ])?;
+    let line = found.into_inner().unwrap();
+    let (pod, sa) = line
+        .split_once(' ')
+        .with_context(|| format!("name and ServiceAccount: {line:?}"))?;
     assert_eq!(sa, "combo-operator");
     let who = format!("--as=system:serviceaccount:{OPERATOR_NS}:combo-operator");
     let can = |verb: &str, what: &str| {
@@ -628,6 +642,7 @@ async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Resul
     };
     assert_eq!(can("patch", "daemonsets.apps"), "yes");
     assert_eq!(can("patch", "debuggers.kubecombo.io/status"), "yes");
+    assert_eq!(can("patch", "pingers.kubecombo.io/status"), "yes");
     assert_eq!(can("get", "secrets"), "no");
     assert_eq!(can("delete", "configmaps"), "no");
     assert_eq!(
@@ -637,7 +652,7 @@ async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Resul
     let log_dir: PathBuf = combo_e2e::cluster_dir()
         .join("pods")
         .join(OPERATOR_NS)
-        .join(&pod);
+        .join(pod);
     assert!(
         log_dir.exists(),
         "the simulator runs the operator pod: {}",
