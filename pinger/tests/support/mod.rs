@@ -7,10 +7,15 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::thread;
 use std::time::Duration;
 
-/// Starts a UDP server on `bind` that echoes every datagram after `delay`.
-/// It stops after `max` datagrams, so it never outlives the test by much.
-pub fn udp_echo(bind: SocketAddr, delay: Duration, max: usize) -> SocketAddr {
-    let sock = UdpSocket::bind(bind).expect("bind udp echo");
+/// Starts a UDP server on `bind` that answers each datagram with
+/// `respond(datagram)` (nothing for `None`). It stops after `max` datagrams,
+/// or 30 s without one, so it never outlives the test by much.
+fn udp_server(
+    bind: SocketAddr,
+    max: usize,
+    respond: impl Fn(&[u8]) -> Option<Vec<u8>> + Send + 'static,
+) -> SocketAddr {
+    let sock = UdpSocket::bind(bind).expect("bind udp server");
     let addr = sock.local_addr().unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
@@ -20,32 +25,27 @@ pub fn udp_echo(bind: SocketAddr, delay: Duration, max: usize) -> SocketAddr {
             let Ok((n, from)) = sock.recv_from(&mut buf) else {
                 return;
             };
-            thread::sleep(delay);
-            let _ = sock.send_to(&buf[..n], from);
-        }
-    });
-    addr
-}
-
-/// The DNS responder's zone: `answer.test` has A 127.0.0.9, `missing.test`
-/// does not exist (NXDOMAIN), `silent.test` gets no reply at all.
-pub fn dns_server(bind: SocketAddr, max: usize) -> SocketAddr {
-    let sock = UdpSocket::bind(bind).expect("bind dns");
-    let addr = sock.local_addr().unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    thread::spawn(move || {
-        let mut buf = [0u8; 2048];
-        for _ in 0..max {
-            let Ok((n, from)) = sock.recv_from(&mut buf) else {
-                return;
-            };
-            if let Some(reply) = dns_reply(&buf[..n]) {
+            if let Some(reply) = respond(&buf[..n]) {
                 let _ = sock.send_to(&reply, from);
             }
         }
     });
     addr
+}
+
+/// Starts a UDP server on `bind` that echoes every datagram after `delay`.
+/// It stops after `max` datagrams, so it never outlives the test by much.
+pub fn udp_echo(bind: SocketAddr, delay: Duration, max: usize) -> SocketAddr {
+    udp_server(bind, max, move |d| {
+        thread::sleep(delay);
+        Some(d.to_vec())
+    })
+}
+
+/// The DNS responder's zone: `answer.test` has A 127.0.0.9, `missing.test`
+/// does not exist (NXDOMAIN), `silent.test` gets no reply at all.
+pub fn dns_server(bind: SocketAddr, max: usize) -> SocketAddr {
+    udp_server(bind, max, dns_reply)
 }
 
 /// Builds the reply to one query, or None for silence.
