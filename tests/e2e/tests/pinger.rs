@@ -12,7 +12,7 @@ use anyhow::{bail, Context as _, Result};
 use combo_api::keys;
 use combo_e2e::{
     apply_yaml, client, install_operator, namespace, node_netns, nodes, pod_netns, repo_root,
-    wait_for,
+    running_and_ready, wait_for,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
@@ -64,15 +64,7 @@ async fn pods_by_node(client: &Client, ns: &str) -> Result<BTreeMap<String, Pod>
         .await?;
     Ok(pods
         .into_iter()
-        .filter(|p| {
-            p.status.as_ref().is_some_and(|s| {
-                s.phase.as_deref() == Some("Running")
-                    && s.conditions
-                        .iter()
-                        .flatten()
-                        .any(|c| c.type_ == "Ready" && c.status == "True")
-            })
-        })
+        .filter(running_and_ready)
         .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p)))
         .collect())
 }

@@ -71,19 +71,7 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
     let nodes = nodes();
     wait_for(Duration::from_secs(90), "a Ready pod per node", || async {
         let list = pods.list(&ListParams::default()).await?;
-        let ready = list
-            .items
-            .iter()
-            .filter(|p| {
-                p.status.as_ref().is_some_and(|s| {
-                    s.phase.as_deref() == Some("Running")
-                        && s.conditions
-                            .iter()
-                            .flatten()
-                            .any(|c| c.type_ == "Ready" && c.status == "True")
-                })
-            })
-            .count();
+        let ready = list.items.iter().filter(|p| running_and_ready(p)).count();
         Ok(ready == nodes.len())
     })
     .await
