@@ -22,6 +22,10 @@ const MAX_LINE: usize = 8 * 1024;
 /// How long output is still read after the script is gone: a grandchild that
 /// left the process group may hold the pipes open forever.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// How long a spawn that fails with "Text file busy" is retried. The error is
+/// transient: a file just written is briefly held open for writing by any
+/// process forked in that moment, until that process calls exec.
+const BUSY_RETRY: Duration = Duration::from_secs(2);
 
 /// How a script ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +102,19 @@ pub struct Outcome {
     pub last_stderr_line: String,
 }
 
+/// Spawns `cmd`, retrying while the executable is busy being written.
+async fn spawn(cmd: &mut Command) -> std::io::Result<tokio::process::Child> {
+    let give_up = Instant::now() + BUSY_RETRY;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) && Instant::now() < give_up => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Runs `path` with `env` added to the runner's environment, in a process
 /// group of its own, killing the whole group after `timeout`. When the script
 /// ends, whatever it left running in its group is killed too.
@@ -110,7 +127,7 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
+    let mut child = match spawn(&mut cmd).await {
         Ok(c) => c,
         Err(e) => {
             return Outcome {
@@ -300,6 +317,25 @@ mod tests {
                 message: "found it".into()
             }]
         );
+    }
+
+    #[tokio::test]
+    async fn a_script_held_open_for_writing_runs_once_it_is_closed() {
+        let d = TestDir::new("exec-busy");
+        d.script("s.sh", "echo 'ok ran'");
+        let path = d.path().join("s.sh");
+        let writer = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(writer);
+        });
+        let o = run(&path, &[], Duration::from_secs(30)).await;
+        release.join().unwrap();
+        assert_eq!(o.exit, Exit::Code(0));
+        assert_eq!(o.lines, vec![Line::Ok { item: "ran".into() }]);
     }
 
     #[tokio::test]
