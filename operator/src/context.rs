@@ -9,6 +9,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Client;
 
 use crate::metrics::Metrics;
+use crate::rbac::Covered;
 use crate::render::Images;
 
 /// Shared state of the controller.
@@ -24,13 +25,13 @@ pub struct Context {
     /// Every Debugger the controller sees: Pinger changes map through it,
     /// and the workload RBAC of a namespace lists its Debuggers.
     pub debuggers: Store<Debugger>,
-    /// Hash of the workload RBAC last applied per namespace, so a reconcile
-    /// reads or writes it only when it changes.
-    pub rbac_applied: Mutex<HashMap<String, String>>,
+    /// The workload RBAC last applied per namespace, so a reconcile reads or
+    /// writes it only when it does not cover its Debugger.
+    pub rbac_applied: Mutex<HashMap<String, Covered>>,
     /// One lock per namespace around the workload RBAC: when many Debuggers
-    /// of a namespace arrive at once, the reconciles that wait render the
-    /// namespace's Debuggers after the first write and mostly find nothing
-    /// left to do, instead of each rewriting the three objects.
+    /// of a namespace arrive at once, the first write covers every Debugger
+    /// the store holds by then, and the reconciles that waited find
+    /// themselves covered instead of each rewriting the three objects.
     pub rbac_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The status last written per Debugger uid. A reconcile can run on a
     /// cached Debugger that does not show the write yet; comparing with

@@ -8,7 +8,7 @@
 //! lists: read Debuggers and Pingers, watch pods, get and apply the summary
 //! ConfigMaps of the namespace's Debuggers (by name), create Events.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use combo_api::keys::{self, GROUP};
 use combo_api::Debugger;
@@ -32,6 +32,28 @@ pub struct WorkloadRbac {
     pub binding: RoleBinding,
     /// Hash over all three, stamped on each.
     pub hash: String,
+    /// The Debuggers it serves.
+    pub covered: Covered,
+}
+
+/// What one applied workload RBAC serves: Debugger uid -> summary ConfigMap
+/// name its Role lets the pods write.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Covered(BTreeMap<String, String>);
+
+impl Covered {
+    /// Whether the RBAC serves `dbg` as its spec is now, and serves no
+    /// Debugger missing from `live` (deleted ones are dropped by a rewrite).
+    /// Pure.
+    pub fn serves(&self, dbg: &Debugger, live: &[&Debugger]) -> bool {
+        let uid = dbg.meta().uid.clone().unwrap_or_default();
+        let wanted = dbg.spec.summary_name(&dbg.name_any());
+        self.0.get(&uid) == Some(&wanted)
+            && self.0.keys().all(|u| {
+                live.iter()
+                    .any(|d| d.meta().uid.as_deref() == Some(u.as_str()))
+            })
+    }
 }
 
 /// Renders the workload RBAC of `namespace` for `debuggers` (those of that
@@ -108,6 +130,17 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
         }]),
     };
     let hash = spec_hash(&(&service_account, &role, &binding));
+    let covered = Covered(
+        sorted
+            .iter()
+            .map(|d| {
+                (
+                    d.meta().uid.clone().unwrap_or_default(),
+                    d.spec.summary_name(&d.name_any()),
+                )
+            })
+            .collect(),
+    );
     let stamp = |m: &mut ObjectMeta| {
         m.annotations
             .get_or_insert_with(Default::default)
@@ -122,6 +155,7 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
         role,
         binding,
         hash,
+        covered,
     }
 }
 
@@ -149,20 +183,30 @@ pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
     if !mine.iter().any(|d| d.meta().uid == dbg.meta().uid) {
         mine.push(dbg);
     }
-    let desired = render(&ns, &mine);
-    if cached(ctx, &ns).as_deref() == Some(desired.hash.as_str()) {
+    let last = ctx
+        .rbac_applied
+        .lock()
+        .expect("rbac cache lock")
+        .get(&ns)
+        .cloned();
+    if last.as_ref().is_some_and(|c| c.serves(dbg, &mine)) {
         return Ok(());
     }
-    let existing = Api::<Role>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(WORKLOAD_SERVICE_ACCOUNT)
-        .await
-        .map_err(|source| apply::Error::Write {
-            kind: "Role",
-            name: WORKLOAD_SERVICE_ACCOUNT.into(),
-            source,
-        })?;
-    let current = existing.as_ref().and_then(|r| spec_hash_of(&r.metadata));
-    if current != Some(desired.hash.as_str()) {
+    let desired = render(&ns, &mine);
+    // Without a record (operator start), what exists may already be right.
+    let current = match last {
+        Some(_) => None,
+        None => Api::<Role>::namespaced(ctx.client.clone(), &ns)
+            .get_opt(WORKLOAD_SERVICE_ACCOUNT)
+            .await
+            .map_err(|source| apply::Error::Write {
+                kind: "Role",
+                name: WORKLOAD_SERVICE_ACCOUNT.into(),
+                source,
+            })?
+            .and_then(|r| spec_hash_of(&r.metadata).map(str::to_string)),
+    };
+    if current.as_deref() != Some(desired.hash.as_str()) {
         let m = &ctx.metrics;
         apply::apply(
             &ctx.client,
@@ -178,16 +222,8 @@ pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
     ctx.rbac_applied
         .lock()
         .expect("rbac cache lock")
-        .insert(ns, desired.hash);
+        .insert(ns, desired.covered);
     Ok(())
-}
-
-fn cached(ctx: &Context, ns: &str) -> Option<String> {
-    ctx.rbac_applied
-        .lock()
-        .expect("rbac cache lock")
-        .get(ns)
-        .cloned()
 }
 
 #[cfg(test)]
@@ -256,6 +292,23 @@ mod tests {
             WORKLOAD_SERVICE_ACCOUNT
         );
         assert_eq!(r.binding.role_ref.name, WORKLOAD_SERVICE_ACCOUNT);
+    }
+
+    #[test]
+    fn an_applied_rbac_serves_its_debuggers_until_one_changes_or_goes() {
+        let a = dbg("a", "u1", "");
+        let b = dbg("b", "u2", "");
+        let c = dbg("c", "u3", "");
+        let covered = render("ops", &[&a, &b]).covered;
+        assert!(covered.serves(&a, &[&a, &b]));
+        assert!(covered.serves(&b, &[&a, &b, &c]), "newcomers do not matter");
+        assert!(!covered.serves(&c, &[&a, &b, &c]), "not listed");
+        assert!(!covered.serves(&a, &[&a]), "b is gone: rewrite without it");
+        let renamed = dbg("a", "u1", "results");
+        assert!(
+            !covered.serves(&renamed, &[&renamed, &b]),
+            "new summary name"
+        );
     }
 
     #[test]
