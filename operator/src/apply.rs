@@ -3,6 +3,8 @@
 //! not written at all, so a no-op reconcile (or an operator restart) sends
 //! no write.
 
+use std::sync::Arc;
+
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
 use combo_api::Debugger;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -12,6 +14,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 
+use crate::cache::{slim, Caches, Summary};
 use crate::fetch::Observed;
 use crate::metrics::Metrics;
 use crate::render::{spec_hash_of, Workload};
@@ -139,29 +142,43 @@ pub fn plan(dbg: &Debugger, desired: &Workload, observed: &Observed) -> Result<P
     Ok(p)
 }
 
-/// Brings the workload to `desired` following [`plan`].
+/// Brings the workload to `desired` following [`plan`], recording what it
+/// writes in `caches` until the watches show it.
 pub async fn workload(
     client: &Client,
     metrics: &Metrics,
+    caches: &Caches,
     dbg: &Debugger,
     desired: &Workload,
     observed: &Observed,
 ) -> Result<Change, Error> {
     let ns = dbg.namespace().unwrap_or_default();
+    let name = dbg.name_any();
     let p = plan(dbg, desired, observed)?;
     if let (true, Some(pod)) = (p.delete_pod, &observed.pod) {
         delete::<Pod>(client, metrics, &ns, pod, "Pod").await?;
+        caches.recent_pods.forget(&ns, &name);
     }
     if let (true, Some(ds)) = (p.delete_daemonset, &observed.daemonset) {
         delete::<DaemonSet>(client, metrics, &ns, ds, "DaemonSet").await?;
+        caches.recent_daemonsets.forget(&ns, &name);
     }
     if p.apply {
         match desired {
             Workload::DaemonSet(ds) => {
-                apply::<DaemonSet>(client, metrics, &ns, ds.as_ref(), "DaemonSet").await?;
+                let mut written =
+                    apply::<DaemonSet>(client, metrics, &ns, ds.as_ref(), "DaemonSet").await?;
+                slim(&mut written);
+                caches
+                    .recent_daemonsets
+                    .record(&written.metadata.clone(), Arc::new(written));
             }
             Workload::Pod(pod) => {
-                apply::<Pod>(client, metrics, &ns, pod.as_ref(), "Pod").await?;
+                let mut written = apply::<Pod>(client, metrics, &ns, pod.as_ref(), "Pod").await?;
+                slim(&mut written);
+                caches
+                    .recent_pods
+                    .record(&written.metadata.clone(), Arc::new(written));
             }
         }
     }
@@ -174,20 +191,27 @@ pub async fn workload(
 pub async fn summary(
     client: &Client,
     metrics: &Metrics,
+    caches: &Caches,
     dbg: &Debugger,
     desired: &ConfigMap,
-    existing: Option<&ConfigMap>,
+    existing: Option<&Summary>,
 ) -> Result<bool, Error> {
     if let Some(old) = existing {
         if controlled_by_other(&old.metadata, dbg) {
-            return Err(not_owned("ConfigMap", old));
+            return Err(Error::NotOwned {
+                kind: "ConfigMap",
+                name: old.metadata.name.clone().unwrap_or_default(),
+            });
         }
         if spec_hash_of(&old.metadata) == spec_hash_of(&desired.metadata) {
             return Ok(false);
         }
     }
     let ns = dbg.namespace().unwrap_or_default();
-    apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
+    let written = apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
+    caches
+        .recent_summaries
+        .record(&written.metadata, Summary::of(&written));
     Ok(true)
 }
 

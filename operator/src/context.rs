@@ -8,8 +8,9 @@ use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Client;
 
+use crate::cache::Caches;
 use crate::metrics::Metrics;
-use crate::rbac::Covered;
+use crate::rbac::Applied;
 use crate::render::Images;
 
 /// Shared state of the controller.
@@ -25,9 +26,11 @@ pub struct Context {
     /// Every Debugger the controller sees: Pinger changes map through it,
     /// and the workload RBAC of a namespace lists its Debuggers.
     pub debuggers: Store<Debugger>,
+    /// What reconciles read: the owned objects and Pingers the watches see.
+    pub caches: Caches,
     /// The workload RBAC last applied per namespace, so a reconcile reads or
     /// writes it only when it does not cover its Debugger.
-    pub rbac_applied: Mutex<HashMap<String, Covered>>,
+    pub rbac_applied: Mutex<HashMap<String, Applied>>,
     /// One lock per namespace around the workload RBAC: when many Debuggers
     /// of a namespace arrive at once, the first write covers every Debugger
     /// the store holds by then, and the reconciles that waited find

@@ -19,6 +19,7 @@ use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
 
+use crate::cache::{self, Caches, Summaries};
 use crate::cli::RunArgs;
 use crate::context::Context;
 use crate::fetch::{self, Observed};
@@ -37,9 +38,6 @@ pub enum Error {
     /// The spec is invalid; the Debugger waits for a change.
     #[error("invalid spec: {0}")]
     Invalid(#[from] Invalid),
-    /// Reading failed (transient).
-    #[error(transparent)]
-    Fetch(#[from] fetch::Error),
     /// Writing failed (transient).
     #[error(transparent)]
     Apply(#[from] apply::Error),
@@ -70,7 +68,6 @@ impl Error {
                 Invalid::InvalidSpec(_) => "invalid_spec",
                 Invalid::PingerNotFound(_) => "pinger_not_found",
             },
-            Error::Fetch(_) => "fetch",
             Error::Apply(_) => "apply",
             Error::Status(_) => "status",
         }
@@ -152,18 +149,57 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         keys::LABEL_NAME,
         keys::LABEL_NAME_VALUE
     ));
+    // Pods a Debugger created itself; the pods of its DaemonSet carry the
+    // DaemonSet controller's pod-template-generation label and are left out.
+    let direct_pods = watcher::Config::default().labels(&format!(
+        "{}={},!pod-template-generation",
+        keys::LABEL_NAME,
+        keys::LABEL_NAME_VALUE
+    ));
     // Only spec changes (a new generation) of a Debugger trigger it: its
     // status is written here, and reacting to that write would only read
     // everything again to find nothing to do.
     let (store, writer) = reflector::store();
     let debuggers = watcher(api::<Debugger>(&client, ns), watcher::Config::default())
         .default_backoff()
+        .modify(cache::slim)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default());
     let main = Controller::for_stream(debuggers, store.clone())
         .with_config(ControllerConfig::default().concurrency(32));
-    let pinger_store = store.clone();
+    // The watches of owned objects and Pingers trigger reconciles and fill
+    // the caches the reconciles read.
+    let (ds_store, ds_writer) = reflector::store();
+    let daemonsets = watcher(api::<DaemonSet>(&client, ns), owned.clone())
+        .default_backoff()
+        .modify(cache::slim)
+        .reflect(ds_writer)
+        .touched_objects();
+    let (pod_store, pod_writer) = reflector::store();
+    let pods = watcher(api::<Pod>(&client, ns), direct_pods)
+        .default_backoff()
+        .modify(cache::slim)
+        .reflect(pod_writer)
+        .touched_objects();
+    let summaries = Summaries::default();
+    let feed = summaries.clone();
+    let config_maps = watcher(api::<ConfigMap>(&client, ns), owned)
+        .default_backoff()
+        .map(move |event| {
+            if let Ok(e) = &event {
+                feed.observe(e);
+            }
+            event
+        })
+        .touched_objects();
+    let (pinger_store, pinger_writer) = reflector::store();
+    let pinger_events = watcher(api::<Pinger>(&client, ns), watcher::Config::default())
+        .default_backoff()
+        .modify(cache::slim)
+        .reflect(pinger_writer)
+        .touched_objects();
+    let users_store = store.clone();
     let ctx = Arc::new(Context {
         client: client.clone(),
         images: Images {
@@ -179,6 +215,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             },
         ),
         debuggers: store,
+        caches: Caches::new(ds_store, pod_store, pinger_store, summaries),
         rbac_applied: Default::default(),
         rbac_locks: Default::default(),
         written: Default::default(),
@@ -201,14 +238,12 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             }
         });
     let debuggers = main
-        .owns(api::<DaemonSet>(&client, ns), owned.clone())
-        .owns(api::<Pod>(&client, ns), owned.clone())
-        .owns(api::<ConfigMap>(&client, ns), owned)
-        .watches(
-            api::<Pinger>(&client, ns),
-            watcher::Config::default(),
-            move |pinger| users_of(&pinger_store.state(), &pinger),
-        )
+        .owns_stream(daemonsets)
+        .owns_stream(pods)
+        .owns_stream(config_maps)
+        .watches_stream(pinger_events, move |pinger| {
+            users_of(&users_store.state(), &pinger)
+        })
         .shutdown_on_signal()
         .run(reconcile, error_policy, ctx)
         .for_each(|res| async move {
@@ -258,7 +293,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
         // now would only race it.
         return Ok(Action::await_change());
     }
-    let observed = fetch::observe(&ctx.client, dbg).await?;
+    let observed = fetch::observe(&ctx.caches, dbg).await;
     let mut verdict = validate(&dbg.spec, observed.pinger.as_ref());
     let mut action = None;
     if verdict.is_ok() {
@@ -273,7 +308,11 @@ async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
         }
     }
     let counts = workload_counts(dbg, &observed);
-    let runs = status::run_summary(observed.summary.as_ref());
+    let runs = observed
+        .summary
+        .as_ref()
+        .map(|s| s.runs.clone())
+        .unwrap_or_default();
     let now = Utc::now();
     // Only this operator writes the status, so the one it wrote last is the
     // current one even when the cached Debugger does not show it yet.
@@ -330,11 +369,19 @@ async fn converge(
         apply::summary(
             &ctx.client,
             &ctx.metrics,
+            &ctx.caches,
             dbg,
             &summary,
             observed.summary.as_ref(),
         ),
-        apply::workload(&ctx.client, &ctx.metrics, dbg, &desired, observed),
+        apply::workload(
+            &ctx.client,
+            &ctx.metrics,
+            &ctx.caches,
+            dbg,
+            &desired,
+            observed
+        ),
     )?;
     if let Some(event) = events::for_change(change, desired.kind(), &dbg.name_any()) {
         info!(?change, kind = desired.kind(), "workload written");

@@ -1,26 +1,12 @@
-//! Fetch: everything a Debugger's reconcile reads from the API server.
+//! Fetch: everything a Debugger's reconcile reads, from the caches the
+//! watches keep (see [`crate::cache`]); no request to the API server.
 
 use combo_api::{Debugger, Pinger};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::GetParams;
-use kube::{Api, Client, ResourceExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 
-/// Errors of this module.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The API server did not answer a read.
-    #[error("reading {kind} {name}")]
-    Read {
-        /// Kind read.
-        kind: &'static str,
-        /// Name read.
-        name: String,
-        /// What went wrong.
-        #[source]
-        source: kube::Error,
-    },
-}
+use crate::cache::{lookup, Caches, Summary};
 
 /// What exists in the cluster for one Debugger.
 #[derive(Clone, Debug, Default)]
@@ -31,62 +17,41 @@ pub struct Observed {
     pub daemonset: Option<DaemonSet>,
     /// A Pod named after it.
     pub pod: Option<Pod>,
-    /// Its summary ConfigMap.
-    pub summary: Option<ConfigMap>,
+    /// Its summary ConfigMap, reduced.
+    pub summary: Option<Summary>,
 }
 
-/// Reads the objects of `dbg`, concurrently.
-pub async fn observe(client: &Client, dbg: &Debugger) -> Result<Observed, Error> {
+/// Reads the objects of `dbg` once every cache has listed.
+pub async fn observe(caches: &Caches, dbg: &Debugger) -> Observed {
+    caches.wait_until_ready().await;
     let ns = dbg.namespace().unwrap_or_default();
     let name = dbg.name_any();
     let summary_name = dbg.spec.summary_name(&name);
     let wants_pinger = dbg.spec.enable_pinger && !dbg.spec.pinger.is_empty();
-    let (pinger, daemonset, pod, summary) = futures::try_join!(
-        async {
-            if wants_pinger {
-                get::<Pinger>(client, &ns, &dbg.spec.pinger, "Pinger").await
-            } else {
-                Ok(None)
-            }
-        },
-        get::<DaemonSet>(client, &ns, &name, "DaemonSet"),
-        get::<Pod>(client, &ns, &name, "Pod"),
-        get::<ConfigMap>(client, &ns, &summary_name, "ConfigMap"),
-    )?;
-    Ok(Observed {
-        pinger,
-        daemonset,
-        pod,
+    let daemonset =
+        caches
+            .recent_daemonsets
+            .merge(&ns, &name, lookup(&caches.daemonsets, &ns, &name), |d| {
+                &d.metadata
+            });
+    let pod = caches
+        .recent_pods
+        .merge(&ns, &name, lookup(&caches.pods, &ns, &name), |p| {
+            &p.metadata
+        });
+    let summary = caches.recent_summaries.merge(
+        &ns,
+        &summary_name,
+        caches.summaries.get(&ns, &summary_name),
+        |s| &s.metadata,
+    );
+    Observed {
+        pinger: wants_pinger
+            .then(|| lookup(&caches.pingers, &ns, &dbg.spec.pinger))
+            .flatten()
+            .map(|p| p.as_ref().clone()),
+        daemonset: daemonset.map(|d| d.as_ref().clone()),
+        pod: pod.map(|p| p.as_ref().clone()),
         summary,
-    })
-}
-
-async fn get<K>(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    kind: &'static str,
-) -> Result<Option<K>, Error>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    // Any resourceVersion: the API server answers from its watch cache
-    // instead of a quorum read of etcd. A reconcile follows a watch event,
-    // so the cache has what triggered it; an answer a moment old costs at
-    // most one idempotent apply.
-    match Api::<K>::namespaced(client.clone(), ns)
-        .get_with(name, &GetParams::any())
-        .await
-    {
-        Ok(obj) => Ok(Some(obj)),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
-        Err(source) => Err(Error::Read {
-            kind,
-            name: name.to_string(),
-            source,
-        }),
     }
 }

@@ -8,6 +8,7 @@
 //! [`leader`] and [`crdgen`]. [`plugin`] is the `kubectl combo` plugin.
 
 pub mod apply;
+pub mod cache;
 pub mod cli;
 pub mod context;
 pub mod controller;

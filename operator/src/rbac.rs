@@ -9,6 +9,8 @@
 //! ConfigMaps of the namespace's Debuggers (by name), create Events.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use combo_api::keys::{self, GROUP};
 use combo_api::Debugger;
@@ -34,6 +36,18 @@ pub struct WorkloadRbac {
     pub hash: String,
     /// The Debuggers it serves.
     pub covered: Covered,
+}
+
+/// Shortest time between two writes of one namespace's workload RBAC.
+pub const BATCH_WINDOW: Duration = Duration::from_millis(250);
+
+/// The workload RBAC last written in a namespace.
+#[derive(Clone, Debug)]
+pub struct Applied {
+    /// The Debuggers it serves.
+    pub covered: Covered,
+    /// When it was written.
+    pub at: Instant,
 }
 
 /// What one applied workload RBAC serves: Debugger uid -> summary ConfigMap
@@ -172,26 +186,30 @@ pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
         .or_default()
         .clone();
     let _serialised = lock.lock().await;
-    let all = ctx.debuggers.state();
-    let mut mine: Vec<&Debugger> = all
-        .iter()
-        .map(|d| d.as_ref())
-        .filter(|d| {
-            d.namespace().as_deref() == Some(ns.as_str()) && d.meta().deletion_timestamp.is_none()
-        })
-        .collect();
-    if !mine.iter().any(|d| d.meta().uid == dbg.meta().uid) {
-        mine.push(dbg);
-    }
     let last = ctx
         .rbac_applied
         .lock()
         .expect("rbac cache lock")
         .get(&ns)
         .cloned();
-    if last.as_ref().is_some_and(|c| c.serves(dbg, &mine)) {
+    let all = ctx.debuggers.state();
+    if last
+        .as_ref()
+        .is_some_and(|a| a.covered.serves(dbg, &of_namespace(&all, &ns, dbg)))
+    {
         return Ok(());
     }
+    // Debuggers created in a burst arrive one by one: a write shortly after
+    // the last one waits out the batch window, so that it covers every
+    // Debugger that arrived meanwhile instead of one write each.
+    let all = match &last {
+        Some(a) if a.at.elapsed() < BATCH_WINDOW => {
+            tokio::time::sleep(BATCH_WINDOW.saturating_sub(a.at.elapsed())).await;
+            ctx.debuggers.state()
+        }
+        _ => all,
+    };
+    let mine = of_namespace(&all, &ns, dbg);
     let desired = render(&ns, &mine);
     // Without a record (operator start), what exists may already be right.
     let current = match last {
@@ -207,23 +225,34 @@ pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
             .and_then(|r| spec_hash_of(&r.metadata).map(str::to_string)),
     };
     if current.as_deref() != Some(desired.hash.as_str()) {
-        let m = &ctx.metrics;
-        apply::apply(
-            &ctx.client,
-            m,
-            &ns,
-            &desired.service_account,
-            "ServiceAccount",
-        )
-        .await?;
-        apply::apply(&ctx.client, m, &ns, &desired.role, "Role").await?;
-        apply::apply(&ctx.client, m, &ns, &desired.binding, "RoleBinding").await?;
+        let (c, m) = (&ctx.client, &ctx.metrics);
+        // In this order: binding a Role needs the Role to exist.
+        apply::apply(c, m, &ns, &desired.service_account, "ServiceAccount").await?;
+        apply::apply(c, m, &ns, &desired.role, "Role").await?;
+        apply::apply(c, m, &ns, &desired.binding, "RoleBinding").await?;
     }
-    ctx.rbac_applied
-        .lock()
-        .expect("rbac cache lock")
-        .insert(ns, desired.covered);
+    ctx.rbac_applied.lock().expect("rbac cache lock").insert(
+        ns,
+        Applied {
+            covered: desired.covered,
+            at: Instant::now(),
+        },
+    );
     Ok(())
+}
+
+/// The live Debuggers of `ns` in `all`, with `dbg` (which the store may not
+/// show yet). Pure.
+fn of_namespace<'a>(all: &'a [Arc<Debugger>], ns: &str, dbg: &'a Debugger) -> Vec<&'a Debugger> {
+    let mut mine: Vec<&Debugger> = all
+        .iter()
+        .map(|d| d.as_ref())
+        .filter(|d| d.namespace().as_deref() == Some(ns) && d.meta().deletion_timestamp.is_none())
+        .collect();
+    if !mine.iter().any(|d| d.meta().uid == dbg.meta().uid) {
+        mine.push(dbg);
+    }
+    mine
 }
 
 #[cfg(test)]

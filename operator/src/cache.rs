@@ -1,0 +1,359 @@
+//! Caches: what a reconcile reads, kept by the watches that also trigger
+//! reconciles, so a reconcile sends the API server no read at all.
+//!
+//! A watch lags behind the operator's own writes by a few milliseconds. So
+//! that a reconcile in that gap does not write the same object again (and
+//! record a second `WorkloadCreated`), every object the operator writes is
+//! kept as the API server returned it until the watch shows that spec hash,
+//! for at most [`RECENT_TTL`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use combo_api::{Debugger, Pinger};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::Resource;
+use tokio::sync::watch;
+
+use crate::render::spec_hash_of;
+use crate::status::{self, RunSummary};
+
+/// kubectl's annotation with the last applied configuration.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// How long an object the operator wrote stands in for what the watch shows.
+pub const RECENT_TTL: Duration = Duration::from_secs(30);
+
+/// A summary ConfigMap reduced to what the operator reads: its metadata
+/// (owner, spec hash) and the run fields. Its data can be large (one value
+/// per node), so it is not kept.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// The ConfigMap's metadata, without managedFields.
+    pub metadata: ObjectMeta,
+    /// The run fields its data yields.
+    pub runs: RunSummary,
+}
+
+impl Summary {
+    /// Reduces `cm`. Pure.
+    pub fn of(cm: &ConfigMap) -> Self {
+        let mut metadata = cm.metadata.clone();
+        metadata.managed_fields = None;
+        Summary {
+            metadata,
+            runs: status::run_summary(Some(cm)),
+        }
+    }
+}
+
+type Key = (String, String);
+
+fn key_of(meta: &ObjectMeta) -> Key {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The summary ConfigMaps the watch has seen, reduced.
+#[derive(Clone)]
+pub struct Summaries {
+    state: Arc<Mutex<SummaryState>>,
+    ready: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct SummaryState {
+    live: HashMap<Key, Summary>,
+    /// Filled while the watch (re)lists; replaces `live` when it is done.
+    listing: Option<HashMap<Key, Summary>>,
+}
+
+impl Default for Summaries {
+    fn default() -> Self {
+        Summaries {
+            state: Default::default(),
+            ready: watch::Sender::new(false),
+        }
+    }
+}
+
+impl Summaries {
+    /// Applies one watch event.
+    pub fn observe(&self, event: &watcher::Event<ConfigMap>) {
+        let mut s = self.state.lock().expect("summaries lock");
+        match event {
+            watcher::Event::Apply(cm) => {
+                s.live.insert(key_of(&cm.metadata), Summary::of(cm));
+            }
+            watcher::Event::Delete(cm) => {
+                s.live.remove(&key_of(&cm.metadata));
+            }
+            watcher::Event::Init => s.listing = Some(HashMap::new()),
+            watcher::Event::InitApply(cm) => {
+                s.listing
+                    .get_or_insert_with(HashMap::new)
+                    .insert(key_of(&cm.metadata), Summary::of(cm));
+            }
+            watcher::Event::InitDone => {
+                if let Some(listed) = s.listing.take() {
+                    s.live = listed;
+                }
+                self.ready.send_replace(true);
+            }
+        }
+    }
+
+    /// The summary `name` in `ns`, if the watch has seen it.
+    pub fn get(&self, ns: &str, name: &str) -> Option<Summary> {
+        let s = self.state.lock().expect("summaries lock");
+        s.live.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+
+    async fn wait_until_ready(&self) {
+        let mut rx = self.ready.subscribe();
+        // The sender lives as long as self.
+        let _ = rx.wait_for(|ready| *ready).await;
+    }
+}
+
+/// Objects the operator wrote, as the API server returned them.
+pub struct Recent<T> {
+    entries: Mutex<HashMap<Key, (T, Instant)>>,
+}
+
+impl<T> Default for Recent<T> {
+    fn default() -> Self {
+        Recent {
+            entries: Default::default(),
+        }
+    }
+}
+
+impl<T: Clone> Recent<T> {
+    /// Keeps `obj`, written just now.
+    pub fn record(&self, meta: &ObjectMeta, obj: T) {
+        let mut e = self.entries.lock().expect("recent lock");
+        e.retain(|_, (_, at)| at.elapsed() < RECENT_TTL);
+        e.insert(key_of(meta), (obj, Instant::now()));
+    }
+
+    /// What to read for `ns`/`name`: `watched` once it shows the spec hash
+    /// the operator wrote (or once the record is older than [`RECENT_TTL`]),
+    /// else the written object. `meta` gives an object's metadata.
+    pub fn merge(
+        &self,
+        ns: &str,
+        name: &str,
+        watched: Option<T>,
+        meta: impl Fn(&T) -> &ObjectMeta,
+    ) -> Option<T> {
+        let key = (ns.to_string(), name.to_string());
+        let mut e = self.entries.lock().expect("recent lock");
+        let Some((written, at)) = e.get(&key) else {
+            return watched;
+        };
+        let caught_up = watched
+            .as_ref()
+            .is_some_and(|w| spec_hash_of(meta(w)) == spec_hash_of(meta(written)));
+        if caught_up || at.elapsed() >= RECENT_TTL {
+            e.remove(&key);
+            return watched;
+        }
+        Some(written.clone())
+    }
+
+    /// Forgets `ns`/`name` (the operator deleted it).
+    pub fn forget(&self, ns: &str, name: &str) {
+        let mut e = self.entries.lock().expect("recent lock");
+        e.remove(&(ns.to_string(), name.to_string()));
+    }
+}
+
+/// Every cache a reconcile reads.
+pub struct Caches {
+    /// DaemonSets labelled as kube-combo's, without managedFields.
+    pub daemonsets: Store<DaemonSet>,
+    /// Pods created directly by Debuggers (not by their DaemonSets).
+    pub pods: Store<Pod>,
+    /// Pingers.
+    pub pingers: Store<Pinger>,
+    /// Summary ConfigMaps, reduced.
+    pub summaries: Summaries,
+    /// DaemonSets written, until the watch shows them.
+    pub recent_daemonsets: Recent<Arc<DaemonSet>>,
+    /// Pods written, until the watch shows them.
+    pub recent_pods: Recent<Arc<Pod>>,
+    /// Summary ConfigMaps written, until the watch shows them.
+    pub recent_summaries: Recent<Summary>,
+}
+
+impl Caches {
+    /// Caches around the given stores.
+    pub fn new(
+        daemonsets: Store<DaemonSet>,
+        pods: Store<Pod>,
+        pingers: Store<Pinger>,
+        summaries: Summaries,
+    ) -> Self {
+        Caches {
+            daemonsets,
+            pods,
+            pingers,
+            summaries,
+            recent_daemonsets: Default::default(),
+            recent_pods: Default::default(),
+            recent_summaries: Default::default(),
+        }
+    }
+
+    /// Waits until every watch has listed once. Reading before that would
+    /// take an object that exists for a missing one.
+    pub async fn wait_until_ready(&self) {
+        let _ = futures::join!(
+            self.daemonsets.wait_until_ready(),
+            self.pods.wait_until_ready(),
+            self.pingers.wait_until_ready(),
+            self.summaries.wait_until_ready(),
+        );
+    }
+}
+
+/// Looks `name` up in `store` within `ns`.
+pub fn lookup<K>(store: &Store<K>, ns: &str, name: &str) -> Option<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store.get(&ObjectRef::new(name).within(ns))
+}
+
+/// What a cached object keeps: only what reconciles read, since the caches
+/// hold an object per Debugger.
+pub trait Slim {
+    /// Drops the rest.
+    fn slim(&mut self);
+}
+
+impl Slim for DaemonSet {
+    /// Metadata (owner, spec hash) and status (pod counts); no spec and no
+    /// managedFields, which are most of its size.
+    fn slim(&mut self) {
+        self.metadata.managed_fields = None;
+        self.spec = None;
+    }
+}
+
+impl Slim for Pod {
+    /// Metadata (owner, spec hash, deletion) and status (phase, readiness).
+    fn slim(&mut self) {
+        self.metadata.managed_fields = None;
+        self.spec = None;
+    }
+}
+
+impl Slim for Debugger {
+    /// Everything but managedFields and kubectl's copy of the last applied
+    /// configuration (as large as the spec again).
+    fn slim(&mut self) {
+        self.metadata.managed_fields = None;
+        if let Some(a) = self.metadata.annotations.as_mut() {
+            a.remove(LAST_APPLIED);
+        }
+    }
+}
+
+impl Slim for Pinger {
+    /// Everything but managedFields: the spec is rendered into the workload.
+    fn slim(&mut self) {
+        self.metadata.managed_fields = None;
+    }
+}
+
+/// [`Slim::slim`] as a function, for `WatchStreamExt::modify`.
+pub fn slim<K: Slim>(obj: &mut K) {
+    obj.slim();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn cm(name: &str, hash: &str, nodes: &[(&str, &str)]) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ops".into()),
+                annotations: Some(BTreeMap::from([(
+                    crate::render::ANNOTATION_SPEC_HASH.to_string(),
+                    hash.to_string(),
+                )])),
+                ..ObjectMeta::default()
+            },
+            data: Some(
+                nodes
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn summaries_follow_the_watch_and_a_relist_drops_what_is_gone() {
+        let s = Summaries::default();
+        let node = "runAt: \"2026-11-22T06:00:00Z\"\ndisk:\n  sdb1:\n    err: full\n";
+        s.observe(&watcher::Event::Init);
+        s.observe(&watcher::Event::InitApply(cm("a", "h", &[("n1", node)])));
+        s.observe(&watcher::Event::InitApply(cm("b", "h", &[])));
+        assert_eq!(s.get("ops", "a"), None, "not visible before the list ends");
+        s.observe(&watcher::Event::InitDone);
+        let a = s.get("ops", "a").unwrap();
+        assert_eq!(a.runs.completed_nodes, 1);
+        assert_eq!(a.runs.failed_items, 1);
+        assert_eq!(a.runs.last_run_at.as_deref(), Some("2026-11-22T06:00:00Z"));
+        s.observe(&watcher::Event::Delete(cm("b", "h", &[])));
+        assert_eq!(s.get("ops", "b"), None);
+        s.observe(&watcher::Event::Apply(cm("b", "h", &[])));
+        s.observe(&watcher::Event::Init);
+        s.observe(&watcher::Event::InitApply(cm("b", "h2", &[])));
+        s.observe(&watcher::Event::InitDone);
+        assert_eq!(s.get("ops", "a"), None, "gone while the watch was down");
+        assert_eq!(
+            spec_hash_of(&s.get("ops", "b").unwrap().metadata),
+            Some("h2")
+        );
+    }
+
+    #[test]
+    fn a_written_object_stands_in_until_the_watch_shows_its_hash() {
+        let r: Recent<ConfigMap> = Recent::default();
+        fn meta(c: &ConfigMap) -> &ObjectMeta {
+            &c.metadata
+        }
+        assert_eq!(r.merge("ops", "a", None, meta), None);
+        r.record(&cm("a", "new", &[]).metadata, cm("a", "new", &[]));
+        let got = |w: Option<ConfigMap>| {
+            r.merge("ops", "a", w, meta)
+                .map(|c| spec_hash_of(&c.metadata).map(str::to_string))
+        };
+        assert_eq!(got(None), Some(Some("new".into())), "watch has nothing yet");
+        assert_eq!(
+            got(Some(cm("a", "old", &[]))),
+            Some(Some("new".into())),
+            "watch shows the old version"
+        );
+        assert_eq!(got(Some(cm("a", "new", &[]))), Some(Some("new".into())));
+        assert_eq!(got(None), None, "caught up once: the watch decides again");
+        r.record(&cm("a", "x", &[]).metadata, cm("a", "x", &[]));
+        r.forget("ops", "a");
+        assert_eq!(got(None), None);
+    }
+}
