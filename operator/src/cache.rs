@@ -61,11 +61,39 @@ fn key_of(meta: &ObjectMeta) -> Key {
     )
 }
 
+/// Whether a watch has listed once. Any number of tasks may wait for it.
+/// (kube's `Store::wait_until_ready` wakes only the task that polled it
+/// last, so concurrent reconciles waiting on it could wait forever.)
+#[derive(Clone, Debug)]
+pub struct Readiness(watch::Sender<bool>);
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Readiness(watch::Sender::new(false))
+    }
+}
+
+impl Readiness {
+    /// Marks the watch as listed when `event` ends a list.
+    pub fn observe<K>(&self, event: &watcher::Event<K>) {
+        if matches!(event, watcher::Event::InitDone) {
+            self.0.send_replace(true);
+        }
+    }
+
+    /// Waits until the watch has listed once.
+    pub async fn wait(&self) {
+        let mut rx = self.0.subscribe();
+        // The sender lives as long as self.
+        let _ = rx.wait_for(|ready| *ready).await;
+    }
+}
+
 /// The summary ConfigMaps the watch has seen, reduced.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Summaries {
     state: Arc<Mutex<SummaryState>>,
-    ready: watch::Sender<bool>,
+    ready: Readiness,
 }
 
 #[derive(Default)]
@@ -75,18 +103,14 @@ struct SummaryState {
     listing: Option<HashMap<Key, Summary>>,
 }
 
-impl Default for Summaries {
-    fn default() -> Self {
-        Summaries {
-            state: Default::default(),
-            ready: watch::Sender::new(false),
-        }
-    }
-}
-
 impl Summaries {
     /// Applies one watch event.
     pub fn observe(&self, event: &watcher::Event<ConfigMap>) {
+        self.apply(event);
+        self.ready.observe(event);
+    }
+
+    fn apply(&self, event: &watcher::Event<ConfigMap>) {
         let mut s = self.state.lock().expect("summaries lock");
         match event {
             watcher::Event::Apply(cm) => {
@@ -105,7 +129,6 @@ impl Summaries {
                 if let Some(listed) = s.listing.take() {
                     s.live = listed;
                 }
-                self.ready.send_replace(true);
             }
         }
     }
@@ -114,12 +137,6 @@ impl Summaries {
     pub fn get(&self, ns: &str, name: &str) -> Option<Summary> {
         let s = self.state.lock().expect("summaries lock");
         s.live.get(&(ns.to_string(), name.to_string())).cloned()
-    }
-
-    async fn wait_until_ready(&self) {
-        let mut rx = self.ready.subscribe();
-        // The sender lives as long as self.
-        let _ = rx.wait_for(|ready| *ready).await;
     }
 }
 
@@ -192,15 +209,19 @@ pub struct Caches {
     pub recent_pods: Recent<Arc<Pod>>,
     /// Summary ConfigMaps written, until the watch shows them.
     pub recent_summaries: Recent<Summary>,
+    /// Whether the DaemonSet, Pod and Pinger watches have listed once.
+    pub listed: [Readiness; 3],
 }
 
 impl Caches {
     /// Caches around the given stores.
+    /// `listed` are set by the DaemonSet, Pod and Pinger watches.
     pub fn new(
         daemonsets: Store<DaemonSet>,
         pods: Store<Pod>,
         pingers: Store<Pinger>,
         summaries: Summaries,
+        listed: [Readiness; 3],
     ) -> Self {
         Caches {
             daemonsets,
@@ -210,17 +231,18 @@ impl Caches {
             recent_daemonsets: Default::default(),
             recent_pods: Default::default(),
             recent_summaries: Default::default(),
+            listed,
         }
     }
 
     /// Waits until every watch has listed once. Reading before that would
     /// take an object that exists for a missing one.
     pub async fn wait_until_ready(&self) {
-        let _ = futures::join!(
-            self.daemonsets.wait_until_ready(),
-            self.pods.wait_until_ready(),
-            self.pingers.wait_until_ready(),
-            self.summaries.wait_until_ready(),
+        futures::join!(
+            self.listed[0].wait(),
+            self.listed[1].wait(),
+            self.listed[2].wait(),
+            self.summaries.ready.wait(),
         );
     }
 }
@@ -330,6 +352,27 @@ mod tests {
             spec_hash_of(&s.get("ops", "b").unwrap().metadata),
             Some("h2")
         );
+    }
+
+    #[tokio::test]
+    async fn every_task_waiting_for_a_watch_wakes_when_it_has_listed() {
+        let ready = Readiness::default();
+        let waiters: Vec<_> = (0..8)
+            .map(|_| {
+                let r = ready.clone();
+                tokio::spawn(async move { r.wait().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        ready.observe::<ConfigMap>(&watcher::Event::Init);
+        ready.observe::<ConfigMap>(&watcher::Event::InitDone);
+        for w in waiters {
+            tokio::time::timeout(Duration::from_secs(5), w)
+                .await
+                .expect("every waiter wakes")
+                .unwrap();
+        }
+        ready.wait().await;
     }
 
     #[test]

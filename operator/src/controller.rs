@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use combo_api::keys::{self, FIELD_MANAGER_OPERATOR};
 use combo_api::{Debugger, DebuggerStatus, Pinger};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -19,7 +19,7 @@ use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
 
-use crate::cache::{self, Caches, Summaries};
+use crate::cache::{self, Caches, Readiness, Summaries};
 use crate::cli::RunArgs;
 use crate::context::Context;
 use crate::fetch::{self, Observed};
@@ -169,18 +169,22 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     let main = Controller::for_stream(debuggers, store.clone())
         .with_config(ControllerConfig::default().concurrency(32));
     // The watches of owned objects and Pingers trigger reconciles and fill
-    // the caches the reconciles read.
+    // the caches the reconciles read. (The controller keeps polling them
+    // while all its reconciles run, so reconciles can wait for the caches.)
+    let listed: [Readiness; 3] = Default::default();
     let (ds_store, ds_writer) = reflector::store();
     let daemonsets = watcher(api::<DaemonSet>(&client, ns), owned.clone())
         .default_backoff()
         .modify(cache::slim)
         .reflect(ds_writer)
+        .inspect_ok(marks(&listed[0]))
         .touched_objects();
     let (pod_store, pod_writer) = reflector::store();
     let pods = watcher(api::<Pod>(&client, ns), direct_pods)
         .default_backoff()
         .modify(cache::slim)
         .reflect(pod_writer)
+        .inspect_ok(marks(&listed[1]))
         .touched_objects();
     let summaries = Summaries::default();
     let feed = summaries.clone();
@@ -198,6 +202,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         .default_backoff()
         .modify(cache::slim)
         .reflect(pinger_writer)
+        .inspect_ok(marks(&listed[2]))
         .touched_objects();
     let users_store = store.clone();
     let ctx = Arc::new(Context {
@@ -215,7 +220,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             },
         ),
         debuggers: store,
-        caches: Caches::new(ds_store, pod_store, pinger_store, summaries),
+        caches: Caches::new(ds_store, pod_store, pinger_store, summaries, listed),
         rbac_applied: Default::default(),
         rbac_locks: Default::default(),
         written: Default::default(),
@@ -252,6 +257,12 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             }
         });
     futures::join!(debuggers, pingers);
+}
+
+/// Marks `ready` once the watch whose events it sees has listed.
+fn marks<K>(ready: &Readiness) -> impl Fn(&watcher::Event<K>) + Send + 'static {
+    let ready = ready.clone();
+    move |event| ready.observe(event)
 }
 
 /// The Debuggers that use `pinger`. Pure.
