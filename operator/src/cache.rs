@@ -140,9 +140,18 @@ impl Summaries {
     }
 }
 
-/// Objects the operator wrote, as the API server returned them.
+/// Objects the operator wrote, as the API server returned them. Clones
+/// share the record.
 pub struct Recent<T> {
-    entries: Mutex<HashMap<Key, (T, Instant)>>,
+    entries: Arc<Mutex<HashMap<Key, (T, Instant)>>>,
+}
+
+impl<T> Clone for Recent<T> {
+    fn clone(&self) -> Self {
+        Recent {
+            entries: self.entries.clone(),
+        }
+    }
 }
 
 impl<T> Default for Recent<T> {
@@ -186,6 +195,15 @@ impl<T: Clone> Recent<T> {
         Some(written.clone())
     }
 
+    /// Forgets an object the watch saw deleted: from then on the watch
+    /// decides, so a workload deleted right after a write is recreated.
+    pub fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
+        if let watcher::Event::Delete(obj) = event {
+            let (ns, name) = key_of(obj.meta());
+            self.forget(&ns, &name);
+        }
+    }
+
     /// Forgets `ns`/`name` (the operator deleted it).
     pub fn forget(&self, ns: &str, name: &str) {
         let mut e = self.entries.lock().expect("recent lock");
@@ -215,23 +233,18 @@ pub struct Caches {
 
 impl Caches {
     /// Caches around the given stores.
-    /// `listed` are set by the DaemonSet, Pod and Pinger watches.
-    pub fn new(
-        daemonsets: Store<DaemonSet>,
-        pods: Store<Pod>,
-        pingers: Store<Pinger>,
-        summaries: Summaries,
-        listed: [Readiness; 3],
-    ) -> Self {
+    /// Empty caches around the given stores; the watches fill them, set
+    /// `listed` and feed deletions to the `recent_*` records.
+    pub fn new(daemonsets: Store<DaemonSet>, pods: Store<Pod>, pingers: Store<Pinger>) -> Self {
         Caches {
             daemonsets,
             pods,
             pingers,
-            summaries,
+            summaries: Default::default(),
             recent_daemonsets: Default::default(),
             recent_pods: Default::default(),
             recent_summaries: Default::default(),
-            listed,
+            listed: Default::default(),
         }
     }
 
@@ -398,5 +411,9 @@ mod tests {
         r.record(&cm("a", "x", &[]).metadata, cm("a", "x", &[]));
         r.forget("ops", "a");
         assert_eq!(got(None), None);
+        r.record(&cm("a", "y", &[]).metadata, cm("a", "y", &[]));
+        r.clone()
+            .observe(&watcher::Event::Delete(cm("a", "y", &[])));
+        assert_eq!(got(None), None, "deleted: the watch decides");
     }
 }

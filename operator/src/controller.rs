@@ -19,7 +19,7 @@ use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
 
-use crate::cache::{self, Caches, Readiness, Summaries};
+use crate::cache::{self, Caches};
 use crate::cli::RunArgs;
 use crate::context::Context;
 use crate::fetch::{self, Observed};
@@ -171,38 +171,44 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     // The watches of owned objects and Pingers trigger reconciles and fill
     // the caches the reconciles read. (The controller keeps polling them
     // while all its reconciles run, so reconciles can wait for the caches.)
-    let listed: [Readiness; 3] = Default::default();
     let (ds_store, ds_writer) = reflector::store();
+    let (pod_store, pod_writer) = reflector::store();
+    let (pinger_store, pinger_writer) = reflector::store();
+    let caches = Caches::new(ds_store, pod_store, pinger_store);
+    let (ready, recent) = (caches.listed[0].clone(), caches.recent_daemonsets.clone());
     let daemonsets = watcher(api::<DaemonSet>(&client, ns), owned.clone())
         .default_backoff()
         .modify(cache::slim)
         .reflect(ds_writer)
-        .inspect_ok(marks(&listed[0]))
+        .inspect_ok(move |e| {
+            ready.observe(e);
+            recent.observe(e);
+        })
         .touched_objects();
-    let (pod_store, pod_writer) = reflector::store();
+    let (ready, recent) = (caches.listed[1].clone(), caches.recent_pods.clone());
     let pods = watcher(api::<Pod>(&client, ns), direct_pods)
         .default_backoff()
         .modify(cache::slim)
         .reflect(pod_writer)
-        .inspect_ok(marks(&listed[1]))
-        .touched_objects();
-    let summaries = Summaries::default();
-    let feed = summaries.clone();
-    let config_maps = watcher(api::<ConfigMap>(&client, ns), owned)
-        .default_backoff()
-        .map(move |event| {
-            if let Ok(e) = &event {
-                feed.observe(e);
-            }
-            event
+        .inspect_ok(move |e| {
+            ready.observe(e);
+            recent.observe(e);
         })
         .touched_objects();
-    let (pinger_store, pinger_writer) = reflector::store();
+    let (summaries, recent) = (caches.summaries.clone(), caches.recent_summaries.clone());
+    let config_maps = watcher(api::<ConfigMap>(&client, ns), owned)
+        .default_backoff()
+        .inspect_ok(move |e| {
+            summaries.observe(e);
+            recent.observe(e);
+        })
+        .touched_objects();
+    let ready = caches.listed[2].clone();
     let pinger_events = watcher(api::<Pinger>(&client, ns), watcher::Config::default())
         .default_backoff()
         .modify(cache::slim)
         .reflect(pinger_writer)
-        .inspect_ok(marks(&listed[2]))
+        .inspect_ok(move |e| ready.observe(e))
         .touched_objects();
     let users_store = store.clone();
     let ctx = Arc::new(Context {
@@ -220,7 +226,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             },
         ),
         debuggers: store,
-        caches: Caches::new(ds_store, pod_store, pinger_store, summaries, listed),
+        caches,
         rbac_applied: Default::default(),
         rbac_locks: Default::default(),
         written: Default::default(),
@@ -257,12 +263,6 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             }
         });
     futures::join!(debuggers, pingers);
-}
-
-/// Marks `ready` once the watch whose events it sees has listed.
-fn marks<K>(ready: &Readiness) -> impl Fn(&watcher::Event<K>) + Send + 'static {
-    let ready = ready.clone();
-    move |event| ready.observe(event)
 }
 
 /// The Debuggers that use `pinger`. Pure.

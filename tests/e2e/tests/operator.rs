@@ -510,6 +510,37 @@ async fn deleting_the_debugger_removes_its_workload_and_summary() -> Result<()> 
     .await
 }
 
+#[tokio::test]
+async fn a_workload_and_summary_deleted_by_hand_come_back() -> Result<()> {
+    install_operator();
+    let ns = namespace("op-back").await;
+    let c = client().await;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("back", "cpu: 100m\n")),
+    )?;
+    let uid = |m: Option<DaemonSet>| m.and_then(|d| d.metadata.uid);
+    wait_for(WAIT, "workload and summary", || async {
+        Ok(get::<DaemonSet>(&c, &ns.name, "back").await?.is_some()
+            && get::<ConfigMap>(&c, &ns.name, "back-summary")
+                .await?
+                .is_some())
+    })
+    .await?;
+    let first = uid(get::<DaemonSet>(&c, &ns.name, "back").await?);
+    // At once, while the operator's record of its own write is fresh.
+    kubectl_ok(&["delete", "ds/back", "cm/back-summary", "-n", &ns.name])?;
+    wait_for(WAIT, "a new DaemonSet and ConfigMap", || async {
+        let now = uid(get::<DaemonSet>(&c, &ns.name, "back").await?);
+        Ok(now.is_some()
+            && now != first
+            && get::<ConfigMap>(&c, &ns.name, "back-summary")
+                .await?
+                .is_some())
+    })
+    .await
+}
+
 /// resourceVersions of everything the operator writes for Debugger `name`.
 async fn versions(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
