@@ -429,10 +429,7 @@ fn workload_counts(dbg: &Debugger, observed: &Observed) -> Option<PodCounts> {
 pub fn newly_reported(old: Option<&DebuggerStatus>, new: &DebuggerStatus) -> bool {
     let Some(old) = old else { return true };
     let ready = |s: &DebuggerStatus| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == status::CONDITION_READY)
-            .map(|c| (c.reason.clone(), c.message.clone()))
+        status::ready_of(&s.conditions).map(|c| (c.reason.clone(), c.message.clone()))
     };
     old.observed_generation != new.observed_generation || ready(old) != ready(new)
 }

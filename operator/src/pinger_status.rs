@@ -13,7 +13,7 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::Client;
 
 use crate::metrics::Metrics;
-use crate::status::{ready_condition, CONDITION_READY};
+use crate::status::{ready_condition, ready_of};
 
 /// Reason of `Ready=True`: every target parses.
 pub const REASON_TARGETS_VALID: &str = "TargetsValid";
@@ -68,12 +68,8 @@ pub fn compute(pinger: &Pinger, now: DateTime<Utc>) -> PingerStatus {
 /// Whether `new` reports an invalid spec that the Pinger's current status
 /// does not (the moment to record the Warning Event). Pure.
 pub fn newly_invalid(old: Option<&PingerStatus>, new: &PingerStatus) -> bool {
-    let ready = |s: &PingerStatus| {
-        s.conditions
-            .iter()
-            .find(|c| c.type_ == CONDITION_READY)
-            .map(|c| (c.reason.clone(), c.message.clone()))
-    };
+    let ready =
+        |s: &PingerStatus| ready_of(&s.conditions).map(|c| (c.reason.clone(), c.message.clone()));
     let new_ready = ready(new);
     new_ready
         .as_ref()

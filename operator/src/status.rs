@@ -124,6 +124,11 @@ pub fn compute(
     }
 }
 
+/// The `Ready` condition among `conditions`. Pure.
+pub fn ready_of(conditions: &[Condition]) -> Option<&Condition> {
+    conditions.iter().find(|c| c.type_ == CONDITION_READY)
+}
+
 /// The `Ready` condition with `status`, `reason` and `message` for
 /// `generation`. Its transition time is kept from the `Ready` condition in
 /// `previous` while status and reason stay the same, else it is `now`. Pure.
@@ -136,7 +141,7 @@ pub fn ready_condition(
     now: DateTime<Utc>,
 ) -> Condition {
     let unchanged = previous
-        .and_then(|cs| cs.iter().find(|c| c.type_ == CONDITION_READY))
+        .and_then(ready_of)
         .filter(|c| c.status == status && c.reason == reason);
     Condition {
         type_: CONDITION_READY.into(),
