@@ -19,7 +19,7 @@ use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
 
-use crate::cache::{self, Caches};
+use crate::cache::{self, Caches, Readiness, Slim};
 use crate::cli::RunArgs;
 use crate::context::Context;
 use crate::fetch::{self, Observed};
@@ -175,26 +175,22 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     let (pod_store, pod_writer) = reflector::store();
     let (pinger_store, pinger_writer) = reflector::store();
     let caches = Caches::new(ds_store, pod_store, pinger_store);
-    let (ready, recent) = (caches.listed[0].clone(), caches.recent_daemonsets.clone());
-    let daemonsets = watcher(api::<DaemonSet>(&client, ns), owned.clone())
-        .default_backoff()
-        .modify(cache::slim)
-        .reflect(ds_writer)
-        .inspect_ok(move |e| {
-            ready.observe(e);
-            recent.observe(e);
-        })
-        .touched_objects();
-    let (ready, recent) = (caches.listed[1].clone(), caches.recent_pods.clone());
-    let pods = watcher(api::<Pod>(&client, ns), direct_pods)
-        .default_backoff()
-        .modify(cache::slim)
-        .reflect(pod_writer)
-        .inspect_ok(move |e| {
-            ready.observe(e);
-            recent.observe(e);
-        })
-        .touched_objects();
+    let recent = caches.recent_daemonsets.clone();
+    let daemonsets = cached_watch(
+        api::<DaemonSet>(&client, ns),
+        owned.clone(),
+        ds_writer,
+        caches.listed[0].clone(),
+        move |e| recent.observe(e),
+    );
+    let recent = caches.recent_pods.clone();
+    let pods = cached_watch(
+        api::<Pod>(&client, ns),
+        direct_pods,
+        pod_writer,
+        caches.listed[1].clone(),
+        move |e| recent.observe(e),
+    );
     let (summaries, recent) = (caches.summaries.clone(), caches.recent_summaries.clone());
     let config_maps = watcher(api::<ConfigMap>(&client, ns), owned)
         .default_backoff()
@@ -203,13 +199,13 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             recent.observe(e);
         })
         .touched_objects();
-    let ready = caches.listed[2].clone();
-    let pinger_events = watcher(api::<Pinger>(&client, ns), watcher::Config::default())
-        .default_backoff()
-        .modify(cache::slim)
-        .reflect(pinger_writer)
-        .inspect_ok(move |e| ready.observe(e))
-        .touched_objects();
+    let pinger_events = cached_watch(
+        api::<Pinger>(&client, ns),
+        watcher::Config::default(),
+        pinger_writer,
+        caches.listed[2].clone(),
+        |_| (),
+    );
     let users_store = store.clone();
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -263,6 +259,37 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             }
         });
     futures::join!(debuggers, pingers);
+}
+
+/// A watch of `api` that keeps its objects, slimmed, in `writer`'s store,
+/// marks `listed` once it has listed, passes every event to `also`, and
+/// yields the objects it touched (reconcile triggers).
+fn cached_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    listed: Readiness,
+    also: impl Fn(&watcher::Event<K>) + Send + 'static,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()>
+        + Slim
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    watcher(api, config)
+        .default_backoff()
+        .modify(cache::slim)
+        .reflect(writer)
+        .inspect_ok(move |e| {
+            listed.observe(e);
+            also(e);
+        })
+        .touched_objects()
 }
 
 /// The Debuggers that use `pinger`. Pure.
