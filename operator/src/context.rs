@@ -10,7 +10,8 @@ use kube::Client;
 
 use crate::cache::Caches;
 use crate::metrics::Metrics;
-use crate::rbac::Applied;
+use crate::pace::Pace;
+use crate::rbac::Namespaces;
 use crate::render::Images;
 
 /// Shared state of the controller.
@@ -28,14 +29,12 @@ pub struct Context {
     pub debuggers: Store<Debugger>,
     /// What reconciles read: the owned objects and Pingers the watches see.
     pub caches: Caches,
-    /// The workload RBAC last applied per namespace, so a reconcile reads or
-    /// writes it only when it does not cover its Debugger.
-    pub rbac_applied: Mutex<HashMap<String, Applied>>,
-    /// One lock per namespace around the workload RBAC: when many Debuggers
-    /// of a namespace arrive at once, the first write covers every Debugger
-    /// the store holds by then, and the reconciles that waited find
-    /// themselves covered instead of each rewriting the three objects.
-    pub rbac_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The workload RBAC of each namespace: what was last applied (a
+    /// reconcile reads or writes it only when that does not cover its
+    /// Debugger) and its background writer.
+    pub rbac: Namespaces,
+    /// Holds statuses and Events back while workloads are being written.
+    pub pace: Pace,
     /// The status last written per Debugger uid. A reconcile can run on a
     /// cached Debugger that does not show the write yet; comparing with
     /// this too keeps it from writing the same status again.

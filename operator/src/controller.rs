@@ -13,7 +13,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::{Event, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -223,8 +223,8 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         ),
         debuggers: store,
         caches,
-        rbac_applied: Default::default(),
-        rbac_locks: Default::default(),
+        rbac: Default::default(),
+        pace: Default::default(),
         written: Default::default(),
         failures: Default::default(),
     });
@@ -244,6 +244,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
                 tracing::debug!(error = %e, "pinger status stream");
             }
         });
+    let held = ctx.clone();
     let debuggers = main
         .owns_stream(daemonsets)
         .owns_stream(pods)
@@ -259,6 +260,11 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             }
         });
     futures::join!(debuggers, pingers);
+    for (reference, event) in held.pace.drain() {
+        if let Err(e) = held.recorder.publish(&event, &reference).await {
+            warn!(error = %e, reason = %event.reason, "publishing a held event failed");
+        }
+    }
 }
 
 /// A watch of `api` that keeps its objects, slimmed, in `writer`'s store,
@@ -325,7 +331,7 @@ pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, 
     result
 }
 
-async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
+async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     if dbg.metadata.deletion_timestamp.is_some() {
         // The garbage collector removes what it owns; recreating a workload
         // now would only race it.
@@ -333,10 +339,13 @@ async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
     }
     let observed = fetch::observe(&ctx.caches, dbg).await;
     let mut verdict = validate(&dbg.spec, observed.pinger.as_ref());
-    let mut action = None;
+    let (mut action, mut news) = (None, Vec::new());
     if verdict.is_ok() {
         match converge(dbg, ctx, &observed).await {
-            Ok(a) => action = a,
+            Ok((a, event)) => {
+                action = a;
+                news.extend(event);
+            }
             Err(apply::Error::NotOwned { kind, name }) => {
                 verdict = Err(Invalid::InvalidSpec(format!(
                     "{kind} {name:?} already exists and is not owned by this Debugger"
@@ -368,12 +377,25 @@ async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
         _ => dbg,
     };
     let new = status::compute(current, verdict.as_ref().err(), counts, &runs, now);
+    let changed = status::changed(current, &new);
     if let Err(invalid) = &verdict {
         if newly_reported(current.status.as_ref(), &new) {
-            events::publish(&ctx.recorder, dbg, events::for_invalid(invalid)).await;
+            news.push(events::for_invalid(invalid));
+        }
+    } else if changed || !news.is_empty() {
+        // A valid Debugger's status and Events wait while workloads are
+        // being written (see `pace`).
+        match ctx.pace.hold(&uid, &dbg.object_ref(&()), news) {
+            // Sooner than any requeue `converge` asks for, which the next
+            // reconcile asks for again.
+            Ok(wait) => return Ok(Action::requeue(wait)),
+            Err(due) => news = due,
         }
     }
-    if status::changed(current, &new) {
+    for event in news {
+        events::publish(&ctx.recorder, dbg, event).await;
+    }
+    if changed {
         write_status(ctx, dbg, &new).await?;
         remember_written(ctx, uid, new);
     }
@@ -393,17 +415,18 @@ async fn pipeline(dbg: &Debugger, ctx: &Context) -> Result<Action, Error> {
 }
 
 /// Applies the workload RBAC, the summary ConfigMap and the workload.
-/// Returns a requeue when a replaced Pod has to be recreated.
+/// Returns a requeue when a replaced Pod has to be recreated, and the
+/// Event of a workload change.
 async fn converge(
     dbg: &Debugger,
-    ctx: &Context,
+    ctx: &Arc<Context>,
     observed: &Observed,
-) -> Result<Option<Action>, apply::Error> {
+) -> Result<(Option<Action>, Option<Event>), apply::Error> {
     rbac::ensure(ctx, dbg).await?;
     let summary = render::summary_config_map(dbg);
     let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
     // Independent objects: written concurrently.
-    let (_, change) = futures::try_join!(
+    let (summary_written, change) = futures::try_join!(
         apply::summary(
             &ctx.client,
             &ctx.metrics,
@@ -421,14 +444,18 @@ async fn converge(
             observed
         ),
     )?;
-    if let Some(event) = events::for_change(change, desired.kind(), &dbg.name_any()) {
-        info!(?change, kind = desired.kind(), "workload written");
-        events::publish(&ctx.recorder, dbg, event).await;
+    if summary_written || change != apply::Change::Unchanged {
+        ctx.pace.wrote();
     }
-    Ok(
+    let event = events::for_change(change, desired.kind(), &dbg.name_any());
+    if event.is_some() {
+        info!(?change, kind = desired.kind(), "workload written");
+    }
+    Ok((
         matches!(change, apply::Change::Replacing | apply::Change::Waiting)
             .then(|| Action::requeue(Duration::from_secs(1))),
-    )
+        event,
+    ))
 }
 
 /// Counts of the workload that matches the spec's type, else of whichever exists.

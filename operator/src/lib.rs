@@ -18,6 +18,7 @@ pub mod fetch;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod pace;
 pub mod pinger_status;
 pub mod plugin;
 pub mod rbac;

@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Api, Resource, ResourceExt};
+use tracing::warn;
 
 use crate::apply;
 use crate::context::Context;
@@ -62,11 +63,14 @@ impl Covered {
     pub fn serves(&self, dbg: &Debugger, live: &[&Debugger]) -> bool {
         let uid = dbg.meta().uid.clone().unwrap_or_default();
         let wanted = dbg.spec.summary_name(&dbg.name_any());
-        self.0.get(&uid) == Some(&wanted)
-            && self.0.keys().all(|u| {
-                live.iter()
-                    .any(|d| d.meta().uid.as_deref() == Some(u.as_str()))
-            })
+        if self.0.get(&uid) != Some(&wanted) {
+            return false;
+        }
+        let live: BTreeSet<&str> = live
+            .iter()
+            .filter_map(|d| d.meta().uid.as_deref())
+            .collect();
+        self.0.keys().all(|u| live.contains(u.as_str()))
     }
 }
 
@@ -173,48 +177,145 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
     }
 }
 
-/// Makes sure the workload RBAC of `dbg`'s namespace matches the namespace's
-/// Debuggers. Reads the Role only when this process has not applied the
-/// same hash yet; writes only when it differs.
-pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
-    let ns = dbg.namespace().unwrap_or_default();
-    let lock = ctx
-        .rbac_locks
-        .lock()
-        .expect("rbac locks")
-        .entry(ns.clone())
-        .or_default()
-        .clone();
-    let _serialised = lock.lock().await;
-    let last = ctx
-        .rbac_applied
-        .lock()
-        .expect("rbac cache lock")
-        .get(&ns)
-        .cloned();
-    let all = ctx.debuggers.state();
-    if last
-        .as_ref()
-        .is_some_and(|a| a.covered.serves(dbg, &of_namespace(&all, &ns, dbg)))
-    {
-        return Ok(());
+/// The workload RBAC of every namespace: what was last applied, and
+/// whether a write is under way.
+#[derive(Default)]
+pub struct Namespaces(std::sync::Mutex<BTreeMap<String, Namespace>>);
+
+#[derive(Default)]
+struct Namespace {
+    /// The last write of this process; none before the first.
+    applied: Option<Applied>,
+    /// A background write is scheduled or running.
+    writing: bool,
+    /// Serialises the writes of the namespace.
+    lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// What a reconcile does about the workload RBAC of its namespace.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// The last write serves the Debugger.
+    Served,
+    /// Nothing was written yet: write now and wait, since the workload's
+    /// pods need the ServiceAccount.
+    WriteFirst,
+    /// The ServiceAccount exists; the namespace's writer is told to cover
+    /// the Debugger and the workload goes ahead meanwhile.
+    Background,
+}
+
+/// Decides the [`Plan`]; marks the namespace as writing when it returns
+/// `Background` and no write was under way (the caller then starts one).
+/// Returns whether the caller has to start the writer.
+fn plan(ns: &mut Namespace, dbg: &Debugger, live: &[&Debugger]) -> (Plan, bool) {
+    match &ns.applied {
+        None => (Plan::WriteFirst, false),
+        Some(a) if a.covered.serves(dbg, live) => (Plan::Served, false),
+        Some(_) => (Plan::Background, !std::mem::replace(&mut ns.writing, true)),
     }
-    // Debuggers created in a burst arrive one by one: a write shortly after
-    // the last one waits out the batch window, so that it covers every
-    // Debugger that arrived meanwhile instead of one write each.
-    let all = match &last {
-        Some(a) if a.at.elapsed() < BATCH_WINDOW => {
-            tokio::time::sleep(BATCH_WINDOW.saturating_sub(a.at.elapsed())).await;
-            ctx.debuggers.state()
-        }
-        _ => all,
+}
+
+/// Makes sure the workload RBAC of `dbg`'s namespace covers `dbg`.
+///
+/// The first reconcile of a namespace in this process writes (or, when
+/// what exists already matches, only reads) the three objects and waits:
+/// the ServiceAccount has to exist before any pod that uses it. After
+/// that, a Debugger the RBAC does not cover yet starts the namespace's
+/// background writer and returns at once. The writer waits until
+/// [`BATCH_WINDOW`] has passed since the last write, so that one write
+/// covers every Debugger that arrived meanwhile, and retries failures with
+/// backoff until the RBAC covers every Debugger of the namespace. Until
+/// then the new workload's pods cannot yet apply their summary; the runner
+/// retries that write, so no result is lost.
+pub async fn ensure(ctx: &Arc<Context>, dbg: &Debugger) -> Result<(), apply::Error> {
+    let ns_name = dbg.namespace().unwrap_or_default();
+    let all = ctx.debuggers.state();
+    let (plan, start) = {
+        let mut map = ctx.rbac.0.lock().expect("rbac lock");
+        plan(
+            map.entry(ns_name.clone()).or_default(),
+            dbg,
+            &of_namespace(&all, &ns_name, dbg),
+        )
     };
-    let mine = of_namespace(&all, &ns, dbg);
-    let desired = render(&ns, &mine);
-    // Without a record (operator start), what exists may already be right.
-    let current = match last {
-        Some(_) => None,
-        None => Api::<Role>::namespaced(ctx.client.clone(), &ns)
+    match plan {
+        Plan::Served => Ok(()),
+        Plan::Background => {
+            if start {
+                tokio::spawn(background(ctx.clone(), ns_name));
+            }
+            Ok(())
+        }
+        Plan::WriteFirst => {
+            let lock = ctx.rbac.lock_of(&ns_name);
+            let _serialised = lock.lock().await;
+            // Another reconcile may have written while this one waited.
+            if ctx.rbac.applied(&ns_name).is_some() {
+                return Box::pin(ensure(ctx, dbg)).await;
+            }
+            write(ctx, &ns_name, Some(dbg), true).await
+        }
+    }
+}
+
+/// The background writer of `ns`: writes until the RBAC covers every
+/// Debugger of the namespace, then ends.
+async fn background(ctx: Arc<Context>, ns: String) {
+    let mut failures = 0u32;
+    loop {
+        if let Some(a) = ctx.rbac.applied(&ns) {
+            tokio::time::sleep(BATCH_WINDOW.saturating_sub(a.at.elapsed())).await;
+        }
+        let lock = ctx.rbac.lock_of(&ns);
+        let _serialised = lock.lock().await;
+        {
+            // Under the same lock as `plan`: a Debugger whose reconcile saw
+            // `writing` is in the store by now, so it is covered below or
+            // was already.
+            let mut map = ctx.rbac.0.lock().expect("rbac lock");
+            let entry = map.entry(ns.clone()).or_default();
+            let all = ctx.debuggers.state();
+            let live = of_namespace_live(&all, &ns);
+            let served = entry
+                .applied
+                .as_ref()
+                .is_some_and(|a| a.covered == render(&ns, &live).covered);
+            if served {
+                entry.writing = false;
+                return;
+            }
+        }
+        match write(&ctx, &ns, None, false).await {
+            Ok(()) => failures = 0,
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                ctx.metrics.error("rbac");
+                warn!(namespace = %ns, error = %e, source = ?std::error::Error::source(&e), "workload RBAC write failed");
+                drop(_serialised);
+                tokio::time::sleep(crate::controller::backoff(failures)).await;
+            }
+        }
+    }
+}
+
+/// Renders the RBAC of `ns` for its live Debuggers (and `dbg`, which the
+/// store may not show yet), writes it unless it is already in place, and
+/// records it. Reads the Role first only when `read_first` (nothing was
+/// written by this process yet). The caller holds the namespace's lock.
+async fn write(
+    ctx: &Context,
+    ns: &str,
+    dbg: Option<&Debugger>,
+    read_first: bool,
+) -> Result<(), apply::Error> {
+    let all = ctx.debuggers.state();
+    let desired = match dbg {
+        Some(d) => render(ns, &of_namespace(&all, ns, d)),
+        None => render(ns, &of_namespace_live(&all, ns)),
+    };
+    let current = if read_first {
+        Api::<Role>::namespaced(ctx.client.clone(), ns)
             .get_opt(WORKLOAD_SERVICE_ACCOUNT)
             .await
             .map_err(|source| apply::Error::Write {
@@ -222,33 +323,62 @@ pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
                 name: WORKLOAD_SERVICE_ACCOUNT.into(),
                 source,
             })?
-            .and_then(|r| spec_hash_of(&r.metadata).map(str::to_string)),
+            .and_then(|r| spec_hash_of(&r.metadata).map(str::to_string))
+    } else {
+        None
     };
     if current.as_deref() != Some(desired.hash.as_str()) {
         let (c, m) = (&ctx.client, &ctx.metrics);
         // In this order: binding a Role needs the Role to exist.
-        apply::apply(c, m, &ns, &desired.service_account, "ServiceAccount").await?;
-        apply::apply(c, m, &ns, &desired.role, "Role").await?;
-        apply::apply(c, m, &ns, &desired.binding, "RoleBinding").await?;
+        apply::apply(c, m, ns, &desired.service_account, "ServiceAccount").await?;
+        apply::apply(c, m, ns, &desired.role, "Role").await?;
+        apply::apply(c, m, ns, &desired.binding, "RoleBinding").await?;
     }
-    ctx.rbac_applied.lock().expect("rbac cache lock").insert(
-        ns,
-        Applied {
-            covered: desired.covered,
-            at: Instant::now(),
-        },
-    );
+    ctx.rbac
+        .0
+        .lock()
+        .expect("rbac lock")
+        .entry(ns.to_string())
+        .or_default()
+        .applied = Some(Applied {
+        covered: desired.covered,
+        at: Instant::now(),
+    });
     Ok(())
+}
+
+impl Namespaces {
+    fn lock_of(&self, ns: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.0
+            .lock()
+            .expect("rbac lock")
+            .entry(ns.to_string())
+            .or_default()
+            .lock
+            .clone()
+    }
+
+    fn applied(&self, ns: &str) -> Option<Applied> {
+        self.0
+            .lock()
+            .expect("rbac lock")
+            .get(ns)
+            .and_then(|n| n.applied.clone())
+    }
+}
+
+/// The live Debuggers of `ns` in `all`. Pure.
+fn of_namespace_live<'a>(all: &'a [Arc<Debugger>], ns: &str) -> Vec<&'a Debugger> {
+    all.iter()
+        .map(|d| d.as_ref())
+        .filter(|d| d.namespace().as_deref() == Some(ns) && d.meta().deletion_timestamp.is_none())
+        .collect()
 }
 
 /// The live Debuggers of `ns` in `all`, with `dbg` (which the store may not
 /// show yet). Pure.
 fn of_namespace<'a>(all: &'a [Arc<Debugger>], ns: &str, dbg: &'a Debugger) -> Vec<&'a Debugger> {
-    let mut mine: Vec<&Debugger> = all
-        .iter()
-        .map(|d| d.as_ref())
-        .filter(|d| d.namespace().as_deref() == Some(ns) && d.meta().deletion_timestamp.is_none())
-        .collect();
+    let mut mine = of_namespace_live(all, ns);
     if !mine.iter().any(|d| d.meta().uid == dbg.meta().uid) {
         mine.push(dbg);
     }

@@ -10,6 +10,7 @@
 #      against N DaemonSets applied directly in the same run; the ratio of
 #      the rates (target >= 0.8).
 #   2. the operator's RSS once M Debuggers exist (target <= 50 MiB).
+#      M=0 skips 2 and 3.
 #   3. API writes the operator sends in one minute of steady state, from its
 #      combo_operator_api_writes_total counter, and, seen from the API
 #      server, how many of the M DaemonSets got a new spec (generation) and
@@ -82,6 +83,7 @@ awk -v n="$n" -v d="$(echo "$t1 - $t0" | bc)" -v o="$(echo "$t3 - $t2" | bc)" 'B
     printf "create %d: direct DaemonSets %.2fs (%.1f/s), via Debuggers %.2fs (%.1f/s), ratio %.2f (target >= 0.80)\n",
         n, d, n/d, o, n/o, d/o }'
 
+(( m == 0 )) && exit 0
 if (( m > n )); then
     debuggers "$m" $((n + 1)) > "$tmp/more.yaml"
     k apply -n "$ns_op" -f "$tmp/more.yaml" >/dev/null
