@@ -107,7 +107,12 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     }
     let controller = controller(client, &args, metrics, identity);
     tokio::select! {
-        () = controller => info!("controller stopped"),
+        () = controller => {
+            info!("controller stopped");
+            if let Some(e) = &elector {
+                e.release().await;
+            }
+        }
         lost = async {
             match &elector {
                 Some(e) => e.hold().await,

@@ -72,6 +72,16 @@ pub fn decide(spec: Option<&LeaseSpec>, me: &str, now: Timestamp) -> Decision {
     }
 }
 
+/// The Lease `spec` as `me` leaves it on a clean shutdown: no holder, so
+/// that a standby takes it at its next check instead of waiting for it to
+/// expire. `None` when `me` does not hold it. Pure.
+pub fn released(spec: &LeaseSpec, me: &str) -> Option<LeaseSpec> {
+    (spec.holder_identity.as_deref() == Some(me)).then(|| LeaseSpec {
+        holder_identity: None,
+        ..spec.clone()
+    })
+}
+
 /// A Lease to compete for.
 #[derive(Clone, Debug)]
 pub struct Elector {
@@ -120,6 +130,35 @@ impl Elector {
                 }
                 Err(e) => return e,
             }
+        }
+    }
+
+    /// Gives the Lease up if this replica holds it (after the controller
+    /// stopped). A failure is only logged: the Lease then expires.
+    pub async fn release(&self) {
+        let result = async {
+            let Some(mut lease) = self.api.get_opt(&self.name).await? else {
+                return Ok(false);
+            };
+            let Some(spec) = lease
+                .spec
+                .as_ref()
+                .and_then(|s| released(s, &self.identity))
+            else {
+                return Ok(false);
+            };
+            lease.spec = Some(spec);
+            // With the read resourceVersion: a Lease taken meanwhile stays.
+            self.api
+                .replace(&self.name, &PostParams::default(), &lease)
+                .await
+                .map(|_| true)
+        }
+        .await;
+        match result {
+            Ok(true) => tracing::info!(lease = %self.name, "released leadership"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(lease = %self.name, error = %e, "releasing the lease failed"),
         }
     }
 
@@ -192,6 +231,15 @@ mod tests {
 
     fn at(s: i64) -> Timestamp {
         Timestamp::from_second(s).unwrap()
+    }
+
+    #[test]
+    fn a_released_lease_is_acquired_at_once() {
+        let mine = lease("me", 100);
+        let free = released(&mine, "me").unwrap();
+        assert_eq!(free.renew_time, mine.renew_time);
+        assert_eq!(decide(Some(&free), "other", at(101)), Decision::Acquire);
+        assert_eq!(released(&lease("other", 100), "me"), None, "not ours");
     }
 
     #[test]
