@@ -384,6 +384,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     let new = status::compute(current, verdict.as_ref().err(), counts, &runs, now);
     let changed = status::changed(current, &new);
     if let Err(invalid) = &verdict {
+        news.splice(0..0, ctx.pace.take(&uid));
         if newly_reported(current.status.as_ref(), &new) {
             news.push(events::for_invalid(invalid));
         }

@@ -96,6 +96,13 @@ impl Pace {
         }
     }
 
+    /// The Events held for Debugger `uid`, oldest first, handed out now
+    /// (its spec turned invalid, and its status goes out at once).
+    pub fn take(&self, uid: &str) -> Vec<Event> {
+        let mut waiting = self.waiting.lock().expect("pace lock");
+        waiting.remove(uid).map(|w| w.events).unwrap_or_default()
+    }
+
     /// Every Event still held, with the Debugger it is about; for shutdown,
     /// so that none is lost when the operator stops.
     pub fn drain(&self) -> Vec<(ObjectReference, Event)> {
@@ -176,6 +183,10 @@ mod tests {
             ["A", "B", "C"]
         );
         assert!(hold("u", vec![]).unwrap_err().is_empty(), "handed out once");
+        pace.wrote();
+        assert!(hold("u", vec![event("D")]).is_ok());
+        assert_eq!(reasons(pace.take("u")), ["D"]);
+        assert!(pace.take("u").is_empty());
     }
 
     #[test]

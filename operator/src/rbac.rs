@@ -277,10 +277,13 @@ async fn background(ctx: Arc<Context>, ns: String) {
             let entry = map.entry(ns.clone()).or_default();
             let all = ctx.debuggers.state();
             let live = of_namespace_live(&all, &ns);
-            let served = entry
-                .applied
-                .as_ref()
-                .is_some_and(|a| a.covered == render(&ns, &live).covered);
+            // With no Debugger left, the garbage collector removes the
+            // three objects; a write would only take their owners away.
+            let served = live.is_empty()
+                || entry
+                    .applied
+                    .as_ref()
+                    .is_some_and(|a| a.covered == render(&ns, &live).covered);
             if served {
                 entry.writing = false;
                 return;
@@ -467,6 +470,28 @@ mod tests {
         assert!(
             !covered.serves(&renamed, &[&renamed, &b]),
             "new summary name"
+        );
+    }
+
+    #[test]
+    fn only_the_first_debugger_of_a_namespace_waits_for_the_rbac() {
+        let (a, b) = (dbg("a", "u1", ""), dbg("b", "u2", ""));
+        let mut ns = Namespace::default();
+        assert_eq!(plan(&mut ns, &a, &[&a]), (Plan::WriteFirst, false));
+        ns.applied = Some(Applied {
+            covered: render("ops", &[&a]).covered,
+            at: Instant::now(),
+        });
+        assert_eq!(plan(&mut ns, &a, &[&a, &b]), (Plan::Served, false));
+        assert_eq!(
+            plan(&mut ns, &b, &[&a, &b]),
+            (Plan::Background, true),
+            "starts the writer"
+        );
+        assert_eq!(
+            plan(&mut ns, &b, &[&a, &b]),
+            (Plan::Background, false),
+            "one writer per namespace"
         );
     }
 
