@@ -57,6 +57,21 @@ pub struct Applied {
 pub struct Covered(BTreeMap<String, String>);
 
 impl Covered {
+    /// What an RBAC rendered for `debuggers` serves. Pure.
+    pub fn of(debuggers: &[&Debugger]) -> Covered {
+        Covered(
+            debuggers
+                .iter()
+                .map(|d| {
+                    (
+                        d.meta().uid.clone().unwrap_or_default(),
+                        d.spec.summary_name(&d.name_any()),
+                    )
+                })
+                .collect(),
+        )
+    }
+
     /// Whether the RBAC serves `dbg` as its spec is now, and serves no
     /// Debugger missing from `live` (deleted ones are dropped by a rewrite).
     /// Pure.
@@ -148,17 +163,7 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
         }]),
     };
     let hash = spec_hash(&(&service_account, &role, &binding));
-    let covered = Covered(
-        sorted
-            .iter()
-            .map(|d| {
-                (
-                    d.meta().uid.clone().unwrap_or_default(),
-                    d.spec.summary_name(&d.name_any()),
-                )
-            })
-            .collect(),
-    );
+    let covered = Covered::of(&sorted);
     let stamp = |m: &mut ObjectMeta| {
         m.annotations
             .get_or_insert_with(Default::default)
@@ -283,7 +288,7 @@ async fn background(ctx: Arc<Context>, ns: String) {
                 || entry
                     .applied
                     .as_ref()
-                    .is_some_and(|a| a.covered == render(&ns, &live).covered);
+                    .is_some_and(|a| a.covered == Covered::of(&live));
             if served {
                 entry.writing = false;
                 return;

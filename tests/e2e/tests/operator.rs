@@ -490,22 +490,14 @@ async fn deleting_the_debugger_removes_its_workload_and_summary() -> Result<()> 
         Manifest::Yaml(&debugger_yaml("gone", "summaryConfigMap: gone-results\n")),
     )?;
     wait_for(WAIT, "workload and summary", || async {
-        Ok(get::<DaemonSet>(&c, &ns.name, "gone").await?.is_some()
-            && get::<ConfigMap>(&c, &ns.name, "gone-results")
-                .await?
-                .is_some())
+        Ok(present(&c, &ns.name, "gone", "gone-results").await? == (true, true))
     })
     .await?;
     kubectl_ok(&["delete", "dbg", "gone", "-n", &ns.name])?;
     wait_for(
         WAIT,
         "garbage collection of DaemonSet and ConfigMap",
-        || async {
-            Ok(get::<DaemonSet>(&c, &ns.name, "gone").await?.is_none()
-                && get::<ConfigMap>(&c, &ns.name, "gone-results")
-                    .await?
-                    .is_none())
-        },
+        || async { Ok(present(&c, &ns.name, "gone", "gone-results").await? == (false, false)) },
     )
     .await
 }
@@ -521,10 +513,7 @@ async fn a_workload_and_summary_deleted_by_hand_come_back() -> Result<()> {
     )?;
     let uid = |m: Option<DaemonSet>| m.and_then(|d| d.metadata.uid);
     wait_for(WAIT, "workload and summary", || async {
-        Ok(get::<DaemonSet>(&c, &ns.name, "back").await?.is_some()
-            && get::<ConfigMap>(&c, &ns.name, "back-summary")
-                .await?
-                .is_some())
+        Ok(present(&c, &ns.name, "back", "back-summary").await? == (true, true))
     })
     .await?;
     let first = uid(get::<DaemonSet>(&c, &ns.name, "back").await?);
@@ -690,4 +679,12 @@ async fn the_operator_runs_as_its_own_least_privilege_service_account() -> Resul
         log_dir.display()
     );
     Ok(())
+}
+
+/// Whether DaemonSet `ds` and ConfigMap `cm` of `ns` exist.
+async fn present(c: &kube::Client, ns: &str, ds: &str, cm: &str) -> Result<(bool, bool)> {
+    Ok((
+        get::<DaemonSet>(c, ns, ds).await?.is_some(),
+        get::<ConfigMap>(c, ns, cm).await?.is_some(),
+    ))
 }
