@@ -185,34 +185,40 @@ pub async fn workload(
     Ok(p.change)
 }
 
-/// Applies the summary ConfigMap skeleton unless it is already as rendered.
-/// Returns whether it wrote. A ConfigMap that a runner created first (no
-/// owner yet) is adopted; one owned by another controller is an error.
+/// Whether the summary ConfigMap skeleton has to be written: it is missing
+/// or not as rendered. One made without a controller (by hand) is adopted;
+/// one owned by another controller is an error. Pure.
+pub fn summary_due(
+    dbg: &Debugger,
+    desired: &ConfigMap,
+    existing: Option<&Summary>,
+) -> Result<bool, Error> {
+    let Some(old) = existing else {
+        return Ok(true);
+    };
+    if controlled_by_other(&old.metadata, dbg) {
+        return Err(Error::NotOwned {
+            kind: "ConfigMap",
+            name: old.metadata.name.clone().unwrap_or_default(),
+        });
+    }
+    Ok(spec_hash_of(&old.metadata) != spec_hash_of(&desired.metadata))
+}
+
+/// Applies the summary ConfigMap skeleton.
 pub async fn summary(
     client: &Client,
     metrics: &Metrics,
     caches: &Caches,
     dbg: &Debugger,
     desired: &ConfigMap,
-    existing: Option<&Summary>,
-) -> Result<bool, Error> {
-    if let Some(old) = existing {
-        if controlled_by_other(&old.metadata, dbg) {
-            return Err(Error::NotOwned {
-                kind: "ConfigMap",
-                name: old.metadata.name.clone().unwrap_or_default(),
-            });
-        }
-        if spec_hash_of(&old.metadata) == spec_hash_of(&desired.metadata) {
-            return Ok(false);
-        }
-    }
+) -> Result<(), Error> {
     let ns = dbg.namespace().unwrap_or_default();
     let written = apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
     caches
         .recent_summaries
         .record(&written.metadata, Summary::of(&written));
-    Ok(true)
+    Ok(())
 }
 
 fn not_owned<K: Resource>(kind: &'static str, obj: &K) -> Error {

@@ -130,3 +130,31 @@ fn a_workload_owned_by_someone_else_is_never_touched() {
         "{err}"
     );
 }
+
+#[test]
+fn the_summary_is_written_when_missing_or_stale_and_never_taken_over() {
+    let d = dbg(WorkloadType::Daemonset, "100m");
+    let desired = render::summary_config_map(&d);
+    assert!(summary_due(&d, &desired, None).unwrap(), "missing");
+    let as_rendered = Summary::of(&desired);
+    assert!(!summary_due(&d, &desired, Some(&as_rendered)).unwrap());
+
+    let mut by_hand = ConfigMap::default();
+    by_hand.metadata.name = desired.metadata.name.clone();
+    assert!(
+        summary_due(&d, &desired, Some(&Summary::of(&by_hand))).unwrap(),
+        "adopted"
+    );
+
+    let mut other = desired.clone();
+    for o in other.metadata.owner_references.iter_mut().flatten() {
+        o.uid = "uid-other".into();
+    }
+    assert!(matches!(
+        summary_due(&d, &desired, Some(&Summary::of(&other))),
+        Err(Error::NotOwned {
+            kind: "ConfigMap",
+            ..
+        })
+    ));
+}

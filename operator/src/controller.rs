@@ -344,12 +344,13 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     }
     let observed = fetch::observe(&ctx.caches, dbg).await;
     let mut verdict = validate(&dbg.spec, observed.pinger.as_ref());
-    let (mut action, mut news) = (None, Vec::new());
+    let (mut action, mut news, mut summary) = (None, Vec::new(), None);
     if verdict.is_ok() {
         match converge(dbg, ctx, &observed).await {
-            Ok((a, event)) => {
-                action = a;
-                news.extend(event);
+            Ok(done) => {
+                action = done.action;
+                news.extend(done.event);
+                summary = done.summary;
             }
             Err(apply::Error::NotOwned { kind, name }) => {
                 verdict = Err(Invalid::InvalidSpec(format!(
@@ -388,9 +389,9 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         if newly_reported(current.status.as_ref(), &new) {
             news.push(events::for_invalid(invalid));
         }
-    } else if changed || !news.is_empty() {
-        // A valid Debugger's status and Events wait while workloads are
-        // being written (see `pace`).
+    } else if changed || !news.is_empty() || summary.is_some() {
+        // A valid Debugger's summary ConfigMap, status and Events wait
+        // while workloads are being written (see `pace`).
         match ctx.pace.hold(&uid, &dbg.object_ref(&()), news) {
             // Sooner than any requeue `converge` asks for, which the next
             // reconcile asks for again.
@@ -404,6 +405,11 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     if changed {
         write_status(ctx, dbg, &new).await?;
         remember_written(ctx, uid, new);
+    }
+    if let Some(summary) = summary {
+        // Last: should it fail, the Events above are out and the retry
+        // only writes the ConfigMap.
+        apply::summary(&ctx.client, &ctx.metrics, &ctx.caches, dbg, &summary).await?;
     }
     verdict?;
     Ok(
@@ -420,48 +426,52 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     )
 }
 
-/// Applies the workload RBAC, the summary ConfigMap and the workload.
-/// Returns a requeue when a replaced Pod has to be recreated, and the
-/// Event of a workload change.
+/// What `converge` did and left to do.
+struct Converged {
+    /// A requeue when a replaced Pod has to be recreated.
+    action: Option<Action>,
+    /// The Event of a workload change.
+    event: Option<Event>,
+    /// The summary ConfigMap, when it has to be written (after the pause
+    /// `pace` asks for).
+    summary: Option<ConfigMap>,
+}
+
+/// Applies the workload RBAC and the workload, and tells whether the
+/// summary ConfigMap has to be written.
 async fn converge(
     dbg: &Debugger,
     ctx: &Arc<Context>,
     observed: &Observed,
-) -> Result<(Option<Action>, Option<Event>), apply::Error> {
-    rbac::ensure(ctx, dbg).await?;
+) -> Result<Converged, apply::Error> {
     let summary = render::summary_config_map(dbg);
+    // Checked first: a summary name taken by another owner is an invalid
+    // spec, and then no workload is written.
+    let summary_due = apply::summary_due(dbg, &summary, observed.summary.as_ref())?;
+    rbac::ensure(ctx, dbg).await?;
     let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
-    // Independent objects: written concurrently.
-    let (summary_written, change) = futures::try_join!(
-        apply::summary(
-            &ctx.client,
-            &ctx.metrics,
-            &ctx.caches,
-            dbg,
-            &summary,
-            observed.summary.as_ref(),
-        ),
-        apply::workload(
-            &ctx.client,
-            &ctx.metrics,
-            &ctx.caches,
-            dbg,
-            &desired,
-            observed
-        ),
-    )?;
-    if summary_written || change != apply::Change::Unchanged {
+    let change = apply::workload(
+        &ctx.client,
+        &ctx.metrics,
+        &ctx.caches,
+        dbg,
+        &desired,
+        observed,
+    )
+    .await?;
+    if change != apply::Change::Unchanged {
         ctx.pace.wrote();
     }
     let event = events::for_change(change, desired.kind(), &dbg.name_any());
     if event.is_some() {
         info!(?change, kind = desired.kind(), "workload written");
     }
-    Ok((
-        matches!(change, apply::Change::Replacing | apply::Change::Waiting)
+    Ok(Converged {
+        action: matches!(change, apply::Change::Replacing | apply::Change::Waiting)
             .then(|| Action::requeue(Duration::from_secs(1))),
         event,
-    ))
+        summary: summary_due.then_some(summary),
+    })
 }
 
 /// Counts of the workload that matches the spec's type, else of whichever exists.

@@ -1,13 +1,15 @@
-//! Workloads first, statuses and Events after.
+//! Workloads first; summary ConfigMaps, statuses and Events after.
 //!
-//! When many Debuggers arrive at once, every status and Event write sent
-//! while workloads are still being created competes with those creates
-//! (and with the client creating the Debuggers) for the API server. So a
-//! reconcile that would write a status or publish an Event while the
-//! operator wrote a workload or summary ConfigMap less than [`QUIET`] ago
-//! keeps its Events and asks to run again a little later, until writes
-//! pause or it has waited [`MAX_DEFER`]. A lone Debugger's status follows
-//! its workload by about [`QUIET`].
+//! When many Debuggers arrive at once, every other write sent while
+//! workloads are still being created competes with those creates (and with
+//! the client creating the Debuggers) for the API server. So a reconcile
+//! that would write a summary ConfigMap or a status, or publish an Event,
+//! while the operator wrote a workload less than [`QUIET`] ago keeps its
+//! Events and asks to run again a little later, until workload writes
+//! pause or it has waited [`MAX_DEFER`]. A lone Debugger's summary
+//! ConfigMap and status follow its workload by about [`QUIET`]. No runner
+//! needs the ConfigMap that soon, as its pod has yet to start; a runner
+//! write that comes first anyway is refused and retried with backoff.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -57,7 +59,7 @@ pub fn wait_for(
 }
 
 impl Pace {
-    /// Records that a workload or summary ConfigMap was just written.
+    /// Records that a workload was just written.
     pub fn wrote(&self) {
         *self.last_write.lock().expect("pace lock") = Some(Instant::now());
     }

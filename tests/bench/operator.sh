@@ -7,8 +7,13 @@
 #
 # Prints:
 #   1. N Debuggers applied at once -> seconds until all N DaemonSets exist,
-#      against N DaemonSets applied directly in the same run; the ratio of
-#      the rates (target >= 0.8).
+#      against the same N DaemonSets applied directly in the same run; the
+#      ratio of the rates (target >= 0.8). "The same": the DaemonSet the
+#      operator renders for such a Debugger (taken from the cluster, in a
+#      namespace of its own that is gone before the timing starts), less
+#      its ownerReference, once per name. Then, for the whole picture, the
+#      seconds until every summary ConfigMap and every status is written
+#      too (the operator writes those once workload writes pause).
 #   2. the operator's RSS once M Debuggers exist (target <= 50 MiB).
 #      M=0 skips 2 and 3.
 #   3. API writes the operator sends in one minute of steady state, from its
@@ -19,7 +24,7 @@
 #      resourceVersions are not counted: the DaemonSet controller writes
 #      their status.
 # The Debuggers select no node (nodeSelector bench=none), so no pod starts:
-# this measures the operator, not the node simulator.
+# this measures the operator, not the node simulator. Needs jq.
 set -euo pipefail
 dir=${COMBO_E2E_DIR:?set COMBO_E2E_DIR to the cluster directory}
 n=${1:-200}
@@ -48,25 +53,19 @@ debuggers() { # count first
         printf -- '---\napiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata: {name: d%04d}\nspec: {selector: {bench: none}}\n' "$i"
     done
 }
-daemonsets() {
+daemonsets() { # count
+    local tpl=bench-tpl-$suffix
+    kubectl create ns "$tpl" >/dev/null
+    debuggers 0 0 | k apply -n "$tpl" -f - >/dev/null
+    until kubectl get ds -n "$tpl" d0000 -o json >"$tmp/rendered.json" 2>/dev/null; do sleep 0.2; done
+    kubectl delete ns "$tpl" --wait=true --timeout=120s >/dev/null
+    jq 'del(.status, .metadata.ownerReferences, .metadata.managedFields, .metadata.uid,
+            .metadata.resourceVersion, .metadata.creationTimestamp, .metadata.generation,
+            .metadata.namespace, .metadata.annotations["deprecated.daemonset.template.generation"])' \
+        "$tmp/rendered.json" >"$tmp/ds.json"
     for i in $(seq 1 "$1"); do
-        cat <<YAML
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: d$(printf %04d "$i"), labels: {app.kubernetes.io/name: kube-combo-bench}}
-spec:
-  selector: {matchLabels: {bench: d$(printf %04d "$i")}}
-  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: "100%"}}
-  template:
-    metadata: {labels: {bench: d$(printf %04d "$i")}}
-    spec:
-      nodeSelector: {bench: none}
-      containers:
-        - name: runner
-          image: ghcr.io/kube-combo/combo-runner:v0.1.0
-          resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {cpu: 100m, memory: 128Mi}}
-YAML
+        printf -- '---\n'
+        sed "s/d0000/d$(printf %04d "$i")/g" "$tmp/ds.json"
     done
 }
 count_ds() { kubectl get ds -n "$1" --no-headers 2>/dev/null | wc -l; }
@@ -79,9 +78,14 @@ daemonsets "$n" > "$tmp/daemonsets.yaml"
 
 t0=$(now); k apply -n "$ns_direct" -f "$tmp/daemonsets.yaml" >/dev/null; wait_ds "$ns_direct" "$n"; t1=$(now)
 t2=$(now); k apply -n "$ns_op" -f "$tmp/debuggers.yaml" >/dev/null; wait_ds "$ns_op" "$n"; t3=$(now)
-awk -v n="$n" -v d="$(echo "$t1 - $t0" | bc)" -v o="$(echo "$t3 - $t2" | bc)" 'BEGIN {
-    printf "create %d: direct DaemonSets %.2fs (%.1f/s), via Debuggers %.2fs (%.1f/s), ratio %.2f (target >= 0.80)\n",
-        n, d, n/d, o, n/o, d/o }'
+count_rest() { # summary ConfigMaps + Debuggers with a status
+    kubectl get cm -n "$ns_op" -l app.kubernetes.io/name=kube-combo --no-headers 2>/dev/null | wc -l
+    kubectl get dbg -n "$ns_op" -o jsonpath='{range .items[*]}{.status.observedGeneration}{"\n"}{end}' | grep -c . || true
+}
+while (( $(count_rest | paste -sd+ | bc) < 2 * n )); do sleep 0.2; done; t4=$(now)
+awk -v n="$n" -v d="$(echo "$t1 - $t0" | bc)" -v o="$(echo "$t3 - $t2" | bc)" -v a="$(echo "$t4 - $t2" | bc)" 'BEGIN {
+    printf "create %d: direct DaemonSets %.2fs (%.1f/s), via Debuggers %.2fs (%.1f/s), ratio %.2f (target >= 0.80); summary ConfigMaps and statuses too: %.2fs\n",
+        n, d, n/d, o, n/o, d/o, a }'
 
 (( m == 0 )) && exit 0
 if (( m > n )); then
