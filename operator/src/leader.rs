@@ -14,6 +14,13 @@ use kube::{Api, Client};
 pub const LEASE_SECONDS: i32 = 15;
 /// How often the holder renews.
 pub const RENEW_EVERY: Duration = Duration::from_secs(5);
+/// How long the holder keeps leading while renewals fail: well inside
+/// [`LEASE_SECONDS`], so it has stopped before another replica may take
+/// the Lease.
+pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
+/// How soon a failed renewal is retried, and how long one renewal may
+/// take before it counts as failed.
+pub const RETRY_EVERY: Duration = Duration::from_secs(2);
 
 /// Errors of this module.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +33,18 @@ pub enum Error {
         /// What went wrong.
         #[source]
         source: kube::Error,
+    },
+    /// The Lease changed between reading and writing it.
+    #[error("lease {name} was written by another replica meanwhile")]
+    Conflict {
+        /// Lease name.
+        name: String,
+    },
+    /// A renewal took longer than [`RETRY_EVERY`].
+    #[error("renewing lease {name} timed out")]
+    Timeout {
+        /// Lease name.
+        name: String,
     },
     /// Another replica took the Lease.
     #[error("lost the lease {name} to {holder}")]
@@ -72,6 +91,13 @@ pub fn decide(spec: Option<&LeaseSpec>, me: &str, now: Timestamp) -> Decision {
     }
 }
 
+/// Whether a holder whose last renewal succeeded `since_renewal` ago has
+/// to stop leading instead of retrying: the retry would come after
+/// [`RENEW_DEADLINE`]. Pure.
+pub fn give_up(since_renewal: Duration) -> bool {
+    since_renewal + RETRY_EVERY > RENEW_DEADLINE
+}
+
 /// The Lease `spec` as `me` leaves it on a clean shutdown: no holder, so
 /// that a standby takes it at its next check instead of waiting for it to
 /// expire. `None` when `me` does not hold it. Pure.
@@ -103,7 +129,13 @@ impl Elector {
     /// Waits until this replica holds the Lease.
     pub async fn acquire(&self) -> Result<(), Error> {
         loop {
-            match self.try_once().await? {
+            let decision = match self.try_once().await {
+                Err(Error::Conflict { .. }) => Decision::Wait {
+                    holder: "another replica".into(),
+                },
+                other => other?,
+            };
+            match decision {
                 Decision::Acquire | Decision::Renew => {
                     tracing::info!(lease = %self.name, identity = %self.identity, "acquired leadership");
                     return Ok(());
@@ -116,19 +148,39 @@ impl Elector {
         }
     }
 
-    /// Renews the Lease until that fails; returns why.
+    /// Renews the Lease until another replica holds it or renewals have
+    /// failed for [`RENEW_DEADLINE`]; returns why. A failed renewal (the
+    /// API server restarting, a conflicting write) is retried every
+    /// [`RETRY_EVERY`] meanwhile.
     pub async fn hold(&self) -> Error {
+        let mut renewed = tokio::time::Instant::now();
+        let mut wait = RENEW_EVERY;
         loop {
-            tokio::time::sleep(RENEW_EVERY).await;
-            match self.try_once().await {
-                Ok(Decision::Renew | Decision::Acquire) => {}
+            tokio::time::sleep(wait).await;
+            let attempt = tokio::time::timeout(RETRY_EVERY, self.try_once())
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        name: self.name.clone(),
+                    })
+                });
+            match attempt {
+                Ok(Decision::Renew | Decision::Acquire) => {
+                    renewed = tokio::time::Instant::now();
+                    wait = RENEW_EVERY;
+                }
                 Ok(Decision::Wait { holder }) => {
                     return Error::Lost {
                         name: self.name.clone(),
                         holder,
                     }
                 }
-                Err(e) => return e,
+                Err(e) if give_up(renewed.elapsed()) => return e,
+                Err(e) => {
+                    tracing::warn!(lease = %self.name, error = %e, source = ?std::error::Error::source(&e),
+                        "renewing the lease failed; retrying");
+                    wait = RETRY_EVERY;
+                }
             }
         }
     }
@@ -208,8 +260,8 @@ impl Elector {
         };
         match written {
             Ok(_) => Ok(decision),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(Decision::Wait {
-                holder: "another replica".into(),
+            Err(kube::Error::Api(s)) if s.code == 409 => Err(Error::Conflict {
+                name: self.name.clone(),
             }),
             Err(e) => Err(err(e)),
         }
@@ -240,6 +292,19 @@ mod tests {
         assert_eq!(free.renew_time, mine.renew_time);
         assert_eq!(decide(Some(&free), "other", at(101)), Decision::Acquire);
         assert_eq!(released(&lease("other", 100), "me"), None, "not ours");
+    }
+
+    #[test]
+    fn failed_renewals_are_retried_only_while_the_lease_is_safely_ours() {
+        assert!(!give_up(Duration::ZERO));
+        assert!(!give_up(RENEW_EVERY + RETRY_EVERY));
+        assert!(give_up(
+            RENEW_DEADLINE - RETRY_EVERY + Duration::from_millis(1)
+        ));
+        // The last retry starts before RENEW_DEADLINE and takes at most
+        // RETRY_EVERY: leading stops before the Lease can expire for the
+        // other replicas.
+        assert!(RENEW_DEADLINE + RETRY_EVERY < Duration::from_secs(LEASE_SECONDS as u64));
     }
 
     #[test]
