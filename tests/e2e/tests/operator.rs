@@ -503,6 +503,66 @@ async fn deleting_the_debugger_removes_its_workload_and_summary() -> Result<()> 
 }
 
 #[tokio::test]
+async fn a_summary_name_taken_by_another_debugger_is_an_invalid_spec() -> Result<()> {
+    install_operator();
+    let ns = namespace("op-taken").await;
+    let c = client().await;
+    // Made by hand, with no controller: the first Debugger adopts it.
+    kubectl_ok(&["create", "configmap", "shared", "-n", &ns.name])?;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("first", "summaryConfigMap: shared\n")),
+    )?;
+    let first: Debugger = eventually(&c, &ns.name, "first").await?;
+    let controller_of = |cm: Option<ConfigMap>| {
+        cm.and_then(|cm| cm.metadata.owner_references)
+            .into_iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid)
+    };
+    wait_for(WAIT, "shared adopted by first", || async {
+        Ok(controller_of(get(&c, &ns.name, "shared").await?) == first.metadata.uid)
+    })
+    .await?;
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("second", "summaryConfigMap: shared\n")),
+    )?;
+    wait_condition(&c, &ns.name, "second", "False", "InvalidSpec").await?;
+    let second: Debugger = get(&c, &ns.name, "second").await?.context("second")?;
+    let message = second
+        .status
+        .iter()
+        .flat_map(|s| &s.conditions)
+        .map(|c| c.message.clone())
+        .collect::<String>();
+    assert!(
+        message.contains("ConfigMap \"shared\" already exists and is not owned"),
+        "{message}"
+    );
+    assert!(
+        get::<DaemonSet>(&c, &ns.name, "second").await?.is_none(),
+        "no workload for a Debugger whose summary is taken"
+    );
+    assert_eq!(
+        controller_of(get(&c, &ns.name, "shared").await?),
+        first.metadata.uid,
+        "the ConfigMap stays with its owner"
+    );
+
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("second", "summaryConfigMap: own\n")),
+    )?;
+    wait_for(WAIT, "fixed: second's workload and summary", || async {
+        Ok(present(&c, &ns.name, "second", "own").await? == (true, true))
+    })
+    .await
+}
+
+#[tokio::test]
 async fn a_workload_and_summary_deleted_by_hand_come_back() -> Result<()> {
     install_operator();
     let ns = namespace("op-back").await;
