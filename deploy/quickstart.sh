@@ -24,13 +24,23 @@ kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=
 echo "==> applying the samples (config/samples)"
 kubectl apply -f config/samples/ 2>&1 | grep -v '^Warning'
 sleep 5
-kubectl combo run node-check -n default 2>&1 | grep -v '^Warning' || true
+kubectl combo run node-check -n default 2>&1 | grep -v '^Warning'
+run_at=$(kubectl get dbg node-check -n default -o jsonpath='{.spec.runAt}')
 
-for _ in $(seq 1 60); do
-    done_nodes=$(kubectl get dbg node-check -n default -o jsonpath='{.status.completedNodes}' 2>/dev/null || true)
-    [[ ${done_nodes:-0} -ge 3 ]] && break
+# Wait for this run, not one an earlier quickstart left in the status.
+echo "==> waiting for the 3 nodes to finish the run of $run_at"
+finished=false
+for _ in $(seq 1 90); do
+    got=$(kubectl get dbg node-check -n default \
+        -o jsonpath='{.status.lastRunAt} {.status.completedNodes}' 2>/dev/null || true)
+    read -r last done_nodes <<<"$got"
+    if [[ ${last:-} == "$run_at" && ${done_nodes:-0} -ge 3 ]]; then
+        finished=true
+        break
+    fi
     sleep 2
 done
+$finished || echo "the run of $run_at has not finished on all 3 nodes after 3 minutes; showing what there is" >&2
 echo "==> Debuggers"
 kubectl get dbg -A 2>&1 | grep -v '^Warning'
 echo "==> failed items of the run (kubectl combo summary node-check; --all lists every item)"
