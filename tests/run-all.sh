@@ -24,7 +24,8 @@ cargo test  # default members: everything but the end-to-end crate
 step "end-to-end tests on a real control plane"
 dir=$(mktemp -d /tmp/kube-combo-e2e.XXXXXX)
 trap 'tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true' EXIT
-tests/e2e/cluster.sh up "$dir" --nodes 3
+# The debug build: `cargo test` above has built its dependencies already.
+tests/e2e/cluster.sh up "$dir" --nodes 3 --debug
 status=0
 COMBO_E2E_DIR=$dir cargo test -p combo-e2e --no-fail-fast -- --test-threads 4 || status=$?
 # 200 runners applying their summary keys to one ConfigMap at once.

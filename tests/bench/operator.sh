@@ -31,6 +31,10 @@ n=${1:-200}
 m=${2:-1000}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export KUBECONFIG=$dir/kubeconfig
+if [[ $(cat "$dir/bin-dir" 2>/dev/null) != "$repo/target/release" ]]; then
+    echo "operator.sh: $dir does not run the release build; start it with tests/e2e/cluster.sh up DIR (no --debug)" >&2
+    exit 2
+fi
 k() { kubectl "$@" 2>&1 | grep -v '^Warning' || true; }
 now() { date +%s.%N; }
 tmp=$(mktemp -d)

@@ -3,13 +3,16 @@
 # kube-controller-manager, kube-scheduler) with simulated nodes whose pods run
 # as local processes (tests/nodesim).
 #
-#   tests/e2e/cluster.sh up DIR [--nodes N]   build (first time) and start; prints `export KUBECONFIG=...`
+#   tests/e2e/cluster.sh up DIR [--nodes N] [--debug]
+#                                             build (first time) and start; prints `export KUBECONFIG=...`
 #   tests/e2e/cluster.sh down DIR             stop everything `up` started, by pid, and remove the networks
 #   tests/e2e/cluster.sh status DIR           say what runs
 #
 # Kubernetes binaries are built once and cached in
 # ${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}; the project's
-# binaries come from `cargo build --release`.
+# binaries come from `cargo build --release`, or with --debug from `cargo build`
+# (the build `cargo test` has made already: the test command saves a release
+# build that way). The directory they run from is written to DIR/bin-dir.
 #
 # Network plan (one cluster per machine):
 #   bridge kcbr0 172.31.0.1/24 on the host: the API server listens there.
@@ -36,7 +39,7 @@ api_port=6443
 etcd_port=23790
 
 die() { echo "cluster.sh: $*" >&2; exit 2; }
-usage() { die "usage: cluster.sh up DIR [--nodes N] | down DIR | status DIR"; }
+usage() { die "usage: cluster.sh up DIR [--nodes N] [--debug] | down DIR | status DIR"; }
 
 node_ip() { echo "172.31.0.$((10 + $1))"; }
 
@@ -177,10 +180,11 @@ wait_http() { # what url tries
 }
 
 cmd_up() {
-    local nodes=3
+    local nodes=3 profile=release
     while (($#)); do
         case $1 in
         --nodes) nodes=${2:?--nodes needs a number}; shift 2 ;;
+        --debug) profile=debug; shift ;;
         *) usage ;;
         esac
     done
@@ -196,23 +200,26 @@ cmd_up() {
             die "another cluster is up on $host_ip: run cluster.sh down on its DIR first"
         fi
         echo "removing the network of a cluster that is no longer running"
-        pkill -f "^$repo/target/release/combo-" 2>/dev/null || true
+        pkill -f "^$repo/target/(release|debug)/combo-" 2>/dev/null || true
         net_down
     fi
     ensure_packages
     "$here/build-k8s.sh"
-    echo "building the project's binaries (release)"
+    echo "building the project's binaries ($profile)"
+    local build=(cargo build --quiet) bins=$repo/target/$profile
+    [[ $profile == release ]] && build+=(--release)
     if [[ ${KUBE_COMBO_HARNESS_ONLY:-} == 1 ]]; then
         # Working on the harness itself: pods of project images whose binary
         # is not built report ErrImageNeverPull.
-        (cd "$repo" && cargo build --release --quiet --bin combo-nodesim)
+        (cd "$repo" && "${build[@]}" --bin combo-nodesim)
     else
-        (cd "$repo" && cargo build --release --quiet --bin combo-nodesim --bin combo-operator \
+        (cd "$repo" && "${build[@]}" --bin combo-nodesim --bin combo-operator \
             --bin combo-runner --bin combo-pinger --bin kubectl-combo)
     fi
 
     mkdir -p "$dir"/{pids,logs,pods}
     echo "$nodes" >"$dir/nodes"
+    echo "$bins" >"$dir/bin-dir"
     make_pki "$dir/pki"
     [[ -f $dir/admin.token ]] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/admin.token"
     printf '%s,admin,admin,"system:masters"\n' "$(cat "$dir/admin.token")" >"$dir/tokens.csv"
@@ -244,9 +251,9 @@ cmd_up() {
         --concurrent-gc-syncs 10
     start kube-scheduler "$dir/logs/kube-scheduler.log" "$kbin/kube-scheduler" \
         --kubeconfig "$dir/kubeconfig" --leader-elect=false --port 0 --secure-port 0
-    start nodesim "$dir/logs/nodesim.log" "$repo/target/release/combo-nodesim" \
+    start nodesim "$dir/logs/nodesim.log" "$bins/combo-nodesim" \
         --kubeconfig "$dir/kubeconfig" --dir "$dir" --nodes "$nodes" \
-        --bin-dir "$repo/target/release" --scripts "$repo/scripts" \
+        --bin-dir "$bins" --scripts "$repo/scripts" \
         --api-server "$host_ip:$api_port" --ca "$dir/pki/ca.crt"
 
     local i ok=0

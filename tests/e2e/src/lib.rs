@@ -31,6 +31,19 @@ pub fn cluster_dir() -> PathBuf {
     PathBuf::from(dir)
 }
 
+/// Path of one of the project's binaries, from the build the cluster's
+/// pods run (`DIR/bin-dir`, written by `cluster.sh up`).
+pub fn project_binary(name: &str) -> PathBuf {
+    let record = cluster_dir().join("bin-dir");
+    let dir = std::fs::read_to_string(&record).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (start the cluster with tests/e2e/cluster.sh up)",
+            record.display()
+        )
+    });
+    PathBuf::from(dir.trim_end()).join(name)
+}
+
 /// Path of the admin kubeconfig. Refuses when the cluster's bridge is gone:
 /// without it the API server address is not on this machine, and requests to
 /// it would leave the machine by the default route.

@@ -177,6 +177,17 @@ async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()
     assert_eq!(labels["kubecombo.io/debugger"], "node-check");
     assert_eq!(labels["app.kubernetes.io/instance"], "node-check");
 
+    // The operator writes it once its workload writes pause (`pace`), at
+    // most 3 s after the workload: long before a pod could run anything.
+    wait_for(
+        Duration::from_secs(10),
+        "summary ConfigMap within 10 s of the DaemonSet",
+        || async {
+            let cm: Option<ConfigMap> = get(&c, &ns.name, "node-check-summary").await?;
+            Ok(cm.is_some())
+        },
+    )
+    .await?;
     let summary: Option<ConfigMap> = get(&c, &ns.name, "node-check-summary").await?;
     let summary = summary.context("summary ConfigMap exists from the start")?;
     assert_eq!(summary.owner_references()[0].name, "node-check");

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use combo_api::keys;
 use combo_e2e::{
-    apply_yaml, client, install_operator, namespace, node_netns, nodes, pod_netns, repo_root,
+    apply_yaml, client, install_operator, namespace, node_netns, nodes, pod_netns, project_binary,
     running_and_ready, wait_for,
 };
 use k8s_openapi::api::core::v1::Pod;
@@ -385,8 +385,9 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
         kubeconfig.replace(&server, &proxy.addr.to_string()),
     )?;
     let log = std::fs::File::create(std::env::temp_dir().join(format!("{}-pinger.log", ns.name)))?;
+    let exe = project_binary("combo-pinger");
     let _pinger = LocalPinger(
-        Command::new(repo_root().join("target/release/combo-pinger"))
+        Command::new(&exe)
             .env("KUBECONFIG", &local_config)
             .env("PINGER_NAME", "solo")
             .env("POD_NAMESPACE", &ns.name)
@@ -395,7 +396,7 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
             .stdout(std::process::Stdio::null())
             .stderr(log)
             .spawn()
-            .context("target/release/combo-pinger (cargo build --release)")?,
+            .with_context(|| exe.display().to_string())?,
     );
     let ok = r#"combo_pinger_probes_total{kind="icmp",target="127.0.0.1",result="ok"}"#;
     wait_for(

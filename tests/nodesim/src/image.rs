@@ -43,7 +43,7 @@ pub fn local_image(image: &str, scripts_src: &Path) -> Option<LocalImage> {
 
 /// Resolves a container's command to a program on the host: the image's
 /// entrypoint when `command` is empty; a project binary named bare or by its
-/// image path (`/usr/local/bin/combo-runner`) to the release build.
+/// image path (`/usr/local/bin/combo-runner`) to the project build in `--bin-dir`.
 pub fn resolve_program(
     img: &LocalImage,
     command: &[String],
@@ -101,7 +101,7 @@ mod tests {
     }
 
     #[test]
-    fn commands_resolve_to_the_release_build() {
+    fn commands_resolve_to_the_project_build() {
         let img = local_image("combo-runner", Path::new("/s")).unwrap();
         let bin = Path::new("/repo/target/release");
         let (p, a) = resolve_program(&img, &[], &["--once".into()], bin);

@@ -27,7 +27,7 @@ use crate::volumes::{self, copy_tree, plan_mounts};
 pub struct Settings {
     /// The cluster's state directory (pod logs and files go under `pods/`).
     pub state_dir: PathBuf,
-    /// Where the project's release binaries are.
+    /// Where the project's binaries are.
     pub bin_dir: PathBuf,
     /// The default inspection scripts, the runner image's `/scripts`.
     pub scripts: PathBuf,

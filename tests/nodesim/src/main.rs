@@ -1,8 +1,8 @@
 //! `combo-nodesim`: the kubelet's part for the simulated nodes of the
 //! end-to-end test cluster (tests/e2e/cluster.sh). Pods of the project's
-//! images run as local processes from the release build, each in its own
-//! network namespace behind its node's, with their volumes mounted and their
-//! ServiceAccount token as credentials.
+//! images run as local processes from the project build (release or
+//! debug), each in its own network namespace behind its node's, with their
+//! volumes mounted and their ServiceAccount token as credentials.
 
 mod env;
 mod image;
@@ -32,7 +32,7 @@ struct Args {
     /// Number of simulated nodes, node-1 .. node-N.
     #[arg(long, default_value_t = 3)]
     nodes: u32,
-    /// Directory of the project's release binaries.
+    /// Directory of the project's binaries (target/release or target/debug).
     #[arg(long)]
     bin_dir: PathBuf,
     /// The default inspection scripts (the runner image's /scripts).
