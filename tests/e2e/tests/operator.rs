@@ -177,11 +177,11 @@ async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()
     assert_eq!(labels["kubecombo.io/debugger"], "node-check");
     assert_eq!(labels["app.kubernetes.io/instance"], "node-check");
 
-    // The operator writes it once its workload writes pause (`pace`), at
-    // most 3 s after the workload: long before a pod could run anything.
+    // The operator writes it once its workload writes pause (`pace`): at
+    // most 10 s after the workload, before any runner has a result.
     wait_for(
-        Duration::from_secs(10),
-        "summary ConfigMap within 10 s of the DaemonSet",
+        Duration::from_secs(20),
+        "summary ConfigMap within 20 s of the DaemonSet",
         || async {
             let cm: Option<ConfigMap> = get(&c, &ns.name, "node-check-summary").await?;
             Ok(cm.is_some())
