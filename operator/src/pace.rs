@@ -20,7 +20,7 @@ use kube::runtime::events::Event;
 
 /// How long workload writes have to pause before statuses are written.
 pub const QUIET: Duration = Duration::from_millis(150);
-/// The longest a Debugger's status and Events wait.
+/// The longest a Debugger's summary ConfigMap, status and Events wait.
 pub const MAX_DEFER: Duration = Duration::from_secs(10);
 /// A waiting entry older than this belongs to a Debugger that is gone.
 const FORGET: Duration = Duration::from_secs(60);

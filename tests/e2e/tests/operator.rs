@@ -76,7 +76,18 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    wait_for(WAIT, &format!("{} {name}", K::kind(&())), || async {
+    eventually_within(client, ns, name, WAIT).await
+}
+
+/// Waits at most `timeout` until the object exists and returns it.
+async fn eventually_within<K>(client: &Client, ns: &str, name: &str, timeout: Duration) -> Result<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    wait_for(timeout, &format!("{} {name}", K::kind(&())), || async {
         Ok(get::<K>(client, ns, name).await?.is_some())
     })
     .await?;
@@ -177,19 +188,11 @@ async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()
     assert_eq!(labels["kubecombo.io/debugger"], "node-check");
     assert_eq!(labels["app.kubernetes.io/instance"], "node-check");
 
-    // The operator writes it once its workload writes pause (`pace`): at
-    // most 10 s after the workload, before any runner has a result.
-    wait_for(
-        Duration::from_secs(20),
-        "summary ConfigMap within 20 s of the DaemonSet",
-        || async {
-            let cm: Option<ConfigMap> = get(&c, &ns.name, "node-check-summary").await?;
-            Ok(cm.is_some())
-        },
-    )
-    .await?;
-    let summary: Option<ConfigMap> = get(&c, &ns.name, "node-check-summary").await?;
-    let summary = summary.context("summary ConfigMap exists from the start")?;
+    // The summary ConfigMap exists from the start: the operator writes it
+    // once its workload writes pause (`pace`), at most 10 s after the
+    // workload, before any runner has a result.
+    let summary: ConfigMap =
+        eventually_within(&c, &ns.name, "node-check-summary", Duration::from_secs(20)).await?;
     assert_eq!(summary.owner_references()[0].name, "node-check");
     let sa: Option<ServiceAccount> = get(&c, &ns.name, "kube-combo-workload").await?;
     assert!(
