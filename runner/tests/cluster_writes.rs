@@ -117,4 +117,5 @@ async fn two_hundred_runners_apply_their_keys_at_once_and_nothing_is_lost() {
         managers.iter().any(|m| m == "combo-operator"),
         "{managers:?}"
     );
+    ns.delete_and_wait().await;
 }

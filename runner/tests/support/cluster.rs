@@ -55,6 +55,20 @@ impl Ns {
             client: client.clone(),
         }
     }
+
+    /// Deletes the namespace and waits (up to 2 minutes) until it is gone,
+    /// so its deletion does not load the API server during what follows.
+    pub async fn delete_and_wait(&self) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let _ = api.delete(&self.name, &DeleteParams::background()).await;
+        for _ in 0..240 {
+            match api.get_opt(&self.name).await {
+                Ok(None) => return,
+                _ => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
+            }
+        }
+        panic!("namespace {} still there after 2 minutes", self.name);
+    }
 }
 
 impl Drop for Ns {
