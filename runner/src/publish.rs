@@ -39,7 +39,7 @@ const ATTEMPT_TIMEOUT: (Duration, Duration) = (Duration::from_secs(2), Duration:
 /// offset within a window of this much per node before writing. Measured
 /// with 200 nodes on the test control plane (etcd writes per key count the
 /// redone applies; 1.0 is none): 100 ms per node (20 s) took 19.9 to 21.5 s
-/// at 1.1 to 1.8 in 4 of 4 runs. 50 ms (10 s) ran clean (1.2 to 1.4) in 5
+/// at 1.1 to 1.8 in 5 of 5 runs. 50 ms (10 s) ran clean (1.2 to 1.4) in 5
 /// runs while 200 writes in a row took 2.4 to 3.2 s, and queued up in all
 /// 7 runs while they took 3.8 s or more (11 to 25 s, 2.0 to 7.4). 25 ms
 /// (5 s) collapsed in 3 of 4 runs (23 to 34 s, 12.6 to 14.9).
