@@ -137,7 +137,6 @@ fn summary(node: usize) -> NodeSummary {
 }
 
 /// Counters of the API server, read from its `/metrics`.
-#[derive(Clone, Copy)]
 struct ServerCounters {
     /// Writes of ConfigMaps it sent to etcd: every attempt, also those that
     /// lost a conflict and were redone.
@@ -197,14 +196,22 @@ impl Phase {
         }
     }
 
-    fn describe(&self, sequential: &Phase) -> String {
+    /// What the API server did, and what was lost.
+    fn work(&self) -> String {
         format!(
-            "{:.0} ms, speedup {:.2}x over sequential; {:.1} etcd writes per key, API server CPU {:.1} s; lost {}",
-            self.wall.as_secs_f64() * 1000.0,
-            sequential.wall.as_secs_f64() / self.wall.as_secs_f64(),
+            "{:.1} etcd writes per key, API server CPU {:.1} s; lost {}",
             self.etcd_writes / WRITERS as f64,
             self.cpu,
             self.lost
+        )
+    }
+
+    fn describe(&self, sequential: &Phase) -> String {
+        format!(
+            "{:.0} ms, speedup {:.2}x over sequential; {}",
+            self.wall.as_secs_f64() * 1000.0,
+            sequential.wall.as_secs_f64() / self.wall.as_secs_f64(),
+            self.work()
         )
     }
 }
@@ -274,11 +281,9 @@ async fn writes(client: &kube::Client) {
     .await;
 
     println!(
-        "{WRITERS} node writes to one ConfigMap, one after another by one client: {:.0} ms; {:.1} etcd writes per key, API server CPU {:.1} s; lost {}",
+        "{WRITERS} node writes to one ConfigMap, one after another by one client: {:.0} ms; {}",
         sequential.wall.as_secs_f64() * 1000.0,
-        sequential.etcd_writes / WRITERS as f64,
-        sequential.cpu,
-        sequential.lost,
+        sequential.work(),
     );
     println!(
         "{WRITERS} node writes as the runners write (spread over {:?}, retried until they land): {}; {attempts} attempts (target >= 1.0x, 0 lost)",
