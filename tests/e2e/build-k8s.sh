@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and kube-scheduler (v1.20.2)
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler and kubelet (v1.20.2)
 # from Debian's `kubernetes` source package with Debian's Go, once, into
 #   ${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}/k8s/bin
 # A second call finds the binaries and returns at once.
@@ -7,7 +7,7 @@ set -euo pipefail
 
 cache=${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}
 bin=$cache/k8s/bin
-want=(kube-apiserver kube-controller-manager kube-scheduler)
+want=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 
 # Kubernetes 1.20 vendors modern-go/reflect2 1.0.1 and json-iterator 1.1.10,
 # which break under Go 1.18 or newer: the API server crashes (SIGSEGV) encoding
@@ -83,11 +83,11 @@ done
 gopath=$cache/k8s/gopath
 mkdir -p "$gopath/src/k8s.io"
 ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"
-echo "building kubernetes control plane from $tree (a few minutes, once)"
+echo "building kubernetes control plane and kubelet from $tree (a few minutes, once)"
 (
     cd "$gopath/src/k8s.io/kubernetes"
     GOPATH=$gopath GO111MODULE=off GOFLAGS=-mod=vendor CGO_ENABLED=0 GOCACHE=$cache/k8s/gocache \
-        make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler" >"$cache/k8s/build.log" 2>&1
+        make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet" >"$cache/k8s/build.log" 2>&1
 ) || { tail -40 "$cache/k8s/build.log" >&2; exit 1; }
 mkdir -p "$bin"
 for b in "${want[@]}"; do
