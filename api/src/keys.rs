@@ -1,4 +1,4 @@
-//! Label, annotation, container and field-manager names (SPEC §2).
+//! Label, annotation, container and field-manager names (docs/reference.md, "Names").
 //!
 //! Every binary uses these constants; no label string is spelled twice.
 
@@ -16,6 +16,10 @@ pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
 /// Label naming the Debugger a workload pod belongs to; peers are found by it.
 pub const LABEL_DEBUGGER: &str = "kubecombo.io/debugger";
 
+/// Label on a DebuggerReport naming its node (shortened with a hash when
+/// the node name is longer than a label value may be).
+pub const LABEL_NODE: &str = "kubecombo.io/node";
+
 /// kube-ovn annotation: ingress rate limit in Mbit/s.
 pub const ANNOTATION_INGRESS_RATE: &str = "ovn.kubernetes.io/ingress_rate";
 /// kube-ovn annotation: egress rate limit in Mbit/s.
@@ -31,8 +35,8 @@ pub const CONTAINER_PINGER: &str = "pinger";
 /// Server-side apply field manager of the operator.
 pub const FIELD_MANAGER_OPERATOR: &str = "combo-operator";
 
-/// Server-side apply field manager of the runner on `node`: each node owns only
-/// its own key of the summary ConfigMap.
+/// Server-side apply field manager of the runner on `node`: each node writes
+/// only its own DebuggerReport.
 pub fn field_manager_runner(node: &str) -> String {
     format!("combo-runner/{node}")
 }

@@ -4,13 +4,17 @@
 //! definitions; nothing here does I/O.
 
 pub mod debugger;
+pub mod hash;
 pub mod keys;
 pub mod pinger;
+pub mod report;
+pub mod retry;
 pub mod runat;
 mod schema;
 pub mod summary;
 
 pub use debugger::{Category, Debugger, DebuggerSpec, DebuggerStatus, WorkloadType};
 pub use pinger::{Pinger, PingerSpec, PingerStatus};
+pub use report::{DebuggerReport, DebuggerReportSpec};
 pub use runat::{RunAt, RunId};
 pub use summary::{ItemResult, NodeSummary};

@@ -1,8 +1,10 @@
-//! The per-node summary (SPEC §4): the YAML value of one node's key in the
-//! summary ConfigMap, and what `combo-runner --once --output yaml` prints.
+//! The per-node summary (docs/reference.md, "Summary ConfigMap"): the YAML
+//! value of one node's key in the summary ConfigMap, and what
+//! `combo-runner --once --output yaml` prints.
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One node's result of one run.
@@ -12,17 +14,28 @@ pub struct NodeSummary {
     /// Scheduled time of the run (RFC 3339, UTC).
     pub run_at: String,
     /// When the run finished (RFC 3339, UTC).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub finished_at: String,
+    /// Healthy items, when they are counted instead of listed (a shortened
+    /// value in a large summary ConfigMap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_items: Option<u32>,
+    /// Failed items, when not all of them are listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_items: Option<u32>,
+    /// The DebuggerReport holding this node's whole result, when the value
+    /// is shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
     /// category -> item -> result.
     #[serde(flatten)]
     pub categories: BTreeMap<String, BTreeMap<String, ItemResult>>,
 }
 
 /// The result of one item; healthy when `err` is absent.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct ItemResult {
-    /// What failed.
+    /// What failed; absent when the item is healthy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err: Option<String>,
 }
@@ -146,7 +159,7 @@ impl NodeSummary {
 
 /// Shortens `msg` to at most `limit` bytes plus [`CUT_MARKER`], on a char
 /// boundary; a message already cut is not marked twice.
-fn cut(msg: &mut String, limit: usize) {
+pub fn cut(msg: &mut String, limit: usize) {
     let body = msg.strip_suffix(CUT_MARKER).unwrap_or(msg).len();
     if body <= limit {
         return;

@@ -185,9 +185,10 @@ pub async fn workload(
     Ok(p.change)
 }
 
-/// Whether the summary ConfigMap skeleton has to be written: it is missing
-/// or not as rendered. One made without a controller (by hand) is adopted;
-/// one owned by another controller is an error. Pure.
+/// Whether the summary ConfigMap has to be written: it is missing, not as
+/// rendered, or partly owned by other field managers (to be taken over).
+/// One made without a controller (by hand) is adopted; one owned by another
+/// controller is an error. Pure.
 pub fn summary_due(
     dbg: &Debugger,
     desired: &ConfigMap,
@@ -202,18 +203,44 @@ pub fn summary_due(
             name: old.metadata.name.clone().unwrap_or_default(),
         });
     }
-    Ok(spec_hash_of(&old.metadata) != spec_hash_of(&desired.metadata))
+    Ok(old.foreign_managers || spec_hash_of(&old.metadata) != spec_hash_of(&desired.metadata))
 }
 
-/// Applies the summary ConfigMap skeleton.
+/// The object that takes a summary ConfigMap over when it replaces it
+/// (an unconditional update): exactly the desired data, and managedFields
+/// cleared (a list of one empty entry clears them), so that no runner of
+/// an earlier version, nor anyone who edited it by hand, keeps owning a key
+/// the operator's applies leave out. Pure.
+pub fn takeover(desired: &ConfigMap) -> ConfigMap {
+    let mut cm = desired.clone();
+    cm.metadata.managed_fields = Some(vec![Default::default()]);
+    cm.metadata.resource_version = None;
+    cm
+}
+
+/// Applies the summary ConfigMap; with `take_over`, first replaces it by
+/// [`takeover`], then applies, so the operator's apply owns every key.
 pub async fn summary(
     client: &Client,
     metrics: &Metrics,
     caches: &Caches,
     dbg: &Debugger,
     desired: &ConfigMap,
+    take_over: bool,
 ) -> Result<(), Error> {
     let ns = dbg.namespace().unwrap_or_default();
+    if take_over {
+        let name = desired.metadata.name.clone().unwrap_or_default();
+        metrics.write("ConfigMap");
+        Api::<ConfigMap>::namespaced(client.clone(), &ns)
+            .replace(&name, &Default::default(), &takeover(desired))
+            .await
+            .map_err(|source| Error::Write {
+                kind: "ConfigMap",
+                name,
+                source,
+            })?;
+    }
     let written = apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
     caches
         .recent_summaries

@@ -134,7 +134,7 @@ fn a_workload_owned_by_someone_else_is_never_touched() {
 #[test]
 fn the_summary_is_written_when_missing_or_stale_and_never_taken_over() {
     let d = dbg(WorkloadType::Daemonset, "100m");
-    let desired = render::summary_config_map(&d);
+    let desired = render::summary_config_map(&d, Default::default());
     assert!(summary_due(&d, &desired, None).unwrap(), "missing");
     let as_rendered = Summary::of(&desired);
     assert!(!summary_due(&d, &desired, Some(&as_rendered)).unwrap());
@@ -145,6 +145,25 @@ fn the_summary_is_written_when_missing_or_stale_and_never_taken_over() {
         summary_due(&d, &desired, Some(&Summary::of(&by_hand))).unwrap(),
         "adopted"
     );
+
+    let mut by_runners = desired.clone();
+    by_runners.metadata.managed_fields = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+            manager: Some("combo-runner/node-1".into()),
+            operation: Some("Apply".into()),
+            ..Default::default()
+        },
+    ]);
+    assert!(
+        summary_due(&d, &desired, Some(&Summary::of(&by_runners))).unwrap(),
+        "written by runners of an earlier version: taken over"
+    );
+    let replaced = takeover(&by_runners);
+    assert_eq!(
+        replaced.metadata.managed_fields,
+        Some(vec![Default::default()])
+    );
+    assert_eq!(replaced.data, desired.data);
 
     let mut other = desired.clone();
     for o in other.metadata.owner_references.iter_mut().flatten() {

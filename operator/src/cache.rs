@@ -20,8 +20,10 @@ use kube::runtime::watcher;
 use kube::Resource;
 use tokio::sync::watch;
 
+use combo_api::keys::FIELD_MANAGER_OPERATOR;
+
 use crate::render::spec_hash_of;
-use crate::status::{self, RunSummary};
+use crate::reports::Reports;
 
 /// kubectl's annotation with the last applied configuration.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -30,24 +32,30 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 pub const RECENT_TTL: Duration = Duration::from_secs(30);
 
 /// A summary ConfigMap reduced to what the operator reads: its metadata
-/// (owner, spec hash) and the run fields. Its data can be large (one value
-/// per node), so it is not kept.
+/// (owner, spec hash). Its data can be large (one value per node), so it
+/// is not kept.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     /// The ConfigMap's metadata, without managedFields.
     pub metadata: ObjectMeta,
-    /// The run fields its data yields.
-    pub runs: RunSummary,
+    /// Whether a field manager other than the operator's apply owns part of
+    /// it (runners of an earlier version wrote their own keys, or it was
+    /// made by hand): the next write takes every key over.
+    pub foreign_managers: bool,
 }
 
 impl Summary {
     /// Reduces `cm`. Pure.
     pub fn of(cm: &ConfigMap) -> Self {
         let mut metadata = cm.metadata.clone();
+        let foreign_managers = metadata.managed_fields.iter().flatten().any(|m| {
+            m.manager.as_deref() != Some(FIELD_MANAGER_OPERATOR)
+                || m.operation.as_deref() != Some("Apply")
+        });
         metadata.managed_fields = None;
         Summary {
             metadata,
-            runs: status::run_summary(Some(cm)),
+            foreign_managers,
         }
     }
 }
@@ -221,6 +229,8 @@ pub struct Caches {
     pub pingers: Store<Pinger>,
     /// Summary ConfigMaps, reduced.
     pub summaries: Summaries,
+    /// DebuggerReports by Debugger.
+    pub reports: Reports,
     /// DaemonSets written, until the watch shows them.
     pub recent_daemonsets: Recent<Arc<DaemonSet>>,
     /// Pods written, until the watch shows them.
@@ -241,6 +251,7 @@ impl Caches {
             pods,
             pingers,
             summaries: Default::default(),
+            reports: Default::default(),
             recent_daemonsets: Default::default(),
             recent_pods: Default::default(),
             recent_summaries: Default::default(),
@@ -256,6 +267,7 @@ impl Caches {
             self.listed[1].wait(),
             self.listed[2].wait(),
             self.summaries.ready.wait(),
+            self.reports.ready.wait(),
         );
     }
 }
@@ -351,9 +363,8 @@ mod tests {
         assert_eq!(s.get("ops", "a"), None, "not visible before the list ends");
         s.observe(&watcher::Event::InitDone);
         let a = s.get("ops", "a").unwrap();
-        assert_eq!(a.runs.completed_nodes, 1);
-        assert_eq!(a.runs.failed_items, 1);
-        assert_eq!(a.runs.last_run_at.as_deref(), Some("2026-11-22T06:00:00Z"));
+        assert_eq!(spec_hash_of(&a.metadata), Some("h"));
+        assert!(!a.foreign_managers);
         s.observe(&watcher::Event::Delete(cm("b", "h", &[])));
         assert_eq!(s.get("ops", "b"), None);
         s.observe(&watcher::Event::Apply(cm("b", "h", &[])));
@@ -365,6 +376,27 @@ mod tests {
             spec_hash_of(&s.get("ops", "b").unwrap().metadata),
             Some("h2")
         );
+    }
+
+    #[test]
+    fn a_summary_written_by_runners_or_by_hand_is_marked_for_takeover() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let entry = |manager: &str, operation: &str| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(operation.into()),
+            ..Default::default()
+        };
+        let mut c = cm("a", "h", &[]);
+        c.metadata.managed_fields = Some(vec![entry("combo-operator", "Apply")]);
+        assert!(!Summary::of(&c).foreign_managers);
+        assert_eq!(Summary::of(&c).metadata.managed_fields, None, "not kept");
+        c.metadata.managed_fields = Some(vec![
+            entry("combo-operator", "Apply"),
+            entry("combo-runner/node-1", "Apply"),
+        ]);
+        assert!(Summary::of(&c).foreign_managers);
+        c.metadata.managed_fields = Some(vec![entry("kubectl-create", "Update")]);
+        assert!(Summary::of(&c).foreign_managers);
     }
 
     #[tokio::test]

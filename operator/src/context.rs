@@ -9,6 +9,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Client;
 
 use crate::cache::Caches;
+use crate::coalesce::Coalesce;
 use crate::metrics::Metrics;
 use crate::pace::Pace;
 use crate::rbac::Namespaces;
@@ -41,4 +42,11 @@ pub struct Context {
     pub written: Mutex<HashMap<String, DebuggerStatus>>,
     /// Consecutive transient failures per Debugger, for backoff.
     pub failures: Mutex<HashMap<ObjectRef<Debugger>, u32>>,
+    /// Summary ConfigMap writes per Debugger uid, at most one per 2 s.
+    pub summary_writes: Coalesce,
+    /// Status writes per Debugger uid, at most one per 2 s.
+    pub status_writes: Coalesce,
+    /// The newest run seen per Debugger uid: when it changes, reports of
+    /// nodes that left are removed. Dropped with the Debugger.
+    pub runs_seen: Mutex<HashMap<String, String>>,
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use combo_api::keys::{self, FIELD_MANAGER_OPERATOR};
-use combo_api::{Debugger, DebuggerStatus, Pinger};
+use combo_api::{Debugger, DebuggerReport, DebuggerStatus, Pinger};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -30,7 +30,7 @@ use crate::pinger_status::{self, PingerContext};
 use crate::render::{self, Images};
 use crate::status::{self, PodCounts};
 use crate::validate::{validate, Invalid};
-use crate::{apply, events, rbac};
+use crate::{aggregate, apply, events, rbac, reports};
 
 /// Errors of a reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -165,10 +165,16 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     // status is written here, and reacting to that write would only read
     // everything again to find nothing to do.
     let (store, writer) = reflector::store();
+    let (gone_tx, gone_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let debuggers = watcher(api::<Debugger>(&client, ns), watcher::Config::default())
         .default_backoff()
         .modify(cache::slim)
         .reflect(writer)
+        .inspect_ok(move |e| {
+            if let watcher::Event::Delete(d) = e {
+                let _ = gone_tx.send(d.namespace().unwrap_or_default());
+            }
+        })
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default());
     let main = Controller::for_stream(debuggers, store.clone())
@@ -204,6 +210,14 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             recent.observe(e);
         })
         .touched_objects();
+    let reports = caches.reports.clone();
+    let report_events = watcher(
+        api::<DebuggerReport>(&client, ns),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .inspect_ok(move |e| reports.observe(e))
+    .touched_objects();
     let pinger_events = cached_watch(
         api::<Pinger>(&client, ns),
         watcher::Config::default(),
@@ -232,7 +246,11 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         pace: Default::default(),
         written: Default::default(),
         failures: Default::default(),
+        summary_writes: Default::default(),
+        status_writes: Default::default(),
+        runs_seen: Default::default(),
     });
+    tokio::spawn(rbac::clean_up_after(ctx.clone(), gone_rx));
     let pingers = Controller::new(api::<Pinger>(&client, ns), watcher::Config::default())
         .shutdown_on_signal()
         .run(
@@ -254,6 +272,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         .owns_stream(daemonsets)
         .owns_stream(pods)
         .owns_stream(config_maps)
+        .watches_stream(report_events, |r| reports::debugger_of(&r))
         .watches_stream(pinger_events, move |pinger| {
             users_of(&users_store.state(), &pinger)
         })
@@ -361,11 +380,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         }
     }
     let counts = workload_counts(dbg, &observed);
-    let runs = observed
-        .summary
-        .as_ref()
-        .map(|s| s.runs.clone())
-        .unwrap_or_default();
+    let runs = aggregate::run_summary(observed.reports.values().map(|r| r.as_ref()));
     let now = Utc::now();
     // Only this operator writes the status, so the one it wrote last is the
     // current one even when the cached Debugger does not show it yet.
@@ -402,16 +417,46 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     for event in news {
         events::publish(&ctx.recorder, dbg, event).await;
     }
+    // Status and summary: at most one write each per `coalesce::WINDOW`;
+    // what has to wait is written by a requeue.
+    let mut wait: Option<Duration> = None;
+    let mut hold = |d: Duration| wait = Some(wait.map_or(d, |w| w.min(d)));
     if changed {
-        write_status(ctx, dbg, &new).await?;
-        remember_written(ctx, uid, new);
+        match ctx.status_writes.wait(&uid, Instant::now()) {
+            Some(d) => hold(d),
+            None => {
+                write_status(ctx, dbg, &new).await?;
+                ctx.status_writes.wrote(&uid, Instant::now());
+                remember_written(ctx, uid.clone(), new.clone());
+            }
+        }
     }
-    if let Some(summary) = summary {
-        // Last: should it fail, the Events above are out and the retry
-        // only writes the ConfigMap.
-        apply::summary(&ctx.client, &ctx.metrics, &ctx.caches, dbg, &summary).await?;
+    if let Some((summary, take_over)) = summary {
+        match ctx.summary_writes.wait(&uid, Instant::now()) {
+            Some(d) => hold(d),
+            None => {
+                // Last: should it fail, the Events above are out and the
+                // retry only writes the ConfigMap.
+                ctx.summary_writes.wrote(&uid, Instant::now());
+                apply::summary(
+                    &ctx.client,
+                    &ctx.metrics,
+                    &ctx.caches,
+                    dbg,
+                    &summary,
+                    take_over,
+                )
+                .await?;
+            }
+        }
+    }
+    if let Some(last) = &new.last_run_at {
+        prune_departed(ctx, dbg, &uid, last, &observed).await;
     }
     verdict?;
+    if let Some(w) = wait {
+        return Ok(Action::requeue(w));
+    }
     Ok(
         action.unwrap_or_else(|| match status::next_run_at(&dbg.spec.run_at, now) {
             // Refresh nextRunAt once the scheduled time has passed.
@@ -426,6 +471,48 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     )
 }
 
+/// At a new run (the newest `runAt` of the reports changed since this
+/// process last looked), deletes the reports of nodes that run no pod of
+/// the Debugger any more and did not report that run; the next summary
+/// leaves their keys out. The first look after a start only records the
+/// run, so a restarted operator does not list every Debugger's pods.
+async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, observed: &Observed) {
+    let previous = ctx
+        .runs_seen
+        .lock()
+        .expect("runs lock")
+        .insert(uid.to_string(), last.to_string());
+    if previous.is_none() || previous.as_deref() == Some(last) {
+        return;
+    }
+    let candidates: Vec<&aggregate::NodeReport> = observed
+        .reports
+        .values()
+        .map(|r| r.as_ref())
+        .filter(|r| r.spec.run_at.as_str() != last)
+        .collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let ns = dbg.namespace().unwrap_or_default();
+    let nodes = match reports::nodes_with_pods(&ctx.client, &ns, &dbg.name_any()).await {
+        Ok(n) => n,
+        Err(e) => {
+            warn!(error = %e, "listing the Debugger's pods failed; reports of departed nodes stay until the next run");
+            return;
+        }
+    };
+    let gone = aggregate::departed(candidates, last, &nodes);
+    for name in &gone {
+        ctx.metrics.write("DebuggerReport");
+        match reports::delete(&ctx.client, &ns, name).await {
+            Ok(()) => info!(report = %name, "removed the report of a node that left"),
+            Err(e) => warn!(report = %name, error = %e, "removing a report failed"),
+        }
+    }
+    ctx.caches.reports.forget(&ns, &dbg.name_any(), &gone);
+}
+
 /// What `converge` did and left to do.
 struct Converged {
     /// A requeue when a replaced Pod has to be recreated.
@@ -433,8 +520,8 @@ struct Converged {
     /// The Event of a workload change.
     event: Option<Event>,
     /// The summary ConfigMap, when it has to be written (after the pause
-    /// `pace` asks for).
-    summary: Option<ConfigMap>,
+    /// `pace` asks for), and whether it has to be taken over first.
+    summary: Option<(ConfigMap, bool)>,
 }
 
 /// Applies the workload RBAC and the workload, and tells whether the
@@ -444,10 +531,22 @@ async fn converge(
     ctx: &Arc<Context>,
     observed: &Observed,
 ) -> Result<Converged, apply::Error> {
-    let summary = render::summary_config_map(dbg);
+    let (data, level) = aggregate::summary_data(&observed.reports);
+    if level != aggregate::Level::Full {
+        tracing::debug!(
+            ?level,
+            nodes = observed.reports.len(),
+            "summary values shortened to fit"
+        );
+    }
+    let summary = render::summary_config_map(dbg, data);
     // Checked first: a summary name taken by another owner is an invalid
     // spec, and then no workload is written.
     let summary_due = apply::summary_due(dbg, &summary, observed.summary.as_ref())?;
+    let take_over = observed
+        .summary
+        .as_ref()
+        .is_some_and(|s| s.foreign_managers);
     rbac::ensure(ctx, dbg).await?;
     let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
     let change = apply::workload(
@@ -470,7 +569,7 @@ async fn converge(
         action: matches!(change, apply::Change::Replacing | apply::Change::Waiting)
             .then(|| Action::requeue(Duration::from_secs(1))),
         event,
-        summary: summary_due.then_some(summary),
+        summary: summary_due.then_some((summary, take_over)),
     })
 }
 
@@ -505,7 +604,8 @@ pub fn newly_reported(old: Option<&DebuggerStatus>, new: &DebuggerStatus) -> boo
 }
 
 /// Records the status written for `uid`, forgetting Debuggers that are gone
-/// once the record has grown past twice the number of Debuggers.
+/// (here and in `runs_seen`) once the record has grown past twice the
+/// number of Debuggers.
 fn remember_written(ctx: &Context, uid: String, status: DebuggerStatus) {
     let mut written = ctx.written.lock().expect("written lock");
     written.insert(uid, status);
@@ -516,6 +616,8 @@ fn remember_written(ctx: &Context, uid: String, status: DebuggerStatus) {
             .filter_map(|d| d.metadata.uid.as_deref())
             .collect();
         written.retain(|u, _| live.contains(u.as_str()));
+        let mut runs = ctx.runs_seen.lock().expect("runs lock");
+        runs.retain(|u, _| live.contains(u.as_str()));
     }
 }
 

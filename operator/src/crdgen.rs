@@ -1,7 +1,7 @@
 //! `combo-operator crd`: the CustomResourceDefinitions generated from the Rust
 //! types, as committed under `config/crd/`.
 
-use combo_api::{Debugger, Pinger};
+use combo_api::{Debugger, DebuggerReport, Pinger};
 use kube::CustomResourceExt;
 
 /// File name and YAML of each CRD, in the order `combo-operator crd` prints them.
@@ -9,6 +9,10 @@ pub fn crds() -> Vec<(&'static str, String)> {
     vec![
         ("kubecombo.io_debuggers.yaml", to_yaml(&Debugger::crd())),
         ("kubecombo.io_pingers.yaml", to_yaml(&Pinger::crd())),
+        (
+            "kubecombo.io_debuggerreports.yaml",
+            to_yaml(&DebuggerReport::crd()),
+        ),
     ]
 }
 

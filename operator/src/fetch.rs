@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use crate::cache::{lookup, Caches, Summary};
+use crate::reports::NodeReports;
 
 /// What exists in the cluster for one Debugger.
 #[derive(Clone, Debug, Default)]
@@ -19,6 +20,8 @@ pub struct Observed {
     pub pod: Option<Pod>,
     /// Its summary ConfigMap, reduced.
     pub summary: Option<Summary>,
+    /// Its DebuggerReports, by node.
+    pub reports: NodeReports,
 }
 
 /// Reads the objects of `dbg` once every cache has listed.
@@ -53,5 +56,6 @@ pub async fn observe(caches: &Caches, dbg: &Debugger) -> Observed {
         daemonset: daemonset.map(|d| d.as_ref().clone()),
         pod: pod.map(|p| p.as_ref().clone()),
         summary,
+        reports: caches.reports.of(&ns, &name),
     }
 }

@@ -7,9 +7,11 @@
 //! ServiceAccount per namespace), [`events`], [`metrics`], [`http`],
 //! [`leader`] and [`crdgen`]. [`plugin`] is the `kubectl combo` plugin.
 
+pub mod aggregate;
 pub mod apply;
 pub mod cache;
 pub mod cli;
+pub mod coalesce;
 pub mod context;
 pub mod controller;
 pub mod crdgen;
@@ -23,5 +25,6 @@ pub mod pinger_status;
 pub mod plugin;
 pub mod rbac;
 pub mod render;
+pub mod reports;
 pub mod status;
 pub mod validate;

@@ -2,27 +2,36 @@
 //! RoleBinding, one set per namespace that has Debuggers.
 //!
 //! The operator creates them so that a Debugger works in any namespace
-//! without extra manifests. Every Debugger of the namespace is an owner
-//! (not the controller) of the three objects, so the garbage collector
-//! removes them with the last Debugger. The Role grants only what SPEC §6
-//! lists: read Debuggers and Pingers, watch pods, get and apply the summary
-//! ConfigMaps of the namespace's Debuggers (by name), create Events.
+//! without extra manifests. The Role grants only what docs/security.md
+//! lists: read Debuggers and Pingers, watch pods, get and apply
+//! DebuggerReports, create Events; nothing on ConfigMaps. It is the same
+//! for every Debugger, so the three objects do not grow with the number
+//! of Debuggers in a namespace: they carry no owner. The operator deletes
+//! them when the last Debugger of the namespace is gone
+//! ([`clean_up_after`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use combo_api::keys::{self, GROUP};
 use combo_api::Debugger;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::{Api, Resource, ResourceExt};
-use tracing::warn;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::reflector::Store;
+use kube::{Api, Client, Resource, ResourceExt};
+use tracing::{info, warn};
 
 use crate::apply;
 use crate::context::Context;
 use crate::render::{spec_hash, spec_hash_of, WORKLOAD_SERVICE_ACCOUNT};
+
+/// `app.kubernetes.io/component` of the workload RBAC.
+const COMPONENT: &str = "workload";
+/// How long after a Debugger's deletion its namespace is checked for
+/// Debuggers left; a Debugger created meanwhile keeps the RBAC.
+const CLEAN_UP_DELAY: Duration = Duration::from_secs(2);
 
 /// The three objects of one namespace.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,92 +44,23 @@ pub struct WorkloadRbac {
     pub binding: RoleBinding,
     /// Hash over all three, stamped on each.
     pub hash: String,
-    /// The Debuggers it serves.
-    pub covered: Covered,
 }
 
-/// Shortest time between two writes of one namespace's workload RBAC.
-pub const BATCH_WINDOW: Duration = Duration::from_millis(250);
-
-/// The workload RBAC last written in a namespace.
-#[derive(Clone, Debug)]
-pub struct Applied {
-    /// The Debuggers it serves.
-    pub covered: Covered,
-    /// When it was written.
-    pub at: Instant,
-}
-
-/// What one applied workload RBAC serves: Debugger uid -> summary ConfigMap
-/// name its Role lets the pods write.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Covered(BTreeMap<String, String>);
-
-impl Covered {
-    /// What an RBAC rendered for `debuggers` serves. Pure.
-    pub fn of(debuggers: &[&Debugger]) -> Covered {
-        Covered(
-            debuggers
-                .iter()
-                .map(|d| {
-                    (
-                        d.meta().uid.clone().unwrap_or_default(),
-                        d.spec.summary_name(&d.name_any()),
-                    )
-                })
-                .collect(),
-        )
-    }
-
-    /// Whether the RBAC serves `dbg` as its spec is now, and serves no
-    /// Debugger missing from `live` (deleted ones are dropped by a rewrite).
-    /// Pure.
-    pub fn serves(&self, dbg: &Debugger, live: &[&Debugger]) -> bool {
-        let uid = dbg.meta().uid.clone().unwrap_or_default();
-        let wanted = dbg.spec.summary_name(&dbg.name_any());
-        if self.0.get(&uid) != Some(&wanted) {
-            return false;
-        }
-        let live: BTreeSet<&str> = live
-            .iter()
-            .filter_map(|d| d.meta().uid.as_deref())
-            .collect();
-        self.0.keys().all(|u| live.contains(u.as_str()))
-    }
-}
-
-/// Renders the workload RBAC of `namespace` for `debuggers` (those of that
-/// namespace). Pure.
-pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
-    let mut sorted: Vec<&Debugger> = debuggers.to_vec();
-    sorted.sort_by_key(|d| d.name_any());
-    let owners: Vec<OwnerReference> = sorted
-        .iter()
-        .filter_map(|d| {
-            Some(OwnerReference {
-                api_version: Debugger::api_version(&()).into_owned(),
-                kind: Debugger::kind(&()).into_owned(),
-                name: d.name_any(),
-                uid: d.meta().uid.clone()?,
-                ..OwnerReference::default()
-            })
-        })
-        .collect();
-    let summaries: BTreeSet<String> = sorted
-        .iter()
-        .map(|d| d.spec.summary_name(&d.name_any()))
-        .collect();
+/// Renders the workload RBAC of `namespace`. Pure.
+pub fn render(namespace: &str) -> WorkloadRbac {
     let meta = ObjectMeta {
         name: Some(WORKLOAD_SERVICE_ACCOUNT.into()),
         namespace: Some(namespace.into()),
-        labels: Some(
-            [(
+        labels: Some(BTreeMap::from([
+            (
                 keys::LABEL_NAME.to_string(),
                 keys::LABEL_NAME_VALUE.to_string(),
-            )]
-            .into(),
-        ),
-        owner_references: Some(owners),
+            ),
+            (
+                "app.kubernetes.io/component".to_string(),
+                COMPONENT.to_string(),
+            ),
+        ])),
         ..ObjectMeta::default()
     };
     let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
@@ -129,8 +69,6 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
         verbs: verbs.iter().map(|s| s.to_string()).collect(),
         ..PolicyRule::default()
     };
-    let mut summary_rule = rule(&[""], &["configmaps"], &["get", "patch"]);
-    summary_rule.resource_names = Some(summaries.into_iter().collect());
     let service_account = ServiceAccount {
         metadata: meta.clone(),
         ..ServiceAccount::default()
@@ -144,7 +82,8 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
                 &["get", "list", "watch"],
             ),
             rule(&[""], &["pods"], &["get", "list", "watch"]),
-            summary_rule,
+            // A server-side apply that creates the report needs create too.
+            rule(&[GROUP], &["debuggerreports"], &["get", "create", "patch"]),
             rule(&["", "events.k8s.io"], &["events"], &["create", "patch"]),
         ]),
     };
@@ -163,7 +102,6 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
         }]),
     };
     let hash = spec_hash(&(&service_account, &role, &binding));
-    let covered = Covered::of(&sorted);
     let stamp = |m: &mut ObjectMeta| {
         m.annotations
             .get_or_insert_with(Default::default)
@@ -178,184 +116,40 @@ pub fn render(namespace: &str, debuggers: &[&Debugger]) -> WorkloadRbac {
         role,
         binding,
         hash,
-        covered,
     }
 }
 
-/// The workload RBAC of every namespace: what was last applied, and
-/// whether a write is under way.
+/// The namespaces whose workload RBAC this process has written or found
+/// in place, each with a lock that serialises its writes and deletion.
+/// Bounded by the namespaces with Debuggers: a namespace is forgotten when
+/// its RBAC is deleted.
 #[derive(Default)]
 pub struct Namespaces(std::sync::Mutex<BTreeMap<String, Namespace>>);
 
 #[derive(Default)]
 struct Namespace {
-    /// The last write of this process; none before the first.
-    applied: Option<Applied>,
-    /// A background write is scheduled or running.
-    writing: bool,
-    /// Serialises the writes of the namespace.
+    in_place: bool,
     lock: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// What a reconcile does about the workload RBAC of its namespace.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Plan {
-    /// The last write serves the Debugger.
-    Served,
-    /// Nothing was written yet: write now and wait, since the workload's
-    /// pods need the ServiceAccount.
-    WriteFirst,
-    /// The ServiceAccount exists; the namespace's writer is told to cover
-    /// the Debugger and the workload goes ahead meanwhile.
-    Background,
-}
-
-/// Decides the [`Plan`]; marks the namespace as writing when it returns
-/// `Background` and no write was under way (the caller then starts one).
-/// Returns whether the caller has to start the writer.
-fn plan(ns: &mut Namespace, dbg: &Debugger, live: &[&Debugger]) -> (Plan, bool) {
-    match &ns.applied {
-        None => (Plan::WriteFirst, false),
-        Some(a) if a.covered.serves(dbg, live) => (Plan::Served, false),
-        Some(_) => (Plan::Background, !std::mem::replace(&mut ns.writing, true)),
-    }
-}
-
-/// Makes sure the workload RBAC of `dbg`'s namespace covers `dbg`.
-///
-/// The first reconcile of a namespace in this process writes (or, when
-/// what exists already matches, only reads) the three objects and waits:
-/// the ServiceAccount has to exist before any pod that uses it. After
-/// that, a Debugger the RBAC does not cover yet starts the namespace's
-/// background writer and returns at once. The writer waits until
-/// [`BATCH_WINDOW`] has passed since the last write, so that one write
-/// covers every Debugger that arrived meanwhile, and retries failures with
-/// backoff until the RBAC covers every Debugger of the namespace. Until
-/// then the new workload's pods cannot yet apply their summary; the runner
-/// retries that write, so no result is lost.
-pub async fn ensure(ctx: &Arc<Context>, dbg: &Debugger) -> Result<(), apply::Error> {
-    let ns_name = dbg.namespace().unwrap_or_default();
-    let all = ctx.debuggers.state();
-    let (plan, start) = {
-        let mut map = ctx.rbac.0.lock().expect("rbac lock");
-        plan(
-            map.entry(ns_name.clone()).or_default(),
-            dbg,
-            &of_namespace(&all, &ns_name, dbg),
-        )
-    };
-    match plan {
-        Plan::Served => Ok(()),
-        Plan::Background => {
-            if start {
-                tokio::spawn(background(ctx.clone(), ns_name));
-            }
-            Ok(())
-        }
-        Plan::WriteFirst => {
-            let lock = ctx.rbac.lock_of(&ns_name);
-            let _serialised = lock.lock().await;
-            // Another reconcile may have written while this one waited.
-            if ctx.rbac.applied(&ns_name).is_some() {
-                return Box::pin(ensure(ctx, dbg)).await;
-            }
-            write(ctx, &ns_name, Some(dbg), true).await
-        }
-    }
-}
-
-/// The background writer of `ns`: writes until the RBAC covers every
-/// Debugger of the namespace, then ends.
-async fn background(ctx: Arc<Context>, ns: String) {
-    let mut failures = 0u32;
-    loop {
-        if let Some(a) = ctx.rbac.applied(&ns) {
-            tokio::time::sleep(BATCH_WINDOW.saturating_sub(a.at.elapsed())).await;
-        }
-        let lock = ctx.rbac.lock_of(&ns);
-        let _serialised = lock.lock().await;
-        {
-            // Under the same lock as `plan`: a Debugger whose reconcile saw
-            // `writing` is in the store by now, so it is covered below or
-            // was already.
-            let mut map = ctx.rbac.0.lock().expect("rbac lock");
-            let entry = map.entry(ns.clone()).or_default();
-            let all = ctx.debuggers.state();
-            let live = of_namespace_live(&all, &ns);
-            // With no Debugger left, the garbage collector removes the
-            // three objects; a write would only take their owners away.
-            let served = live.is_empty()
-                || entry
-                    .applied
-                    .as_ref()
-                    .is_some_and(|a| a.covered == Covered::of(&live));
-            if served {
-                entry.writing = false;
-                return;
-            }
-        }
-        match write(&ctx, &ns, None, false).await {
-            Ok(()) => failures = 0,
-            Err(e) => {
-                failures = failures.saturating_add(1);
-                ctx.metrics.error("rbac");
-                warn!(namespace = %ns, error = %e, source = ?std::error::Error::source(&e), "workload RBAC write failed");
-                drop(_serialised);
-                tokio::time::sleep(crate::controller::backoff(failures)).await;
-            }
-        }
-    }
-}
-
-/// Renders the RBAC of `ns` for its live Debuggers (and `dbg`, which the
-/// store may not show yet), writes it unless it is already in place, and
-/// records it. Reads the Role first only when `read_first` (nothing was
-/// written by this process yet). The caller holds the namespace's lock.
-async fn write(
-    ctx: &Context,
-    ns: &str,
-    dbg: Option<&Debugger>,
-    read_first: bool,
-) -> Result<(), apply::Error> {
-    let all = ctx.debuggers.state();
-    let desired = match dbg {
-        Some(d) => render(ns, &of_namespace(&all, ns, d)),
-        None => render(ns, &of_namespace_live(&all, ns)),
-    };
-    let current = if read_first {
-        Api::<Role>::namespaced(ctx.client.clone(), ns)
-            .get_opt(WORKLOAD_SERVICE_ACCOUNT)
-            .await
-            .map_err(|source| apply::Error::Write {
-                kind: "Role",
-                name: WORKLOAD_SERVICE_ACCOUNT.into(),
-                source,
-            })?
-            .and_then(|r| spec_hash_of(&r.metadata).map(str::to_string))
-    } else {
-        None
-    };
-    if current.as_deref() != Some(desired.hash.as_str()) {
-        let (c, m) = (&ctx.client, &ctx.metrics);
-        // In this order: binding a Role needs the Role to exist.
-        apply::apply(c, m, ns, &desired.service_account, "ServiceAccount").await?;
-        apply::apply(c, m, ns, &desired.role, "Role").await?;
-        apply::apply(c, m, ns, &desired.binding, "RoleBinding").await?;
-    }
-    ctx.rbac
-        .0
-        .lock()
-        .expect("rbac lock")
-        .entry(ns.to_string())
-        .or_default()
-        .applied = Some(Applied {
-        covered: desired.covered,
-        at: Instant::now(),
-    });
-    Ok(())
-}
-
 impl Namespaces {
+    fn in_place(&self, ns: &str) -> bool {
+        self.0
+            .lock()
+            .expect("rbac lock")
+            .get(ns)
+            .is_some_and(|n| n.in_place)
+    }
+
+    fn set_in_place(&self, ns: &str, in_place: bool) {
+        self.0
+            .lock()
+            .expect("rbac lock")
+            .entry(ns.to_string())
+            .or_default()
+            .in_place = in_place;
+    }
+
     fn lock_of(&self, ns: &str) -> Arc<tokio::sync::Mutex<()>> {
         self.0
             .lock()
@@ -366,31 +160,124 @@ impl Namespaces {
             .clone()
     }
 
-    fn applied(&self, ns: &str) -> Option<Applied> {
-        self.0
-            .lock()
-            .expect("rbac lock")
-            .get(ns)
-            .and_then(|n| n.applied.clone())
+    fn forget(&self, ns: &str) {
+        self.0.lock().expect("rbac lock").remove(ns);
+    }
+
+    /// Namespaces known.
+    pub fn len(&self) -> usize {
+        self.0.lock().expect("rbac lock").len()
+    }
+
+    /// Whether no namespace is known.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
-/// The live Debuggers of `ns` in `all`. Pure.
-fn of_namespace_live<'a>(all: &'a [Arc<Debugger>], ns: &str) -> Vec<&'a Debugger> {
+/// Makes sure the workload RBAC of `dbg`'s namespace is in place. The
+/// first reconcile of a namespace in this process reads the Role and
+/// writes the three objects unless they are as rendered; it waits, since
+/// the workload's pods need the ServiceAccount. Later reconciles of the
+/// namespace write nothing.
+pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
+    let ns = dbg.namespace().unwrap_or_default();
+    if ctx.rbac.in_place(&ns) {
+        return Ok(());
+    }
+    let lock = ctx.rbac.lock_of(&ns);
+    let _serialised = lock.lock().await;
+    if ctx.rbac.in_place(&ns) {
+        return Ok(());
+    }
+    let desired = render(&ns);
+    let current = Api::<Role>::namespaced(ctx.client.clone(), &ns)
+        .get_opt(WORKLOAD_SERVICE_ACCOUNT)
+        .await
+        .map_err(|source| apply::Error::Write {
+            kind: "Role",
+            name: WORKLOAD_SERVICE_ACCOUNT.into(),
+            source,
+        })?;
+    if current.as_ref().and_then(|r| spec_hash_of(&r.metadata)) != Some(desired.hash.as_str()) {
+        let (c, m) = (&ctx.client, &ctx.metrics);
+        // In this order: binding a Role needs the Role to exist.
+        apply::apply(c, m, &ns, &desired.service_account, "ServiceAccount").await?;
+        apply::apply(c, m, &ns, &desired.role, "Role").await?;
+        apply::apply(c, m, &ns, &desired.binding, "RoleBinding").await?;
+    }
+    ctx.rbac.set_in_place(&ns, true);
+    Ok(())
+}
+
+/// Whether `ns` has a Debugger that is not being deleted. Pure.
+pub fn has_live_debugger(all: &[Arc<Debugger>], ns: &str) -> bool {
     all.iter()
-        .map(|d| d.as_ref())
-        .filter(|d| d.namespace().as_deref() == Some(ns) && d.meta().deletion_timestamp.is_none())
-        .collect()
+        .any(|d| d.namespace().as_deref() == Some(ns) && d.meta().deletion_timestamp.is_none())
 }
 
-/// The live Debuggers of `ns` in `all`, with `dbg` (which the store may not
-/// show yet). Pure.
-fn of_namespace<'a>(all: &'a [Arc<Debugger>], ns: &str, dbg: &'a Debugger) -> Vec<&'a Debugger> {
-    let mut mine = of_namespace_live(all, ns);
-    if !mine.iter().any(|d| d.meta().uid == dbg.meta().uid) {
-        mine.push(dbg);
+/// Receives the namespaces of deleted Debuggers and removes the workload
+/// RBAC of each that has no Debugger left, [`CLEAN_UP_DELAY`] later. Runs
+/// until the sender is dropped.
+pub async fn clean_up_after(
+    ctx: Arc<Context>,
+    mut gone: tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(ns) = gone.recv().await {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CLEAN_UP_DELAY).await;
+            clean_up(&ctx.client, &ctx.rbac, &ctx.debuggers, &ns).await;
+        });
     }
-    mine
+}
+
+/// Deletes the workload RBAC of `ns` if no Debugger is left there. Under
+/// the namespace's lock, and marked as not in place first: a Debugger
+/// created meanwhile writes it again.
+async fn clean_up(client: &Client, rbac: &Namespaces, debuggers: &Store<Debugger>, ns: &str) {
+    let lock = rbac.lock_of(ns);
+    let _serialised = lock.lock().await;
+    rbac.set_in_place(ns, false);
+    if has_live_debugger(&debuggers.state(), ns) {
+        return;
+    }
+    let dp = kube::api::DeleteParams::default();
+    let result = async {
+        gone_ok(
+            Api::<RoleBinding>::namespaced(client.clone(), ns)
+                .delete(WORKLOAD_SERVICE_ACCOUNT, &dp)
+                .await
+                .map(drop),
+        )?;
+        gone_ok(
+            Api::<Role>::namespaced(client.clone(), ns)
+                .delete(WORKLOAD_SERVICE_ACCOUNT, &dp)
+                .await
+                .map(drop),
+        )?;
+        gone_ok(
+            Api::<ServiceAccount>::namespaced(client.clone(), ns)
+                .delete(WORKLOAD_SERVICE_ACCOUNT, &dp)
+                .await
+                .map(drop),
+        )
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            info!(namespace = %ns, "removed the workload RBAC of a namespace without Debuggers");
+            rbac.forget(ns);
+        }
+        Err(e) => warn!(namespace = %ns, error = %e, "removing the workload RBAC failed"),
+    }
+}
+
+fn gone_ok(r: Result<(), kube::Error>) -> Result<(), kube::Error> {
+    match r {
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -398,61 +285,30 @@ mod tests {
     use super::*;
     use combo_api::DebuggerSpec;
 
-    fn dbg(name: &str, uid: &str, summary: &str) -> Debugger {
-        let mut d = Debugger::new(
-            name,
-            DebuggerSpec {
-                summary_config_map: summary.into(),
-                ..DebuggerSpec::default()
-            },
-        );
-        d.metadata.namespace = Some("ops".into());
-        d.metadata.uid = Some(uid.into());
-        d
+    fn dbg(ns: &str, name: &str, deleting: bool) -> Arc<Debugger> {
+        let mut d = Debugger::new(name, DebuggerSpec::default());
+        d.metadata.namespace = Some(ns.into());
+        if deleting {
+            d.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ));
+        }
+        Arc::new(d)
     }
 
     #[test]
-    fn every_debugger_of_the_namespace_owns_the_workload_rbac() {
-        let (a, b) = (dbg("b-check", "u2", ""), dbg("a-check", "u1", "results"));
-        let r = render("ops", &[&a, &b]);
-        let owners = r.role.metadata.owner_references.clone().unwrap();
-        let names: Vec<_> = owners.iter().map(|o| o.name.as_str()).collect();
-        assert_eq!(names, ["a-check", "b-check"]);
-        assert!(owners.iter().all(|o| o.controller.is_none()));
-        assert_eq!(
-            r,
-            render("ops", &[&b, &a]),
-            "order of the store does not matter"
-        );
-        let summary_rule = &r.role.rules.as_ref().unwrap()[2];
-        assert_eq!(
-            summary_rule.resource_names,
-            Some(vec!["b-check-summary".to_string(), "results".to_string()])
-        );
-        assert_eq!(summary_rule.verbs, ["get", "patch"]);
-    }
-
-    #[test]
-    fn role_grants_only_reads_pod_watches_summary_writes_and_events() {
-        let r = render("ops", &[&dbg("x", "u", "")]);
-        let verbs: Vec<(Vec<String>, Vec<String>)> = r
-            .role
-            .rules
-            .unwrap()
-            .into_iter()
-            .map(|p| (p.resources.unwrap(), p.verbs))
-            .collect();
-        for (resources, verbs) in &verbs {
-            let writes = verbs
-                .iter()
-                .any(|v| !["get", "list", "watch"].contains(&v.as_str()));
-            if writes {
-                assert!(
-                    resources == &["configmaps"] || resources == &["events"],
-                    "{resources:?} {verbs:?}"
-                );
-            }
-            assert!(!verbs.iter().any(|v| v == "delete" || v == "*"));
+    fn the_workload_rbac_is_the_same_for_every_debugger_and_has_no_owner() {
+        let r = render("ops");
+        assert_eq!(r, render("ops"));
+        assert_ne!(r.hash, render("dev").hash);
+        for meta in [
+            &r.service_account.metadata,
+            &r.role.metadata,
+            &r.binding.metadata,
+        ] {
+            assert_eq!(meta.owner_references, None);
+            assert_eq!(spec_hash_of(meta), Some(r.hash.as_str()));
         }
         assert_eq!(
             r.binding.subjects.unwrap()[0].name,
@@ -462,52 +318,49 @@ mod tests {
     }
 
     #[test]
-    fn an_applied_rbac_serves_its_debuggers_until_one_changes_or_goes() {
-        let a = dbg("a", "u1", "");
-        let b = dbg("b", "u2", "");
-        let c = dbg("c", "u3", "");
-        let covered = render("ops", &[&a, &b]).covered;
-        assert!(covered.serves(&a, &[&a, &b]));
-        assert!(covered.serves(&b, &[&a, &b, &c]), "newcomers do not matter");
-        assert!(!covered.serves(&c, &[&a, &b, &c]), "not listed");
-        assert!(!covered.serves(&a, &[&a]), "b is gone: rewrite without it");
-        let renamed = dbg("a", "u1", "results");
-        assert!(
-            !covered.serves(&renamed, &[&renamed, &b]),
-            "new summary name"
+    fn the_role_grants_reads_report_writes_and_events_and_nothing_on_configmaps() {
+        let rules: Vec<(Vec<String>, Vec<String>)> = render("ops")
+            .role
+            .rules
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.resources.unwrap(), p.verbs))
+            .collect();
+        let as_text = |v: &[String]| v.join(",");
+        let got: Vec<(String, String)> = rules
+            .iter()
+            .map(|(r, v)| (as_text(r), as_text(v)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("debuggers,pingers".into(), "get,list,watch".into()),
+                ("pods".into(), "get,list,watch".into()),
+                ("debuggerreports".into(), "get,create,patch".into()),
+                ("events".into(), "create,patch".into()),
+            ]
         );
+        assert!(rules
+            .iter()
+            .all(|(r, _)| !r.iter().any(|x| x == "configmaps")));
     }
 
     #[test]
-    fn only_the_first_debugger_of_a_namespace_waits_for_the_rbac() {
-        let (a, b) = (dbg("a", "u1", ""), dbg("b", "u2", ""));
-        let mut ns = Namespace::default();
-        assert_eq!(plan(&mut ns, &a, &[&a]), (Plan::WriteFirst, false));
-        ns.applied = Some(Applied {
-            covered: render("ops", &[&a]).covered,
-            at: Instant::now(),
-        });
-        assert_eq!(plan(&mut ns, &a, &[&a, &b]), (Plan::Served, false));
-        assert_eq!(
-            plan(&mut ns, &b, &[&a, &b]),
-            (Plan::Background, true),
-            "starts the writer"
-        );
-        assert_eq!(
-            plan(&mut ns, &b, &[&a, &b]),
-            (Plan::Background, false),
-            "one writer per namespace"
-        );
+    fn a_namespace_keeps_its_rbac_while_a_live_debugger_is_left() {
+        let all = vec![dbg("ops", "a", false), dbg("dev", "b", true)];
+        assert!(has_live_debugger(&all, "ops"));
+        assert!(!has_live_debugger(&all, "dev"), "only one being deleted");
+        assert!(!has_live_debugger(&all, "other"));
     }
 
     #[test]
-    fn the_hash_changes_when_the_set_of_debuggers_changes() {
-        let a = dbg("a", "u1", "");
-        let b = dbg("b", "u2", "");
-        assert_ne!(render("ops", &[&a]).hash, render("ops", &[&a, &b]).hash);
-        assert_eq!(
-            spec_hash_of(&render("ops", &[&a]).binding.metadata),
-            Some(render("ops", &[&a]).hash.as_str())
-        );
+    fn a_namespace_is_forgotten_once_its_rbac_is_removed() {
+        let n = Namespaces::default();
+        n.set_in_place("ops", true);
+        n.set_in_place("dev", true);
+        assert!(n.in_place("ops"));
+        n.forget("ops");
+        assert!(!n.in_place("ops"));
+        assert_eq!(n.len(), 1);
     }
 }

@@ -134,9 +134,11 @@ pub fn workload(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Wor
     }
 }
 
-/// The summary ConfigMap skeleton: metadata only. It carries no `data`, so
-/// the operator's field manager never owns a node's key.
-pub fn summary_config_map(dbg: &Debugger) -> ConfigMap {
+/// The summary ConfigMap with `data` (one key per node, from
+/// [`crate::aggregate::summary_data`]). Every write of the operator carries
+/// the whole data, so its field manager owns every key and a key left out
+/// is removed. The spec hash covers the data too.
+pub fn summary_config_map(dbg: &Debugger, data: BTreeMap<String, String>) -> ConfigMap {
     let name = dbg.metadata.name.clone().unwrap_or_default();
     let cm = ConfigMap {
         metadata: ObjectMeta {
@@ -146,6 +148,7 @@ pub fn summary_config_map(dbg: &Debugger) -> ConfigMap {
             owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
             ..ObjectMeta::default()
         },
+        data: Some(data),
         ..ConfigMap::default()
     };
     stamped(cm, |c| &mut c.metadata)
@@ -165,10 +168,7 @@ pub fn stamped<T: Serialize>(mut obj: T, meta: impl Fn(&mut T) -> &mut ObjectMet
 /// unlike `std`'s hasher.
 pub fn spec_hash<T: Serialize>(obj: &T) -> String {
     let json = serde_json::to_vec(obj).expect("rendered objects always serialise");
-    let hash = json.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    format!("{hash:016x}")
+    combo_api::hash::fnv1a_hex(&json)
 }
 
 fn pod_annotations(dbg: &Debugger) -> Option<BTreeMap<String, String>> {

@@ -346,20 +346,24 @@ fn spec_image_overrides_the_runner_image_flag() {
 }
 
 #[test]
-fn summary_config_map_is_owned_and_carries_no_data() {
-    let cm = summary_config_map(&debugger(DebuggerSpec::default()));
+fn summary_config_map_is_owned_and_its_hash_covers_the_data() {
+    let data = |v: &str| BTreeMap::from([("node-1".to_string(), v.to_string())]);
+    let cm = summary_config_map(&debugger(DebuggerSpec::default()), data("runAt: a\n"));
     assert_eq!(cm.metadata.name.as_deref(), Some("node-check-summary"));
-    assert!(cm.data.is_none());
-    let json = serde_json::to_value(&cm).unwrap();
-    assert!(json.get("data").is_none(), "{json}");
+    assert_eq!(cm.data.as_ref().unwrap()["node-1"], "runAt: a\n");
     assert_eq!(
-        cm.metadata.owner_references.unwrap()[0].controller,
+        cm.metadata.owner_references.clone().unwrap()[0].controller,
         Some(true)
     );
-    let named = summary_config_map(&debugger(DebuggerSpec {
-        summary_config_map: "results".into(),
-        ..DebuggerSpec::default()
-    }));
+    let other = summary_config_map(&debugger(DebuggerSpec::default()), data("runAt: b\n"));
+    assert_ne!(spec_hash_of(&cm.metadata), spec_hash_of(&other.metadata));
+    let named = summary_config_map(
+        &debugger(DebuggerSpec {
+            summary_config_map: "results".into(),
+            ..DebuggerSpec::default()
+        }),
+        BTreeMap::new(),
+    );
     assert_eq!(named.metadata.name.as_deref(), Some("results"));
 }
 

@@ -1,11 +1,11 @@
 //! Status: what `kubectl get dbg` shows, computed from the workload and the
-//! summary ConfigMap. Pure; the controller writes it only when it differs
+//! DebuggerReports. Pure; the controller writes it only when it differs
 //! from what the API server has.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use combo_api::{Debugger, DebuggerStatus, NodeSummary, RunAt};
+use combo_api::{Debugger, DebuggerStatus, RunAt};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::validate::Invalid;
@@ -48,36 +48,15 @@ pub fn pod_counts(pod: &Pod) -> PodCounts {
     }
 }
 
-/// Run fields taken from the summary ConfigMap.
+/// Run fields taken from the DebuggerReports (see `aggregate::run_summary`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunSummary {
     /// Newest `runAt` over all nodes.
     pub last_run_at: Option<String>,
-    /// Nodes whose summary carries that `runAt`.
+    /// Nodes whose report carries that `runAt`.
     pub completed_nodes: i32,
     /// Failed items over those nodes.
     pub failed_items: i32,
-}
-
-/// Reads every node's value; values that do not parse are skipped (a runner
-/// of another version may be writing).
-pub fn run_summary(cm: Option<&ConfigMap>) -> RunSummary {
-    let nodes: Vec<(DateTime<Utc>, NodeSummary)> = cm
-        .and_then(|c| c.data.as_ref())
-        .into_iter()
-        .flatten()
-        .filter_map(|(_, v)| NodeSummary::from_yaml(v).ok())
-        .filter_map(|s| Some((DateTime::parse_from_rfc3339(&s.run_at).ok()?.to_utc(), s)))
-        .collect();
-    let Some(last) = nodes.iter().map(|(t, _)| *t).max() else {
-        return RunSummary::default();
-    };
-    let current = nodes.iter().filter(|(t, _)| *t == last);
-    RunSummary {
-        last_run_at: Some(rfc3339(last)),
-        completed_nodes: current.clone().count() as i32,
-        failed_items: current.map(|(_, s)| s.failed().count() as i32).sum(),
-    }
 }
 
 /// The next scheduled run after `now`, if runAt has one.

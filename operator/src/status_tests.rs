@@ -18,18 +18,6 @@ fn dbg(run_at: &str) -> Debugger {
     d
 }
 
-fn summary(values: &[(&str, &str)]) -> ConfigMap {
-    ConfigMap {
-        data: Some(
-            values
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ),
-        ..ConfigMap::default()
-    }
-}
-
 #[test]
 fn all_pods_ready_makes_ready_true_with_counts() {
     let s = compute(
@@ -102,30 +90,6 @@ fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
         third.conditions[0].last_transition_time,
         first.conditions[0].last_transition_time
     );
-}
-
-#[test]
-fn run_fields_come_from_the_newest_run_in_the_summary() {
-    let cm = summary(&[
-        (
-            "node-1",
-            "runAt: \"2026-11-22T00:00:00Z\"\nfinishedAt: \"x\"\ndisk:\n  sda: {err: full}\n  sdb: {}\nnet:\n  eth0: {err: down}\n",
-        ),
-        (
-            "node-2",
-            "runAt: \"2026-11-22T00:00:00Z\"\ndisk:\n  sda: {}\n",
-        ),
-        (
-            "node-3",
-            "runAt: \"2026-11-21T18:00:00Z\"\ndisk:\n  sda: {err: old}\n",
-        ),
-        ("node-4", "not: [yaml"),
-    ]);
-    let r = run_summary(Some(&cm));
-    assert_eq!(r.last_run_at.as_deref(), Some("2026-11-22T00:00:00Z"));
-    assert_eq!(r.completed_nodes, 2);
-    assert_eq!(r.failed_items, 2);
-    assert_eq!(run_summary(None), RunSummary::default());
 }
 
 #[test]

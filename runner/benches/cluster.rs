@@ -6,12 +6,6 @@
 //! 1. Start delay: a runner (the in-cluster scheduler, in this process)
 //!    follows a Debugger whose runAt is set a moment ahead, 100 times; the
 //!    delay is when its script starts minus the scheduled time.
-//! 2. Summary writes: 200 nodes applying their keys to one ConfigMap as
-//!    the runners do (each after its spread offset, retrying until the write
-//!    lands) and all at once with one attempt each, against the same 200
-//!    writes one after another by one client. Each line also gives what the
-//!    API server did: its ConfigMap writes to etcd per key (more than 1 when
-//!    writes lost conflicts and were redone) and its CPU time.
 
 #[path = "../tests/support/cluster.rs"]
 mod cluster;
@@ -19,16 +13,13 @@ mod cluster;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use combo_api::{Debugger, ItemResult, NodeSummary, RunId};
+use combo_api::{Debugger, RunId};
 use combo_runner::cli::Args;
 use combo_runner::cluster::{serve, Identity};
-use combo_runner::publish::{spread_window, write, Pending, Publisher};
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
 
 const RUNS: usize = 100;
-const WRITERS: usize = 200;
 
 #[tokio::main]
 async fn main() {
@@ -38,12 +29,10 @@ async fn main() {
     }
     let client = cluster::admin_client().await;
     start_delay(&client).await;
-    writes(&client).await;
 }
 
 async fn start_delay(client: &kube::Client) {
     let ns = cluster::Ns::new(client, "runner-bench").await;
-    cluster::operator_creates_summary(client, &ns.name, "bench-summary").await;
     let dir = std::env::temp_dir().join(format!("combo-runner-bench-{}", std::process::id()));
     let marks = dir.join("marks");
     std::fs::create_dir_all(dir.join("scripts/disk")).unwrap();
@@ -119,180 +108,4 @@ async fn start_delay(client: &kube::Client) {
         pct(0.99),
         delays.last().copied().unwrap_or_default()
     );
-}
-
-fn summary(node: usize) -> NodeSummary {
-    let mut s = NodeSummary {
-        run_at: "2026-11-22T06:00:00Z".into(),
-        finished_at: "2026-11-22T06:00:01Z".into(),
-        ..Default::default()
-    };
-    let disk = s.categories.entry("disk".into()).or_default();
-    disk.insert("/".into(), ItemResult::ok());
-    disk.insert(
-        format!("/data{node}"),
-        ItemResult::err("disk full (97% used)"),
-    );
-    s
-}
-
-/// Counters of the API server, read from its `/metrics`.
-struct ServerCounters {
-    /// Writes of ConfigMaps it sent to etcd: every attempt, also those that
-    /// lost a conflict and were redone.
-    etcd_writes: f64,
-    /// Its CPU time in seconds.
-    cpu: f64,
-}
-
-async fn server_counters(client: &kube::Client) -> ServerCounters {
-    let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
-    let text = client.request_text(req).await.expect("API server /metrics");
-    let value = |name: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in the API server's /metrics"))
-    };
-    ServerCounters {
-        etcd_writes: value(
-            r#"etcd_request_duration_seconds_count{operation="update",type="*core.ConfigMap"}"#,
-        ),
-        cpu: value("process_cpu_seconds_total"),
-    }
-}
-
-/// One way of writing the 200 keys, measured.
-struct Phase {
-    wall: Duration,
-    etcd_writes: f64,
-    cpu: f64,
-    lost: usize,
-}
-
-impl Phase {
-    async fn measure<F: std::future::Future<Output = ()>>(
-        client: &kube::Client,
-        api: &Api<ConfigMap>,
-        cm: &str,
-        writes: F,
-    ) -> Phase {
-        let before = server_counters(client).await;
-        let t = Instant::now();
-        writes.await;
-        let wall = t.elapsed();
-        let after = server_counters(client).await;
-        let keys = api
-            .get(cm)
-            .await
-            .unwrap()
-            .data
-            .map(|d| d.len())
-            .unwrap_or(0);
-        Phase {
-            wall,
-            etcd_writes: after.etcd_writes - before.etcd_writes,
-            cpu: after.cpu - before.cpu,
-            lost: WRITERS - keys,
-        }
-    }
-
-    /// What the API server did, and what was lost.
-    fn work(&self) -> String {
-        format!(
-            "{:.1} etcd writes per key, API server CPU {:.1} s; lost {}",
-            self.etcd_writes / WRITERS as f64,
-            self.cpu,
-            self.lost
-        )
-    }
-
-    fn describe(&self, sequential: &Phase) -> String {
-        format!(
-            "{:.0} ms, speedup {:.2}x over sequential; {}",
-            self.wall.as_secs_f64() * 1000.0,
-            sequential.wall.as_secs_f64() / self.wall.as_secs_f64(),
-            self.work()
-        )
-    }
-}
-
-async fn writes(client: &kube::Client) {
-    let ns = cluster::Ns::new(client, "runner-bench-writes").await;
-    for cm in ["concurrent", "spread", "sequential"] {
-        cluster::operator_creates_summary(client, &ns.name, cm).await;
-    }
-    let publishers: Vec<Publisher> = (0..WRITERS)
-        .map(|i| {
-            Publisher::new(
-                client.clone(),
-                ns.name.clone(),
-                format!("node-{i}"),
-                "none".into(),
-            )
-        })
-        .collect();
-    let summaries: Vec<NodeSummary> = (0..WRITERS).map(summary).collect();
-    // Every runner has a connection to the API server long before it writes
-    // (it watches its Debugger): open them first, so connection setup is not
-    // what is measured.
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
-    futures::future::join_all((0..WRITERS).map(|_| api.get("concurrent"))).await;
-
-    let sequential = Phase::measure(client, &api, "sequential", async {
-        for (p, s) in publishers.iter().zip(&summaries) {
-            p.apply("sequential", s).await.expect("sequential write");
-        }
-    })
-    .await;
-
-    // As 200 runners write at the end of one run: each after its spread
-    // offset, retrying until its write lands.
-    let mut attempts = 0;
-    let spread = Phase::measure(client, &api, "spread", async {
-        let pending = summaries.iter().map(|s| Pending {
-            configmap: "spread".into(),
-            summary: s.clone(),
-            nodes: WRITERS as u32,
-        });
-        attempts = futures::future::join_all(
-            publishers
-                .iter()
-                .zip(pending)
-                .map(|(p, pending)| write(p, pending, || None)),
-        )
-        .await
-        .iter()
-        .sum::<u32>();
-    })
-    .await;
-
-    // All at once, one attempt each: what the API server does with a burst.
-    let mut errors = 0;
-    let concurrent = Phase::measure(client, &api, "concurrent", async {
-        let results = futures::future::join_all(
-            publishers
-                .iter()
-                .zip(&summaries)
-                .map(|(p, s)| p.apply("concurrent", s)),
-        )
-        .await;
-        errors = results.iter().filter(|r| r.is_err()).count();
-    })
-    .await;
-
-    println!(
-        "{WRITERS} node writes to one ConfigMap, one after another by one client: {:.0} ms; {}",
-        sequential.wall.as_secs_f64() * 1000.0,
-        sequential.work(),
-    );
-    println!(
-        "{WRITERS} node writes as the runners write (spread over {:?}, retried until they land): {}; {attempts} attempts (target >= 1.0x, 0 lost)",
-        spread_window(WRITERS as u32),
-        spread.describe(&sequential),
-    );
-    println!(
-        "{WRITERS} node writes all at once, one attempt each: {}; {errors} errors",
-        concurrent.describe(&sequential),
-    );
-    ns.delete_and_wait().await;
 }

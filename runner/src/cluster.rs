@@ -136,8 +136,8 @@ impl Scheduler {
         let mut seen: Option<(String, DateTime<Utc>)> = None;
         // The runAt last reported idle, so status updates do not repeat it.
         let mut idle_logged: Option<String> = None;
-        // The summary ConfigMap whose record of this node has been read.
-        let mut known_cm: Option<String> = None;
+        // Whether this node's report has been read back since the start.
+        let mut read_back = false;
         loop {
             let Some(dbg) = self.spec_rx.borrow_and_update().clone() else {
                 tracing::info!(debugger = %self.id.debugger, "waiting for the Debugger");
@@ -147,10 +147,9 @@ impl Scheduler {
                 continue;
             };
             let spec = &dbg.spec;
-            let cm = spec.summary_name(&self.id.debugger);
-            if known_cm.as_deref() != Some(cm.as_str()) {
-                history.completed = self.read_completed(&cm).await;
-                known_cm = Some(cm.clone());
+            if !read_back {
+                history.completed = self.read_completed().await;
+                read_back = true;
             }
             let run_at = match RunAt::parse(&spec.run_at) {
                 Ok(r) => r,
@@ -173,7 +172,7 @@ impl Scheduler {
             match schedule::decide(&run_at, spec.workload_type, now, since, history) {
                 Decision::Run(run_id) => {
                     idle_logged = None;
-                    self.run_once(&dbg, &cm, run_id).await;
+                    self.run_once(&dbg, run_id).await;
                     history.completed = Some(run_id);
                     history.ran_since_start = true;
                 }
@@ -198,14 +197,15 @@ impl Scheduler {
         }
     }
 
-    /// The run this node last completed, retried until the API server answers.
-    async fn read_completed(&self, cm: &str) -> Option<RunId> {
+    /// The run this node last completed, from its report; retried while
+    /// the API server does not answer.
+    async fn read_completed(&self) -> Option<RunId> {
         let mut pause = Duration::from_millis(200);
         for _ in 0..8 {
-            match self.publisher.read_completed(cm).await {
+            match self.publisher.read_completed(&self.id.debugger).await {
                 Ok(r) => return r,
                 Err(e) => {
-                    tracing::warn!(configmap = %cm, error = %e, "cannot read the summary");
+                    tracing::warn!(error = %e, "cannot read this node's report");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(5));
                 }
@@ -214,7 +214,7 @@ impl Scheduler {
         None
     }
 
-    async fn run_once(&self, dbg: &Debugger, cm: &str, run_id: RunId) {
+    async fn run_once(&self, dbg: &Debugger, run_id: RunId) {
         let spec = &dbg.spec;
         let cfg = RunConfig {
             scripts: self.args.scripts.clone(),
@@ -239,12 +239,16 @@ impl Scheduler {
         if let Err(e) = errlog::write(&layout, &report, spec.errlog_retention as usize) {
             tracing::warn!(error = %e, "cannot write errlog");
         }
-        let summary: NodeSummary =
-            report::summary(&report).bounded(combo_api::summary::MAX_SUMMARY_BYTES);
+        // Whole: the report counts every failure and is cut to fit when written.
+        let summary: NodeSummary = report::summary(&report);
         let failed = summary.failed().count();
         tracing::info!(run_id = %run_id, failed, scripts = report.scripts.len(), "run finished");
+        let Some(owner) = publish::Owner::of(dbg) else {
+            tracing::error!("the Debugger has no uid; the result is not reported");
+            return;
+        };
         let _ = self.writer.send(Pending {
-            configmap: cm.to_string(),
+            owner,
             summary: summary.clone(),
             nodes: dbg
                 .status

@@ -1,68 +1,55 @@
-//! Writing results to the cluster: this node's key of the summary ConfigMap
-//! (server-side apply, field manager `combo-runner/<node>`), read back after
-//! a restart, and the `InspectionFailed` Event on the runner's own pod.
+//! Writing results to the cluster: this node's DebuggerReport (server-side
+//! apply, field manager `combo-runner/<node>`), read back after a restart,
+//! and the `InspectionFailed` Event on the runner's own pod.
 
 use std::time::Duration;
 
-use combo_api::{keys, NodeSummary, RunId};
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Pod};
+use combo_api::hash::fnv1a;
+use combo_api::report::{node_label_value, report_name};
+use combo_api::retry::is_permanent;
+use combo_api::{keys, Debugger, DebuggerReport, DebuggerReportSpec, NodeSummary, RunId};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::{Api, Client};
+use kube::{Api, Client, Resource};
 use tokio::sync::mpsc;
 
-/// Reason of the Event recorded after a run with failures (SPEC §4).
+/// Reason of the Event recorded after a run with failures
+/// (docs/reference.md, "Events").
 pub const REASON_INSPECTION_FAILED: &str = "InspectionFailed";
+/// Reason of the Event recorded when the API server refuses this node's
+/// report for good (a 4xx other than 409 and 429, or a request too large).
+pub const REASON_REPORT_REJECTED: &str = "ReportRejected";
 /// Failed items named in the Event message.
 const EVENT_ITEMS: usize = 5;
-/// First and largest pause between attempts to write the summary.
+/// First and largest pause between attempts to write the report.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(30));
-/// First and largest time an attempt to write the summary may take.
+/// First and largest time an attempt to write the report may take.
 ///
-/// An attempt that takes longer is abandoned (the API server stops redoing
-/// it when the connection closes) and retried after its pause, so a burst
-/// of writes that the spread did not prevent thins out instead of piling up
-/// in the API server. The limit doubles with each attempt, so a slow but
-/// working API server still takes the write.
+/// An attempt that takes longer is abandoned and retried after its pause,
+/// so a busy API server is not sent more work than it finishes. The limit
+/// doubles with each attempt, so a slow but working API server still takes
+/// the write.
 const ATTEMPT_TIMEOUT: (Duration, Duration) = (Duration::from_secs(2), Duration::from_secs(60));
 
 /// Spacing per node of the window over which the nodes of a Debugger spread
-/// the first write of a run's summary.
+/// the write of a run's reports.
 ///
-/// Every node of a timestamp run finishes at about the same moment, and all
-/// write one object. The API server serialises writes to one object by
-/// retrying the losers of each conflict without limit, and a write costs
-/// more the more node keys (field managers) the object has: under 10 ms
-/// with none, 20 to 30 ms with 200 on the test control plane. Once a few
-/// writes overlap, every commit makes the others redo their apply, and a
-/// burst stalls for tens of seconds. Each node therefore waits a fixed
-/// offset within a window of this much per node before writing. Measured
-/// with 200 nodes on the test control plane (etcd writes per key count the
-/// redone applies; 1.0 is none): 100 ms per node (20 s) took 19.9 to 21.5 s
-/// at 1.1 to 1.8 in 5 of 5 runs. 50 ms (10 s) ran clean (1.2 to 1.4) in 5
-/// runs while 200 writes in a row took 2.4 to 3.2 s, and queued up in all
-/// 7 runs while they took 3.8 s or more (11 to 25 s, 2.0 to 7.4). 25 ms
-/// (5 s) collapsed in 3 of 4 runs (23 to 34 s, 12.6 to 14.9).
-pub const SPREAD_PER_NODE: Duration = Duration::from_millis(100);
+/// Each node writes its own object, so writes do not contend with each
+/// other; the spread only keeps the API server's request rate down when
+/// every node of a timestamp run finishes at the same moment: 2 ms per node
+/// is 500 report writes per second at most, within what the test control
+/// plane on 2 cores takes while the operator aggregates (docs/benchmarks.md).
+pub const SPREAD_PER_NODE: Duration = Duration::from_millis(2);
 /// The shortest spread window, for small or unknown node counts.
-pub const SPREAD_MIN: Duration = Duration::from_secs(1);
+pub const SPREAD_MIN: Duration = Duration::from_millis(200);
+/// The longest spread window: a result is never held back longer.
+pub const SPREAD_MAX: Duration = Duration::from_secs(10);
 
 /// The spread window of a Debugger with `nodes` pods (its
 /// `status.desiredPods`; 0 when not known yet).
 pub fn spread_window(nodes: u32) -> Duration {
-    (SPREAD_PER_NODE * nodes).max(SPREAD_MIN)
-}
-
-/// FNV-1a of `parts` joined by 0 bytes.
-fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let step = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    parts
-        .iter()
-        .enumerate()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, (i, part)| {
-            let h = if i > 0 { step(h, 0) } else { h };
-            part.iter().fold(h, |h, b| step(h, *b))
-        })
+    (SPREAD_PER_NODE * nodes).clamp(SPREAD_MIN, SPREAD_MAX)
 }
 
 /// This node's offset within `window` (FNV-1a of its name): stable across
@@ -96,22 +83,61 @@ pub fn retry_pause(node: &str, run_at: &str, attempt: u32) -> Duration {
     full - Duration::from_millis(jitter)
 }
 
-/// The server-side apply body that sets only `data.<node>` of ConfigMap
-/// `name`: with nothing else in it, the runner owns no other field.
-pub fn apply_body(name: &str, namespace: &str, node: &str, value: &str) -> serde_json::Value {
+/// The Debugger a report belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    /// Its name.
+    pub name: String,
+    /// Its uid, for the report's ownerReference (deleting the Debugger
+    /// deletes its reports).
+    pub uid: String,
+}
+
+impl Owner {
+    /// The owner of the reports of `dbg`; `None` before the Debugger has a uid.
+    pub fn of(dbg: &Debugger) -> Option<Owner> {
+        Some(Owner {
+            name: dbg.metadata.name.clone()?,
+            uid: dbg.metadata.uid.clone()?,
+        })
+    }
+}
+
+/// The server-side apply body of `node`'s report: its name, labels, owner
+/// and `result`, cut to fit (see [`DebuggerReportSpec::of`]). With nothing
+/// else in it, the runner owns no other field.
+pub fn apply_body(
+    namespace: &str,
+    node: &str,
+    owner: &Owner,
+    result: &NodeSummary,
+) -> serde_json::Value {
+    let spec = DebuggerReportSpec::of(&owner.name, node, result);
     serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": {node: value},
+        "apiVersion": DebuggerReport::api_version(&()),
+        "kind": DebuggerReport::kind(&()),
+        "metadata": {
+            "name": report_name(&owner.name, node),
+            "namespace": namespace,
+            "labels": {
+                keys::LABEL_DEBUGGER: owner.name,
+                keys::LABEL_NODE: node_label_value(node),
+            },
+            "ownerReferences": [{
+                "apiVersion": Debugger::api_version(&()),
+                "kind": Debugger::kind(&()),
+                "name": owner.name,
+                "uid": owner.uid,
+                "controller": true,
+            }],
+        },
+        "spec": spec,
     })
 }
 
-/// The run this node last completed, as its key of the summary records it.
-pub fn completed_run(cm: &ConfigMap, node: &str) -> Option<RunId> {
-    let value = cm.data.as_ref()?.get(node)?;
-    let summary = NodeSummary::from_yaml(value).ok()?;
-    let t = chrono::DateTime::parse_from_rfc3339(&summary.run_at).ok()?;
+/// The run this node last completed, as its report records it.
+pub fn completed_run(report: &DebuggerReport) -> Option<RunId> {
+    let t = chrono::DateTime::parse_from_rfc3339(&report.spec.run_at).ok()?;
     Some(RunId::at(t.to_utc()))
 }
 
@@ -133,7 +159,12 @@ pub fn event_note(summary: &NodeSummary) -> Option<String> {
     if failed.len() > EVENT_ITEMS {
         note.push_str(&format!("; and {} more", failed.len() - EVENT_ITEMS));
     }
-    // The Events API takes at most 1 kB.
+    cut_note(&mut note);
+    Some(note)
+}
+
+/// Cuts an Event message to the 1 kB the Events API takes.
+fn cut_note(note: &mut String) {
     if note.len() > 1000 {
         let mut end = 996;
         while !note.is_char_boundary(end) {
@@ -142,7 +173,6 @@ pub fn event_note(summary: &NodeSummary) -> Option<String> {
         note.truncate(end);
         note.push_str(" ...");
     }
-    Some(note)
 }
 
 /// Talks to the API server for one node.
@@ -165,34 +195,49 @@ impl Publisher {
         }
     }
 
-    fn configmaps(&self) -> Api<ConfigMap> {
+    fn reports(&self) -> Api<DebuggerReport> {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    /// Reads the run this node last completed from ConfigMap `name`.
-    pub async fn read_completed(&self, name: &str) -> Result<Option<RunId>, kube::Error> {
+    /// Reads the run this node last completed for Debugger `debugger`
+    /// from its report.
+    pub async fn read_completed(&self, debugger: &str) -> Result<Option<RunId>, kube::Error> {
         Ok(self
-            .configmaps()
-            .get_opt(name)
+            .reports()
+            .get_opt(&report_name(debugger, &self.node))
             .await?
-            .and_then(|cm| completed_run(&cm, &self.node)))
+            .and_then(|r| completed_run(&r)))
     }
 
-    /// Applies this node's key of ConfigMap `name`.
-    pub async fn apply(&self, name: &str, summary: &NodeSummary) -> Result<(), kube::Error> {
-        let body = apply_body(name, &self.namespace, &self.node, &summary.to_yaml());
+    /// Applies this node's report of `result` for `owner`.
+    pub async fn apply(&self, owner: &Owner, result: &NodeSummary) -> Result<(), kube::Error> {
+        let body = apply_body(&self.namespace, &self.node, owner, result);
         let pp = PatchParams::apply(&keys::field_manager_runner(&self.node)).force();
-        self.configmaps()
-            .patch(name, &pp, &Patch::Apply(&body))
+        self.reports()
+            .patch(
+                &report_name(&owner.name, &self.node),
+                &pp,
+                &Patch::Apply(&body),
+            )
             .await
             .map(|_| ())
     }
 
     /// Records `InspectionFailed` on the runner's pod when `summary` has failures.
     pub async fn record_failures(&self, summary: &NodeSummary) {
-        let Some(note) = event_note(summary) else {
-            return;
-        };
+        if let Some(note) = event_note(summary) {
+            self.record(REASON_INSPECTION_FAILED, "Inspect", note).await;
+        }
+    }
+
+    /// Records `ReportRejected` on the runner's pod.
+    pub async fn record_rejected(&self, run_at: &str, error: &kube::Error) {
+        let mut note = format!("the report of run {run_at} was refused: {error}");
+        cut_note(&mut note);
+        self.record(REASON_REPORT_REJECTED, "Report", note).await;
+    }
+
+    async fn record(&self, reason: &str, action: &str, note: String) {
         let recorder = Recorder::new(
             self.client.clone(),
             Reporter {
@@ -202,14 +247,14 @@ impl Publisher {
         );
         let ev = Event {
             type_: EventType::Warning,
-            reason: REASON_INSPECTION_FAILED.to_string(),
+            reason: reason.to_string(),
             note: Some(note),
-            action: "Inspect".to_string(),
+            action: action.to_string(),
             secondary: None,
         };
         let reference = self.pod_reference().await;
         if let Err(e) = recorder.publish(&ev, &reference).await {
-            tracing::warn!(error = %e, pod = %self.pod, "cannot record InspectionFailed event");
+            tracing::warn!(error = %e, pod = %self.pod, reason, "cannot record event");
         }
     }
 
@@ -231,27 +276,37 @@ impl Publisher {
     }
 }
 
-/// A summary to write to a ConfigMap.
+/// A result to write as this node's report.
 #[derive(Clone, Debug)]
 pub struct Pending {
-    /// The ConfigMap.
-    pub configmap: String,
-    /// This node's value.
+    /// The Debugger it belongs to.
+    pub owner: Owner,
+    /// This node's result (cut to fit when written).
     pub summary: NodeSummary,
     /// How many pods the Debugger has (sizes the write spread).
     pub nodes: u32,
+}
+
+/// How a write ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// The report landed after this many attempts.
+    Landed(u32),
+    /// The API server refused it for good (see [`is_permanent`]) at this
+    /// attempt: logged and recorded as a `ReportRejected` Event, not retried.
+    Rejected(u32),
 }
 
 /// Writes `pending` as a runner does: waits this node's spread offset, then
 /// applies until the write lands, giving each attempt [`attempt_timeout`]
 /// and pausing [`retry_pause`] after each failure. Before each attempt
 /// `newer` may hand over a newer result, which replaces the one being
-/// written. Returns the number of attempts.
+/// written. A refusal that retrying cannot fix ends the write.
 pub async fn write(
     publisher: &Publisher,
     mut pending: Pending,
     mut newer: impl FnMut() -> Option<Pending>,
-) -> u32 {
+) -> Written {
     let window = spread_window(pending.nodes);
     tokio::time::sleep(spread_delay(&publisher.node, window)).await;
     let mut attempt = 0;
@@ -261,29 +316,35 @@ pub async fn write(
             pending = n;
         }
         let limit = attempt_timeout(attempt);
+        let run_at = pending.summary.run_at.clone();
         let error = match tokio::time::timeout(
             limit,
-            publisher.apply(&pending.configmap, &pending.summary),
+            publisher.apply(&pending.owner, &pending.summary),
         )
         .await
         {
             Ok(Ok(())) => {
-                tracing::info!(configmap = %pending.configmap, run_at = %pending.summary.run_at,
-                    attempt, "summary written");
-                return attempt;
+                tracing::info!(debugger = %pending.owner.name, %run_at, attempt, "report written");
+                return Written::Landed(attempt);
+            }
+            Ok(Err(e)) if is_permanent(&e) => {
+                tracing::error!(debugger = %pending.owner.name, %run_at, error = %e, attempt,
+                    "report refused; not retried");
+                publisher.record_rejected(&run_at, &e).await;
+                return Written::Rejected(attempt);
             }
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {limit:?}: the API server is busy"),
         };
-        let pause = retry_pause(&publisher.node, &pending.summary.run_at, attempt);
-        tracing::warn!(configmap = %pending.configmap, %error, attempt,
-            retry_in_ms = pause.as_millis() as u64, "summary write failed");
+        let pause = retry_pause(&publisher.node, &run_at, attempt);
+        tracing::warn!(debugger = %pending.owner.name, %error, attempt,
+            retry_in_ms = pause.as_millis() as u64, "report write failed");
         tokio::time::sleep(pause).await;
     }
 }
 
-/// Writes summaries in the background with [`write`], so each lands in the
-/// end; a newer summary replaces one still waiting, so a slow API server
+/// Writes reports in the background with [`write`], so each lands in the
+/// end; a newer result replaces one still waiting, so a slow API server
 /// delays a result but never loses the latest one.
 pub fn spawn_writer(publisher: Publisher) -> mpsc::UnboundedSender<Pending> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Pending>();
@@ -299,54 +360,73 @@ pub fn spawn_writer(publisher: Publisher) -> mpsc::UnboundedSender<Pending> {
 mod tests {
     use super::*;
     use combo_api::ItemResult;
+    use combo_api::{DebuggerReport, DebuggerReportSpec};
     use http_body_util::BodyExt;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
 
-    #[test]
-    fn the_apply_body_sets_only_this_nodes_key() {
-        let b = apply_body("dbg-summary", "ops", "node-1", "runAt: x\n");
-        assert_eq!(
-            b,
-            serde_json::json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "dbg-summary", "namespace": "ops"},
-                "data": {"node-1": "runAt: x\n"}
-            })
-        );
+    fn owner() -> Owner {
+        Owner {
+            name: "dbg".into(),
+            uid: "uid-1".into(),
+        }
     }
 
     #[test]
-    fn the_completed_run_is_read_from_the_nodes_own_key() {
-        let cm = ConfigMap {
-            data: Some(
-                [
-                    (
-                        "node-1".to_string(),
-                        "runAt: \"2026-11-22T06:00:00Z\"\nfinishedAt: \"2026-11-22T06:00:01Z\"\n"
-                            .to_string(),
-                    ),
-                    ("node-2".to_string(), "not: [yaml".to_string()),
-                ]
-                .into(),
-            ),
+    fn the_apply_body_is_this_nodes_report_owned_by_its_debugger() {
+        let mut result = NodeSummary {
+            run_at: "2026-11-22T06:00:00Z".into(),
+            finished_at: "2026-11-22T06:00:01Z".into(),
             ..Default::default()
         };
+        result
+            .categories
+            .entry("disk".into())
+            .or_default()
+            .insert("sda".into(), ItemResult::err("full"));
+        let b = apply_body("ops", "node-1", &owner(), &result);
+        assert_eq!(b["apiVersion"], "kubecombo.io/v1");
+        assert_eq!(b["kind"], "DebuggerReport");
+        assert_eq!(b["metadata"]["name"], "dbg.node-1");
+        assert_eq!(b["metadata"]["namespace"], "ops");
+        assert_eq!(b["metadata"]["labels"]["kubecombo.io/debugger"], "dbg");
+        assert_eq!(b["metadata"]["labels"]["kubecombo.io/node"], "node-1");
+        let o = &b["metadata"]["ownerReferences"][0];
         assert_eq!(
-            completed_run(&cm, "node-1").map(|r| r.to_string()),
-            Some("20261122T060000Z".to_string())
+            (o["kind"].as_str(), o["uid"].as_str()),
+            (Some("Debugger"), Some("uid-1"))
         );
-        assert_eq!(completed_run(&cm, "node-2"), None);
-        assert_eq!(completed_run(&cm, "node-3"), None);
+        assert_eq!(o["controller"], true);
+        assert_eq!(b["spec"]["node"], "node-1");
+        assert_eq!(b["spec"]["failedItems"], 1);
+        assert_eq!(b["spec"]["categories"]["disk"]["sda"]["err"], "full");
+        assert_eq!(b.as_object().unwrap().len(), 4, "nothing else: {b}");
     }
 
     #[test]
-    fn the_spread_window_grows_with_the_node_count_from_a_floor() {
+    fn the_completed_run_is_read_from_the_nodes_report() {
+        let mut r = DebuggerReport::new(
+            "dbg.node-1",
+            DebuggerReportSpec {
+                run_at: "2026-11-22T06:00:00Z".into(),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            completed_run(&r).map(|r| r.to_string()),
+            Some("20261122T060000Z".to_string())
+        );
+        r.spec.run_at = "not a time".into();
+        assert_eq!(completed_run(&r), None);
+    }
+
+    #[test]
+    fn the_spread_window_grows_with_the_node_count_between_a_floor_and_a_ceiling() {
         assert_eq!(spread_window(0), SPREAD_MIN);
         assert_eq!(spread_window(3), SPREAD_MIN);
-        assert_eq!(spread_window(10), SPREAD_MIN);
-        assert_eq!(spread_window(200), Duration::from_secs(20));
-        assert_eq!(spread_window(1000), Duration::from_secs(100));
+        assert_eq!(spread_window(1000), Duration::from_secs(2));
+        assert_eq!(spread_window(5000), SPREAD_MAX);
+        assert_eq!(spread_window(u32::MAX), SPREAD_MAX);
     }
 
     #[test]
@@ -416,56 +496,82 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn an_attempt_without_answer_is_abandoned_and_the_newest_result_written() {
-        let requests = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let (seen, flag) = (requests.clone(), abandoned.clone());
+    type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
+
+    /// A stand-in API server that records (method, URI, body) of every
+    /// request and answers request `n` (from 0) with `answer(n, uri)`:
+    /// a status code and a JSON body, or `None` to never answer.
+    fn stand_in(
+        answer: impl Fn(usize, &str) -> Option<(u16, serde_json::Value)> + Clone + Send + 'static,
+        hung: Arc<AtomicBool>,
+    ) -> (Client, Seen) {
+        let seen: Seen = Default::default();
+        let log = seen.clone();
         let api_server = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-            let (seen, flag) = (seen.clone(), flag.clone());
+            let (log, answer, hung) = (log.clone(), answer.clone(), hung.clone());
             async move {
-                let uri = req.uri().to_string();
+                let (method, uri) = (req.method().to_string(), req.uri().to_string());
                 let body = req.into_body().collect().await.unwrap().to_bytes();
-                let first = {
-                    let mut seen = seen.lock().unwrap();
-                    seen.push((uri, String::from_utf8_lossy(&body).into_owned()));
-                    seen.len() == 1
+                let n = {
+                    let mut log = log.lock().unwrap();
+                    log.push((
+                        method,
+                        uri.clone(),
+                        String::from_utf8_lossy(&body).into_owned(),
+                    ));
+                    log.len() - 1
                 };
-                if first {
+                let Some((code, json)) = answer(n, &uri) else {
                     // Never answers; the writer must give up on it.
-                    let _dropped = DropFlag(flag);
+                    let _dropped = DropFlag(hung);
                     tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
-                }
-                let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "dbg-summary", "namespace": "ops"}});
-                let body = kube::client::Body::from(serde_json::to_vec(&cm).unwrap());
-                Ok::<_, std::convert::Infallible>(http::Response::new(body))
+                    unreachable!("the attempt was abandoned")
+                };
+                let mut resp = http::Response::new(kube::client::Body::from(
+                    serde_json::to_vec(&json).unwrap(),
+                ));
+                *resp.status_mut() = http::StatusCode::from_u16(code).unwrap();
+                Ok::<_, std::convert::Infallible>(resp)
             }
         });
-        let publisher = Publisher::new(
-            Client::new(api_server, "ops"),
-            "ops".into(),
-            "node-1".into(),
-            "runner-x".into(),
-        );
-        let run = |at: &str| Pending {
-            configmap: "dbg-summary".into(),
+        (Client::new(api_server, "ops"), seen)
+    }
+
+    fn report_json() -> serde_json::Value {
+        serde_json::json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
+            "metadata": {"name": "dbg.node-1", "namespace": "ops"},
+            "spec": {"debugger": "dbg", "node": "node-1", "runAt": "x"}})
+    }
+
+    fn pending(at: &str) -> Pending {
+        Pending {
+            owner: owner(),
             summary: NodeSummary {
                 run_at: at.into(),
                 ..Default::default()
             },
             nodes: 3,
-        };
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_without_answer_is_abandoned_and_the_newest_result_written() {
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let (client, requests) = stand_in(
+            |n, _| (n > 0).then(|| (200, report_json())),
+            abandoned.clone(),
+        );
+        let publisher = Publisher::new(client, "ops".into(), "node-1".into(), "runner-x".into());
         let mut asked = 0;
         let start = tokio::time::Instant::now();
-        let attempts = write(&publisher, run("2026-11-22T06:00:00Z"), || {
+        let written = write(&publisher, pending("2026-11-22T06:00:00Z"), || {
             asked += 1;
             // A newer result arrives while the first attempt hangs.
-            (asked == 2).then(|| run("2026-11-22T07:00:00Z"))
+            (asked == 2).then(|| pending("2026-11-22T07:00:00Z"))
         })
         .await;
 
-        assert_eq!(attempts, 2);
+        assert_eq!(written, Written::Landed(2));
         assert!(
             abandoned.load(Ordering::SeqCst),
             "the hung attempt was dropped"
@@ -476,16 +582,67 @@ mod tests {
         assert_eq!(start.elapsed().as_millis(), waited.as_millis());
         let requests = requests.lock().unwrap();
         assert_eq!(requests.len(), 2);
-        for (uri, _) in requests.iter() {
+        for (method, uri, _) in requests.iter() {
+            assert_eq!(method, "PATCH");
             assert!(
-                uri.starts_with("/api/v1/namespaces/ops/configmaps/dbg-summary?")
+                uri.starts_with("/apis/kubecombo.io/v1/namespaces/ops/debuggerreports/dbg.node-1?")
                     && uri.contains("fieldManager=combo-runner%2Fnode-1")
                     && uri.contains("force=true"),
                 "{uri}"
             );
         }
-        assert!(requests[0].1.contains("06:00:00Z"), "{}", requests[0].1);
-        assert!(requests[1].1.contains("07:00:00Z"), "{}", requests[1].1);
+        assert!(requests[0].2.contains("06:00:00Z"), "{}", requests[0].2);
+        assert!(requests[1].2.contains("07:00:00Z"), "{}", requests[1].2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_report_is_reported_once_and_not_retried_while_throttling_is() {
+        let refusal = |code: u16, message: &str| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
+                "message": message, "reason": "", "code": code})
+        };
+        let (client, requests) = stand_in(
+            move |n, uri| {
+                Some(if uri.contains("/events") {
+                    (
+                        201,
+                        serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                        "metadata": {"name": "e", "namespace": "ops"}, "eventTime": null}),
+                    )
+                } else if uri.contains("/pods/") {
+                    (404, refusal(404, "pods \"runner-x\" not found"))
+                } else if n == 0 {
+                    (429, refusal(429, "too many requests"))
+                } else {
+                    (
+                        422,
+                        refusal(422, "DebuggerReport is invalid: spec.node: Invalid value"),
+                    )
+                })
+            },
+            Default::default(),
+        );
+        let publisher = Publisher::new(client, "ops".into(), "node-1".into(), "runner-x".into());
+        let written = write(&publisher, pending("2026-11-22T06:00:00Z"), || None).await;
+        assert_eq!(written, Written::Rejected(2), "429 retried, 422 not");
+        let requests = requests.lock().unwrap();
+        let kinds: Vec<(&str, bool)> = requests
+            .iter()
+            .map(|(m, u, _)| (m.as_str(), u.contains("debuggerreports")))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("PATCH", true),
+                ("PATCH", true),
+                ("GET", false),
+                ("POST", false)
+            ],
+            "two attempts, then the pod is looked up and one Event recorded"
+        );
+        let event = &requests[3].2;
+        assert!(event.contains(REASON_REPORT_REJECTED), "{event}");
+        assert!(event.contains("spec.node: Invalid value"), "{event}");
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub fn summary(report: &Report) -> NodeSummary {
             .finished_at
             .to_rfc3339_opts(SecondsFormat::Secs, true),
         categories,
+        ..NodeSummary::default()
     }
 }
 

@@ -1,4 +1,4 @@
-//! Many runners writing one summary ConfigMap at once through the writer a
+//! Many runners writing their DebuggerReports at once through the writer a
 //! runner uses (spread offset, retries with backoff), against the test
 //! control plane. Run with `COMBO_E2E_DIR=DIR cargo test -p combo-runner
 //! --test cluster_writes -- --ignored` after `tests/e2e/cluster.sh up DIR`.
@@ -6,11 +6,13 @@
 #[path = "support/cluster.rs"]
 mod cluster;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use combo_api::{ItemResult, NodeSummary};
-use combo_runner::publish::{spawn_writer, Pending, Publisher};
-use k8s_openapi::api::core::v1::ConfigMap;
+use combo_api::report::report_name;
+use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
+use combo_runner::publish::{spawn_writer, Owner, Pending, Publisher};
+use kube::api::{ListParams, PostParams};
 use kube::Api;
 
 const WRITERS: usize = 200;
@@ -30,14 +32,27 @@ fn summary(node: usize, run_at: &str) -> NodeSummary {
 
 #[tokio::test]
 #[ignore = "needs a control plane: COMBO_E2E_DIR"]
-async fn two_hundred_runners_apply_their_keys_at_once_and_nothing_is_lost() {
+async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
     let client = cluster::admin_client().await;
     let ns = cluster::Ns::new(&client, "runner-writers").await;
-    cluster::operator_creates_summary(&client, &ns.name, "many-summary").await;
+    // A Debugger whose DaemonSet selects no node: the reports need a live
+    // owner, or the garbage collector removes them.
+    let mut dbg = Debugger::new(
+        "many",
+        DebuggerSpec {
+            selector: BTreeMap::from([("kubecombo.io/no-such-node".into(), "x".into())]),
+            ..DebuggerSpec::default()
+        },
+    );
+    dbg.metadata.namespace = Some(ns.name.clone());
+    let dbg = Api::<Debugger>::namespaced(client.clone(), &ns.name)
+        .create(&PostParams::default(), &dbg)
+        .await
+        .expect("Debugger created");
+    let owner = Owner::of(&dbg).expect("a created Debugger has a uid");
 
     // Each runner hands its result to the background writer it runs in a
-    // pod (spread offset, then retries with backoff), all at the same
-    // moment, as at the end of a timestamp run on 200 nodes.
+    // pod, all at the same moment, as at the end of a timestamp run.
     let started = std::time::Instant::now();
     let writers: Vec<_> = (0..WRITERS)
         .map(|i| {
@@ -48,7 +63,7 @@ async fn two_hundred_runners_apply_their_keys_at_once_and_nothing_is_lost() {
                 "none".into(),
             ));
             tx.send(Pending {
-                configmap: "many-summary".into(),
+                owner: owner.clone(),
                 summary: summary(i, "2026-11-22T06:00:00Z"),
                 nodes: WRITERS as u32,
             })
@@ -56,27 +71,21 @@ async fn two_hundred_runners_apply_their_keys_at_once_and_nothing_is_lost() {
             tx
         })
         .collect();
-    let api = Api::<ConfigMap>::namespaced(client.clone(), &ns.name);
-    let mut keys = 0;
-    while keys < WRITERS {
+    let api = Api::<DebuggerReport>::namespaced(client.clone(), &ns.name);
+    let mut reports = Vec::new();
+    while reports.len() < WRITERS {
         assert!(
             started.elapsed() < Duration::from_secs(180),
-            "{keys} of {WRITERS} keys after 180 s"
+            "{} of {WRITERS} reports after 180 s",
+            reports.len()
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
-        keys = api
-            .get("many-summary")
-            .await
-            .unwrap()
-            .data
-            .unwrap_or_default()
-            .len();
+        reports = api.list(&ListParams::default()).await.unwrap().items;
     }
-    eprintln!("{WRITERS} keys written in {:.1?}", started.elapsed());
+    eprintln!("{WRITERS} reports written in {:.1?}", started.elapsed());
     drop(writers);
 
-    // A node writing again, and the operator applying its own fields again,
-    // leave every other key alone: each manager owns only its fields.
+    // A node writing again changes its own report only.
     let again = Publisher::new(
         client.clone(),
         ns.name.clone(),
@@ -84,38 +93,43 @@ async fn two_hundred_runners_apply_their_keys_at_once_and_nothing_is_lost() {
         "none".into(),
     );
     again
-        .apply("many-summary", &summary(0, "2026-11-22T07:00:00Z"))
+        .apply(&owner, &summary(0, "2026-11-22T07:00:00Z"))
         .await
         .unwrap();
-    cluster::operator_creates_summary(&client, &ns.name, "many-summary").await;
-
-    let cm = api.get("many-summary").await.unwrap();
-    let data = cm.data.unwrap_or_default();
-    assert_eq!(data.len(), WRITERS, "every key is there");
+    let reports = api.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(reports.len(), WRITERS, "one report per node");
     for i in 0..WRITERS {
-        let s = NodeSummary::from_yaml(&data[&format!("node-{i}")]).unwrap();
+        let name = report_name("many", &format!("node-{i}"));
+        let r = reports
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} missing"));
         let want = if i == 0 {
             "2026-11-22T07:00:00Z"
         } else {
             "2026-11-22T06:00:00Z"
         };
-        assert_eq!(s.run_at, want, "node-{i}");
-        assert_eq!(s.failed().next().unwrap().2, format!("node {i}"));
+        assert_eq!(r.spec.run_at, want, "node-{i}");
+        assert_eq!(r.spec.failed_items, 1);
+        assert_eq!(
+            r.spec.summary().failed().next().unwrap().2,
+            format!("node {i}")
+        );
+        let managers: Vec<String> = r
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|m| m.manager.clone())
+            .collect();
+        assert_eq!(
+            managers,
+            [format!("combo-runner/node-{i}")],
+            "one writer per report"
+        );
+        let owners = r.metadata.owner_references.clone().unwrap_or_default();
+        assert_eq!(owners.len(), 1);
+        assert_eq!(owners[0].uid, owner.uid);
     }
-    let managers: Vec<String> = cm
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
-    assert!(
-        managers.iter().any(|m| m == "combo-runner/node-199"),
-        "{managers:?}"
-    );
-    assert!(
-        managers.iter().any(|m| m == "combo-operator"),
-        "{managers:?}"
-    );
     ns.delete_and_wait().await;
 }

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 
@@ -81,22 +81,4 @@ impl Drop for Ns {
             });
         }
     }
-}
-
-/// Makes the summary ConfigMap `name` as the operator does (server-side
-/// apply as `combo-operator`, labels only, no data).
-pub async fn operator_creates_summary(client: &Client, ns: &str, name: &str) {
-    let body = serde_json::json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": ns,
-                     "labels": {"app.kubernetes.io/name": "kube-combo"}},
-    });
-    Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .patch(
-            name,
-            &PatchParams::apply(combo_api::keys::FIELD_MANAGER_OPERATOR),
-            &Patch::Apply(&body),
-        )
-        .await
-        .expect("summary ConfigMap created");
 }

@@ -1,0 +1,210 @@
+//! Aggregate: the summary ConfigMap's data and the status's run fields,
+//! computed from a Debugger's DebuggerReports. Pure.
+//!
+//! The ConfigMap keeps one key per node with the value format of
+//! docs/reference.md ("Summary ConfigMap"), and stays under
+//! [`MAX_SUMMARY_BYTES`] at any node count up to 5,000: when the full
+//! values do not fit, [`summary_data`] shortens them step by step (see
+//! [`Level`]), and a shortened value names the DebuggerReport that holds
+//! the whole result.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use combo_api::summary::{ItemResult, NodeSummary};
+use combo_api::DebuggerReportSpec;
+
+use crate::status::RunSummary;
+
+/// Largest size of a summary ConfigMap as stored, metadata included.
+pub const MAX_SUMMARY_BYTES: usize = 900 * 1024;
+/// Stored bytes of a ConfigMap besides its data: metadata, labels, owner,
+/// annotations and the fixed part of managedFields.
+const FIXED_BYTES: usize = 4096;
+/// Stored bytes per key besides key and value: the key again in
+/// managedFields (`"f:<key>":{}`, counted with the key) and framing.
+const PER_KEY_BYTES: usize = 16;
+/// Failed items a node keeps listed from [`Level::FirstFailures`] on.
+pub const FIRST_FAILURES: usize = 3;
+/// Messages are cut to this many bytes from [`Level::FirstFailure`] on.
+const SHORT_MESSAGE: usize = 64;
+
+/// One node's report, as the operator keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeReport {
+    /// The DebuggerReport's name.
+    pub name: String,
+    /// Its spec: the node's result.
+    pub spec: DebuggerReportSpec,
+}
+
+impl NodeReport {
+    fn healthy(&self) -> bool {
+        self.spec.failed_items == 0
+    }
+
+    fn run_at(&self) -> Option<DateTime<Utc>> {
+        Some(
+            DateTime::parse_from_rfc3339(&self.spec.run_at)
+                .ok()?
+                .to_utc(),
+        )
+    }
+}
+
+/// How far the values of a summary were shortened, in the order applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Every node's whole result.
+    Full,
+    /// Healthy nodes: `runAt`, `finishedAt` and `healthyItems` only.
+    HealthyCounted,
+    /// Failed nodes also list only their first [`FIRST_FAILURES`] failed
+    /// items, with `failedItems`, `healthyItems` and `report`.
+    FirstFailures,
+    /// Failed nodes list only their first failed item, its message cut.
+    FirstFailure,
+    /// Every node: `runAt` and its counts.
+    Counts,
+    /// Even counts do not fit (only with node names far longer than usual):
+    /// keys are left out, healthy nodes first; the count is returned.
+    KeysOmitted(usize),
+}
+
+/// Stored size of `data` as a ConfigMap (an estimate that errs high).
+pub fn stored_size(data: &BTreeMap<String, String>) -> usize {
+    FIXED_BYTES
+        + data
+            .iter()
+            .map(|(k, v)| 2 * k.len() + v.len() + PER_KEY_BYTES)
+            .sum::<usize>()
+}
+
+/// The summary ConfigMap's data for `reports` (node -> report), within
+/// [`MAX_SUMMARY_BYTES`], and how far it had to be shortened.
+pub fn summary_data(
+    reports: &BTreeMap<String, Arc<NodeReport>>,
+) -> (BTreeMap<String, String>, Level) {
+    summary_data_within(reports, MAX_SUMMARY_BYTES)
+}
+
+/// [`summary_data`] with a limit of `max` bytes.
+pub fn summary_data_within(
+    reports: &BTreeMap<String, Arc<NodeReport>>,
+    max: usize,
+) -> (BTreeMap<String, String>, Level) {
+    let levels = [
+        Level::Full,
+        Level::HealthyCounted,
+        Level::FirstFailures,
+        Level::FirstFailure,
+        Level::Counts,
+    ];
+    let mut data = BTreeMap::new();
+    for level in levels {
+        data = reports
+            .iter()
+            .map(|(node, r)| (node.clone(), value(r, level).to_yaml()))
+            .collect();
+        if stored_size(&data) <= max {
+            return (data, level);
+        }
+    }
+    // Healthy nodes' keys go first, then failed ones, from the end.
+    let mut order: Vec<&String> = reports.keys().collect();
+    order.sort_by_key(|n| (!reports[*n].healthy(), std::cmp::Reverse(*n)));
+    let mut size = stored_size(&data);
+    let mut omitted = 0;
+    for node in order {
+        if size <= max {
+            break;
+        }
+        let v = data.remove(node).unwrap_or_default();
+        size -= 2 * node.len() + v.len() + PER_KEY_BYTES;
+        omitted += 1;
+    }
+    (data, Level::KeysOmitted(omitted))
+}
+
+/// The value of one node's key at `level`.
+fn value(r: &NodeReport, level: Level) -> NodeSummary {
+    let spec = &r.spec;
+    let full = spec.summary();
+    let counted = |keep: usize, cut: Option<usize>| {
+        let mut v = NodeSummary {
+            run_at: spec.run_at.clone(),
+            finished_at: spec.finished_at.clone(),
+            healthy_items: Some(spec.healthy_items()),
+            failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
+            report: (spec.failed_items as usize > keep).then(|| r.name.clone()),
+            ..NodeSummary::default()
+        };
+        for (cat, item, msg) in full.failed().take(keep) {
+            let mut msg = msg.to_string();
+            if let Some(limit) = cut {
+                combo_api::summary::cut(&mut msg, limit);
+            }
+            v.categories
+                .entry(cat.to_string())
+                .or_default()
+                .insert(item.to_string(), ItemResult::err(msg));
+        }
+        v
+    };
+    match level {
+        Level::Full => full,
+        Level::HealthyCounted | Level::FirstFailures | Level::FirstFailure if r.healthy() => {
+            counted(0, None)
+        }
+        Level::HealthyCounted => full,
+        Level::FirstFailures => counted(FIRST_FAILURES, None),
+        Level::FirstFailure => counted(1, Some(SHORT_MESSAGE)),
+        Level::Counts | Level::KeysOmitted(_) => NodeSummary {
+            run_at: spec.run_at.clone(),
+            healthy_items: Some(spec.healthy_items()),
+            failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
+            ..NodeSummary::default()
+        },
+    }
+}
+
+/// The status's run fields from the reports: the newest `runAt`, the nodes
+/// that reported it and their failed items.
+pub fn run_summary<'a>(reports: impl IntoIterator<Item = &'a NodeReport>) -> RunSummary {
+    let runs: Vec<(DateTime<Utc>, &NodeReport)> = reports
+        .into_iter()
+        .filter_map(|r| Some((r.run_at()?, r)))
+        .collect();
+    let Some(last) = runs.iter().map(|(t, _)| *t).max() else {
+        return RunSummary::default();
+    };
+    let current = runs.iter().filter(|(t, _)| *t == last);
+    RunSummary {
+        last_run_at: Some(last.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        completed_nodes: current.clone().count() as i32,
+        failed_items: current.map(|(_, r)| r.spec.failed_items as i32).sum(),
+    }
+}
+
+/// Reports to delete at a new run: those of nodes that run no pod of the
+/// Debugger any more and did not report the newest run. Pure.
+pub fn departed<'a>(
+    reports: impl IntoIterator<Item = &'a NodeReport>,
+    last_run_at: &str,
+    nodes_with_pods: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let Ok(last) = DateTime::parse_from_rfc3339(last_run_at) else {
+        return Vec::new();
+    };
+    reports
+        .into_iter()
+        .filter(|r| !nodes_with_pods.contains(&r.spec.node))
+        .filter(|r| r.run_at().is_none_or(|t| t < last))
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "aggregate_tests.rs"]
+mod tests;

@@ -1,0 +1,194 @@
+use std::collections::BTreeSet;
+
+use super::*;
+use combo_api::report::report_name;
+
+const RUN: &str = "2026-11-22T06:00:00Z";
+
+/// A report of `node` for run `run_at` with `ok` healthy and `failed`
+/// failed items, messages of `msg_len` bytes.
+fn report(node: &str, run_at: &str, ok: usize, failed: usize, msg_len: usize) -> Arc<NodeReport> {
+    let mut result = NodeSummary {
+        run_at: run_at.into(),
+        finished_at: "2026-11-22T06:00:07Z".into(),
+        ..Default::default()
+    };
+    for i in 0..ok {
+        let cat = ["disk", "net", "mem", "svc"][i % 4];
+        result
+            .categories
+            .entry(cat.into())
+            .or_default()
+            .insert(format!("item{i}"), ItemResult::ok());
+    }
+    for i in 0..failed {
+        result
+            .categories
+            .entry("disk".into())
+            .or_default()
+            .insert(format!("bad{i}"), ItemResult::err("x".repeat(msg_len)));
+    }
+    Arc::new(NodeReport {
+        name: report_name("node-check", node),
+        spec: DebuggerReportSpec::of("node-check", node, &result),
+    })
+}
+
+/// `n` nodes named like cloud nodes (about 40 characters), every
+/// `fail_every`th with `failed` failures.
+fn cluster(n: usize, fail_every: usize, failed: usize) -> BTreeMap<String, Arc<NodeReport>> {
+    (0..n)
+        .map(|i| {
+            let node = format!(
+                "ip-10-{}-{}-{}.eu-west-1.compute.internal",
+                i / 65536,
+                (i / 256) % 256,
+                i % 256
+            );
+            let f = if fail_every > 0 && i % fail_every == 0 {
+                failed
+            } else {
+                0
+            };
+            let r = report(&node, RUN, 12, f, 120);
+            (node, r)
+        })
+        .collect()
+}
+
+#[test]
+fn a_small_cluster_gets_every_nodes_whole_result() {
+    let reports = cluster(3, 2, 2);
+    let (data, level) = summary_data(&reports);
+    assert_eq!(level, Level::Full);
+    assert_eq!(data.len(), 3);
+    for (node, value) in &data {
+        let v = NodeSummary::from_yaml(value).unwrap();
+        assert_eq!(v, reports[node].spec.summary(), "unchanged format");
+        assert_eq!(v.healthy_items, None);
+        assert!(!value.contains("healthyItems"), "{value}");
+    }
+}
+
+#[test]
+fn five_thousand_nodes_fit_under_900_kib_with_every_key() {
+    for (fail_every, failed) in [(0, 0), (10, 3), (1, 2), (1, 40)] {
+        let reports = cluster(5000, fail_every, failed);
+        let (data, level) = summary_data(&reports);
+        assert!(
+            stored_size(&data) <= MAX_SUMMARY_BYTES,
+            "{fail_every}/{failed}: {} bytes at {level:?}",
+            stored_size(&data)
+        );
+        assert_eq!(
+            data.len(),
+            5000,
+            "{fail_every}/{failed}: no key lost at {level:?}"
+        );
+        let failures: u32 = data
+            .values()
+            .map(|v| {
+                let v = NodeSummary::from_yaml(v).unwrap();
+                v.failed_items.unwrap_or(v.failed().count() as u32)
+            })
+            .sum();
+        let expected = if fail_every == 0 {
+            0
+        } else {
+            (5000 / fail_every * failed) as u32
+        };
+        assert_eq!(
+            failures, expected,
+            "every failure still counted at {level:?}"
+        );
+    }
+}
+
+#[test]
+fn healthy_nodes_shrink_first_and_failed_nodes_keep_their_first_items_then_name_the_report() {
+    let mut reports = cluster(40, 4, 6);
+    let one_full = summary_data(&reports)
+        .0
+        .values()
+        .map(|v| v.len())
+        .max()
+        .unwrap();
+    // Room for the failed nodes' whole results only.
+    let failed_room: usize = reports
+        .iter()
+        .filter(|(_, r)| r.spec.failed_items > 0)
+        .map(|(n, r)| 2 * n.len() + r.spec.summary().to_yaml().len() + 16)
+        .sum();
+    let healthy_short = 30 * (2 * 45 + 120 + 16);
+    let (data, level) = summary_data_within(&reports, FIXED_BYTES + failed_room + healthy_short);
+    assert_eq!(level, Level::HealthyCounted, "largest value was {one_full}");
+    let healthy = NodeSummary::from_yaml(&data[reports.keys().nth(1).unwrap()]).unwrap();
+    assert_eq!(healthy.healthy_items, Some(12));
+    assert!(healthy.categories.is_empty() && healthy.report.is_none());
+    assert_eq!(healthy.finished_at, "2026-11-22T06:00:07Z");
+
+    let (data, level) =
+        summary_data_within(&reports, FIXED_BYTES + failed_room / 2 + healthy_short);
+    assert_eq!(level, Level::FirstFailures);
+    let first = reports.keys().next().unwrap().clone();
+    let failed = NodeSummary::from_yaml(&data[&first]).unwrap();
+    assert_eq!(failed.failed().count(), FIRST_FAILURES);
+    assert_eq!(failed.failed_items, Some(6));
+    assert_eq!(
+        failed.report.as_deref(),
+        Some(reports[&first].name.as_str())
+    );
+
+    // The same input always gives the same data.
+    reports.insert("z".into(), report("z", RUN, 1, 0, 0));
+    assert_eq!(summary_data(&reports), summary_data(&reports));
+}
+
+#[test]
+fn keys_are_left_out_only_when_even_counts_do_not_fit_and_healthy_ones_go_first() {
+    let reports = cluster(100, 2, 1);
+    let (data, level) = summary_data_within(&reports, FIXED_BYTES + 60 * 140);
+    let Level::KeysOmitted(n) = level else {
+        panic!("{level:?}")
+    };
+    assert_eq!(data.len(), 100 - n);
+    assert!(stored_size(&data) <= FIXED_BYTES + 60 * 140);
+    let failed_kept = data
+        .keys()
+        .filter(|k| reports[*k].spec.failed_items > 0)
+        .count();
+    assert_eq!(
+        failed_kept, 50,
+        "failed nodes stay while healthy ones can go"
+    );
+}
+
+#[test]
+fn the_status_counts_the_nodes_of_the_newest_run_and_their_failures() {
+    let later = "2026-11-22T07:00:00Z";
+    let reports = [
+        report("a", RUN, 3, 1, 10),
+        report("b", later, 3, 2, 10),
+        report("c", later, 3, 0, 10),
+        report("d", "not a time", 3, 5, 10),
+    ];
+    let runs = run_summary(reports.iter().map(|r| r.as_ref()));
+    assert_eq!(runs.last_run_at.as_deref(), Some(later));
+    assert_eq!(runs.completed_nodes, 2);
+    assert_eq!(runs.failed_items, 2);
+    assert_eq!(run_summary([]), RunSummary::default());
+}
+
+#[test]
+fn reports_of_nodes_without_a_pod_go_at_the_next_run_only() {
+    let later = "2026-11-22T07:00:00Z";
+    let reports = [
+        report("stays", RUN, 1, 0, 0),
+        report("gone", RUN, 1, 0, 0),
+        report("gone-but-reported", later, 1, 0, 0),
+    ];
+    let pods: BTreeSet<String> = ["stays".to_string()].into();
+    let gone = departed(reports.iter().map(|r| r.as_ref()), later, &pods);
+    assert_eq!(gone, [report_name("node-check", "gone")]);
+    assert!(departed(reports.iter().map(|r| r.as_ref()), "garbage", &pods).is_empty());
+}
