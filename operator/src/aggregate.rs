@@ -37,9 +37,18 @@ pub struct NodeReport {
     pub name: String,
     /// Its spec: the node's result.
     pub spec: DebuggerReportSpec,
+    /// The whole result as a summary value, rendered once when the report
+    /// arrives (every summary write reuses it).
+    pub full: String,
 }
 
 impl NodeReport {
+    /// The report `name` holding `spec`.
+    pub fn new(name: String, spec: DebuggerReportSpec) -> NodeReport {
+        let full = spec.summary().to_yaml();
+        NodeReport { name, spec, full }
+    }
+
     fn healthy(&self) -> bool {
         self.spec.failed_items == 0
     }
@@ -105,7 +114,14 @@ pub fn summary_data_within(
     for level in levels {
         data = reports
             .iter()
-            .map(|(node, r)| (node.clone(), value(r, level).to_yaml()))
+            .map(|(node, r)| {
+                let v = match level {
+                    Level::Full => r.full.clone(),
+                    Level::HealthyCounted if !r.healthy() => r.full.clone(),
+                    _ => value(r, level).to_yaml(),
+                };
+                (node.clone(), v)
+            })
             .collect();
         if stored_size(&data) <= max {
             return (data, level);

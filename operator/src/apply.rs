@@ -206,20 +206,36 @@ pub fn summary_due(
     Ok(old.foreign_managers || spec_hash_of(&old.metadata) != spec_hash_of(&desired.metadata))
 }
 
-/// The object that takes a summary ConfigMap over when it replaces it
-/// (an unconditional update): exactly the desired data, and managedFields
-/// cleared (a list of one empty entry clears them), so that no runner of
-/// an earlier version, nor anyone who edited it by hand, keeps owning a key
-/// the operator's applies leave out. Pure.
-pub fn takeover(desired: &ConfigMap) -> ConfigMap {
-    let mut cm = desired.clone();
-    cm.metadata.managed_fields = Some(vec![Default::default()]);
-    cm.metadata.resource_version = None;
+/// `current` (the summary ConfigMap just applied) taken over: only the
+/// operator's apply keeps ownership (managedFields set to its own entries)
+/// and only the keys of `desired` stay. Replaced with this, no runner of an
+/// earlier version, nor anyone who edited it by hand, keeps owning a key
+/// the operator's applies leave out, so those keys go when their node
+/// goes. Pure.
+pub fn takeover(current: &ConfigMap, desired: &ConfigMap) -> ConfigMap {
+    let mut cm = current.clone();
+    cm.metadata.managed_fields = Some(
+        current
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|m| {
+                m.manager.as_deref() == Some(FIELD_MANAGER_OPERATOR)
+                    && m.operation.as_deref() == Some("Apply")
+            })
+            .cloned()
+            .collect(),
+    );
+    let keep = desired.data.clone().unwrap_or_default();
+    if let Some(data) = cm.data.as_mut() {
+        data.retain(|k, _| keep.contains_key(k));
+    }
     cm
 }
 
-/// Applies the summary ConfigMap; with `take_over`, first replaces it by
-/// [`takeover`], then applies, so the operator's apply owns every key.
+/// Applies the summary ConfigMap; with `take_over`, then replaces what was
+/// applied by [`takeover`] of it (guarded by its resourceVersion).
 pub async fn summary(
     client: &Client,
     metrics: &Metrics,
@@ -229,11 +245,12 @@ pub async fn summary(
     take_over: bool,
 ) -> Result<(), Error> {
     let ns = dbg.namespace().unwrap_or_default();
+    let mut written = apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
     if take_over {
         let name = desired.metadata.name.clone().unwrap_or_default();
         metrics.write("ConfigMap");
-        Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .replace(&name, &Default::default(), &takeover(desired))
+        written = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+            .replace(&name, &Default::default(), &takeover(&written, desired))
             .await
             .map_err(|source| Error::Write {
                 kind: "ConfigMap",
@@ -241,7 +258,6 @@ pub async fn summary(
                 source,
             })?;
     }
-    let written = apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
     caches
         .recent_summaries
         .record(&written.metadata, Summary::of(&written));

@@ -158,12 +158,33 @@ fn the_summary_is_written_when_missing_or_stale_and_never_taken_over() {
         summary_due(&d, &desired, Some(&Summary::of(&by_runners))).unwrap(),
         "written by runners of an earlier version: taken over"
     );
-    let replaced = takeover(&by_runners);
+    let entry = |manager: &str, operation: &str| {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(operation.into()),
+            ..Default::default()
+        }
+    };
+    let mut applied = desired.clone();
+    applied.metadata.managed_fields = Some(vec![
+        entry("combo-runner/gone", "Apply"),
+        entry("combo-operator", "Apply"),
+        entry("kubectl-edit", "Update"),
+    ]);
+    applied.data = Some(
+        [("node-1", "a"), ("gone", "b")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
+    );
+    let mut want = desired.clone();
+    want.data = Some([("node-1".to_string(), "a".to_string())].into());
+    let replaced = takeover(&applied, &want);
     assert_eq!(
         replaced.metadata.managed_fields,
-        Some(vec![Default::default()])
+        Some(vec![entry("combo-operator", "Apply")])
     );
-    assert_eq!(replaced.data, desired.data);
+    assert_eq!(replaced.data, want.data, "keys of nodes not reported go");
+    assert!(!Summary::of(&replaced).foreign_managers);
 
     let mut other = desired.clone();
     for o in other.metadata.owner_references.iter_mut().flatten() {

@@ -37,10 +37,7 @@ fn owner_of(r: &DebuggerReport) -> Owner {
 }
 
 fn entry(r: &DebuggerReport) -> Arc<NodeReport> {
-    Arc::new(NodeReport {
-        name: r.name_any(),
-        spec: r.spec.clone(),
-    })
+    Arc::new(NodeReport::new(r.name_any(), r.spec.clone()))
 }
 
 fn insert(map: &mut HashMap<Owner, NodeReports>, r: &DebuggerReport) {

@@ -75,6 +75,35 @@ pub fn summary_rows(data: &BTreeMap<String, String>, all: bool) -> Vec<Vec<Strin
                 ]);
             }
         }
+        // A value shortened to fit a large cluster's ConfigMap counts what
+        // it leaves out and names the DebuggerReport that has it all.
+        let listed = summary.failed().count() as u32;
+        if let Some(more) = summary
+            .failed_items
+            .map(|n| n.saturating_sub(listed))
+            .filter(|n| *n > 0)
+        {
+            let whole = match &summary.report {
+                Some(r) => format!("kubectl get dbgr {r} -o yaml"),
+                None => "see the node's DebuggerReport".into(),
+            };
+            rows.push(vec![
+                node.clone(),
+                run.clone(),
+                "-".into(),
+                format!("({more} more failed)"),
+                whole,
+            ]);
+        }
+        if let (true, Some(n)) = (all, summary.healthy_items) {
+            rows.push(vec![
+                node.clone(),
+                run.clone(),
+                "-".into(),
+                format!("({n} healthy)"),
+                "-".into(),
+            ]);
+        }
     }
     rows
 }
@@ -197,6 +226,29 @@ mod tests {
         let all = summary_rows(&data(), true);
         assert_eq!(all.len(), 3);
         assert!(all.iter().any(|r| r[0] == "node-2" && r[4] == "-"));
+    }
+
+    #[test]
+    fn a_shortened_value_counts_what_it_leaves_out_and_names_the_report() {
+        let data = BTreeMap::from([
+            (
+                "node-1".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nhealthyItems: 9\nfailedItems: 5\nreport: dbg.node-1\ndisk:\n  sdb1: {err: full}\n".to_string(),
+            ),
+            (
+                "node-2".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nhealthyItems: 12\n".to_string(),
+            ),
+        ]);
+        let failed = summary_rows(&data, false);
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert_eq!(failed[0][3], "sdb1");
+        assert_eq!(failed[1][3], "(4 more failed)");
+        assert_eq!(failed[1][4], "kubectl get dbgr dbg.node-1 -o yaml");
+        let all = summary_rows(&data, true);
+        assert!(all
+            .iter()
+            .any(|r| r[0] == "node-2" && r[3] == "(12 healthy)"));
     }
 
     #[test]

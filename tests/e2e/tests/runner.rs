@@ -3,138 +3,21 @@
 //! runner in every simulated node's pod with only the workload RBAC.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use combo_api::{Debugger, NodeSummary, RunId};
+use combo_api::report::report_name;
+use combo_api::{Debugger, DebuggerReport, RunId};
 use combo_e2e::{
-    apply_yaml, client, container_root, install_operator, kubectl_ok, namespace, nodes, pod_log,
-    wait_for,
+    apply_yaml, client, container_root, kubectl_ok, namespace, nodes, pod_log, wait_for,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use kube::{Api, Client, ResourceExt};
+use kube::api::DeleteParams;
+use kube::{Api, ResourceExt};
 
-const WAIT: Duration = Duration::from_secs(120);
+mod common;
 
-/// The scripts ConfigMap: `disk.planned.sh` fails one disk item on every
-/// node, `hello.sh` runs in `custom`.
-fn scripts_configmap(name: &str, planned_message: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {name}
-data:
-  disk.planned.sh: |
-    #!/bin/sh
-    echo "err broken {planned_message} on $NODE_NAME"
-  hello.sh: |
-    #!/bin/sh
-    echo "ok hello-$CATEGORY"
-"#
-    )
-}
-
-fn debugger_yaml(name: &str, scripts: &str, run_at: &str) -> String {
-    format!(
-        r#"apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: {name}
-spec:
-  workloadType: daemonset
-  enableConfigMap: true
-  configMap: {scripts}
-  categories: [disk, custom]
-  scriptTimeoutSeconds: 20
-  errlogRetention: 3
-  runAt: "{run_at}"
-"#
-    )
-}
-
-fn now_rfc3339() -> String {
-    RunId::now().rfc3339()
-}
-
-async fn set_run_at(c: &Client, ns: &str, name: &str, run_at: &str) -> Result<()> {
-    let api: Api<Debugger> = Api::namespaced(c.clone(), ns);
-    api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({"spec": {"runAt": run_at}})),
-    )
-    .await?;
-    Ok(())
-}
-
-/// node -> summary, from the summary ConfigMap.
-async fn summaries(c: &Client, ns: &str, cm: &str) -> Result<BTreeMap<String, NodeSummary>> {
-    let api: Api<ConfigMap> = Api::namespaced(c.clone(), ns);
-    let Some(cm) = api.get_opt(cm).await? else {
-        return Ok(BTreeMap::new());
-    };
-    let mut out = BTreeMap::new();
-    for (node, value) in cm.data.unwrap_or_default() {
-        out.insert(node, NodeSummary::from_yaml(&value)?);
-    }
-    Ok(out)
-}
-
-/// Waits until every node's key records `run_at`.
-async fn wait_run(
-    c: &Client,
-    ns: &str,
-    cm: &str,
-    run_at: &str,
-) -> Result<BTreeMap<String, NodeSummary>> {
-    let want = nodes();
-    wait_for(
-        WAIT,
-        &format!("every node's summary for {run_at}"),
-        || async {
-            let s = summaries(c, ns, cm).await?;
-            Ok(want
-                .iter()
-                .all(|n| s.get(n).is_some_and(|v| v.run_at == run_at)))
-        },
-    )
-    .await?;
-    summaries(c, ns, cm).await
-}
-
-/// node -> pod name of the Debugger's Running pods.
-async fn pods_by_node(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
-    let api: Api<Pod> = Api::namespaced(c.clone(), ns);
-    let lp = ListParams::default().labels(&combo_api::keys::debugger_selector(name));
-    Ok(api
-        .list(&lp)
-        .await?
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p.name_any())))
-        .collect())
-}
-
-async fn wait_pods(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
-    let n = nodes().len();
-    wait_for(WAIT, "a Running pod per node", || async {
-        Ok(pods_by_node(c, ns, name).await?.len() == n)
-    })
-    .await?;
-    pods_by_node(c, ns, name).await
-}
-
-/// Makes the scripts ConfigMap and an idle DaemonSet Debugger; returns its pods.
-async fn setup(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
-    install_operator();
-    apply_yaml(ns, &scripts_configmap(&format!("{name}-scripts"), "v1"))?;
-    apply_yaml(ns, &debugger_yaml(name, &format!("{name}-scripts"), ""))?;
-    wait_pods(c, ns, name).await
-}
+use common::*;
 
 #[tokio::test]
 async fn run_at_now_fills_every_node_key_errlogs_and_the_debugger_status() -> Result<()> {
@@ -169,22 +52,32 @@ async fn run_at_now_fills_every_node_key_errlogs_and_the_debugger_status() -> Re
             && st.failed_items == failed_total as i32)
     })
     .await?;
-    // The runner owns only its own key, under its own field manager.
+    // Only the operator writes the summary; each runner writes its own
+    // report, under its own field manager.
+    let managers = |m: Option<
+        Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>,
+    >|
+     -> Vec<String> {
+        m.unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.manager)
+            .collect()
+    };
     let cm: Api<ConfigMap> = Api::namespaced(c.clone(), &ns.name);
-    let managers: Vec<String> = cm
-        .get("insp-summary")
-        .await?
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
+    let summary = cm.get("insp-summary").await?;
+    assert_eq!(
+        managers(summary.metadata.managed_fields),
+        ["combo-operator"]
+    );
+    let reports: Api<DebuggerReport> = Api::namespaced(c.clone(), &ns.name);
     for node in nodes() {
-        assert!(
-            managers.contains(&format!("combo-runner/{node}")),
-            "{managers:?}"
+        let r = reports.get(&report_name("insp", &node)).await?;
+        assert_eq!(
+            managers(r.metadata.managed_fields.clone()),
+            [format!("combo-runner/{node}")]
         );
+        assert_eq!(r.spec.run_at, run_at);
+        assert_eq!(r.labels().get(combo_api::keys::LABEL_NODE), Some(&node));
     }
     Ok(())
 }
@@ -278,7 +171,7 @@ async fn a_restarted_runner_does_not_repeat_a_timestamp_run() -> Result<()> {
     })
     .await?;
     let new_pod = new_pod.into_inner();
-    // The new runner decides from what the summary records: nothing to do.
+    // The new runner decides from what its report records: nothing to do.
     wait_for(WAIT, "the new runner to settle", || async {
         Ok(pod_log(&ns.name, &new_pod, "runner").contains("nothing scheduled"))
     })

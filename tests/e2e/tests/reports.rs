@@ -1,0 +1,226 @@
+//! End-to-end tests of per-node DebuggerReports on the real control plane:
+//! the runners write one report each, the operator alone writes the
+//! summary ConfigMap and status from them, removes what nodes that left
+//! reported, and takes over a summary written by runners of an earlier
+//! version; the workload account can write reports but no ConfigMap.
+
+use std::collections::BTreeSet;
+
+use anyhow::Result;
+use combo_api::report::{report_name, MAX_REPORT_RESULT_BYTES};
+use combo_api::{Debugger, DebuggerReport};
+use combo_e2e::{apply_yaml, client, install_operator, kubectl, namespace, nodes, wait_for};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, Client};
+
+mod common;
+
+use common::*;
+
+/// Names of the reports in `ns`.
+async fn report_names(c: &Client, ns: &str) -> Result<BTreeSet<String>> {
+    let api: Api<DebuggerReport> = Api::namespaced(c.clone(), ns);
+    Ok(api
+        .list(&ListParams::default())
+        .await?
+        .into_iter()
+        .filter_map(|r| r.metadata.name)
+        .collect())
+}
+
+#[tokio::test]
+async fn a_node_that_left_loses_its_report_and_key_at_the_next_run() -> Result<()> {
+    let ns = namespace("reports-left").await;
+    let c = client().await;
+    setup(&c, &ns.name, "left").await?;
+    let first = now_rfc3339();
+    set_run_at(&c, &ns.name, "left", &first).await?;
+    wait_run(&c, &ns.name, "left-summary", &first).await?;
+    let all = nodes();
+    let gone = all.last().unwrap().clone();
+    assert!(report_names(&c, &ns.name)
+        .await?
+        .contains(&report_name("left", &gone)));
+
+    // The Debugger stops selecting the last node: its pod goes away.
+    let dbgs: Api<Debugger> = Api::namespaced(c.clone(), &ns.name);
+    let affinity = serde_json::json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [gone]}]}]}}});
+    dbgs.patch(
+        "left",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"affinity": affinity}})),
+    )
+    .await?;
+    let stay: BTreeSet<String> = all[..all.len() - 1].iter().cloned().collect();
+    wait_for(WAIT, "pods on the remaining nodes only", || async {
+        let pods = pods_by_node(&c, &ns.name, "left").await?;
+        Ok(pods.keys().cloned().collect::<BTreeSet<_>>() == stay)
+    })
+    .await?;
+
+    // Its report and key stay until the next run, then go.
+    assert!(summaries(&c, &ns.name, "left-summary")
+        .await?
+        .contains_key(&gone));
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let second = now_rfc3339();
+    set_run_at(&c, &ns.name, "left", &second).await?;
+    let want_reports: BTreeSet<String> = stay.iter().map(|n| report_name("left", n)).collect();
+    wait_for(
+        WAIT,
+        "the departed node's report and key removed",
+        || async {
+            let keys: BTreeSet<String> = summaries(&c, &ns.name, "left-summary")
+                .await?
+                .into_keys()
+                .collect();
+            Ok(keys == stay && report_names(&c, &ns.name).await? == want_reports)
+        },
+    )
+    .await?;
+    wait_for(WAIT, "the status counts the remaining nodes", || async {
+        let st = dbgs.get("left").await?.status.unwrap_or_default();
+        Ok(st.last_run_at.as_deref() == Some(second.as_str())
+            && st.completed_nodes == stay.len() as i32)
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_oversized_result_is_cut_with_a_marker_and_every_failure_counted() -> Result<()> {
+    let ns = namespace("reports-big").await;
+    let c = client().await;
+    install_operator();
+    // 300 failed items with long messages: far over the 4 KiB of a report.
+    apply_yaml(
+        &ns.name,
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: big-scripts
+data:
+  disk.many.sh: |
+    #!/bin/sh
+    i=0
+    while [ $i -lt 300 ]; do
+      echo "err part$i this item failed with a long explanation of what went wrong on $NODE_NAME, number $i"
+      i=$((i + 1))
+    done
+"#,
+    )?;
+    apply_yaml(
+        &ns.name,
+        &debugger_yaml("big", "big-scripts", "").replace("[disk, custom]", "[disk]"),
+    )?;
+    wait_pods(&c, &ns.name, "big").await?;
+    let run_at = now_rfc3339();
+    set_run_at(&c, &ns.name, "big", &run_at).await?;
+    let values = wait_run(&c, &ns.name, "big-summary", &run_at).await?;
+    let reports: Api<DebuggerReport> = Api::namespaced(c.clone(), &ns.name);
+    for node in nodes() {
+        let r = reports.get(&report_name("big", &node)).await?;
+        assert_eq!(r.spec.failed_items, 300, "{node}: every failure counted");
+        let listed = r.spec.summary();
+        assert!(listed.to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
+        assert!(
+            listed.categories["disk"]
+                .keys()
+                .any(|k| k.ends_with("failed items omitted)")),
+            "{node}: the cut is marked: {:?}",
+            listed.categories["disk"].keys().take(3).collect::<Vec<_>>()
+        );
+        let mut stored = r.clone();
+        stored.metadata.managed_fields = None;
+        let size = serde_json::to_vec(&stored)?.len();
+        assert!(size < 4096, "{node}: report is {size} bytes");
+        // The summary value is the report's result, in the same format.
+        assert_eq!(values[&node], listed);
+    }
+    let dbgs: Api<Debugger> = Api::namespaced(c.clone(), &ns.name);
+    let total = 300 * nodes().len() as i32;
+    wait_for(WAIT, "the status counts every failure", || async {
+        let st = dbgs.get("big").await?.status.unwrap_or_default();
+        Ok(st.last_run_at.as_deref() == Some(run_at.as_str()) && st.failed_items == total)
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_workload_account_may_apply_reports_but_not_touch_configmaps() -> Result<()> {
+    let ns = namespace("reports-rbac").await;
+    let c = client().await;
+    setup(&c, &ns.name, "acct").await?;
+    let who = format!("system:serviceaccount:{}:kube-combo-workload", ns.name);
+    let can = |verb: &str, resource: &str| {
+        let out = kubectl(&[
+            "auth", "can-i", verb, resource, "-n", &ns.name, "--as", &who,
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    for (verb, resource, want) in [
+        ("get", "debuggerreports.kubecombo.io", "yes"),
+        ("create", "debuggerreports.kubecombo.io", "yes"),
+        ("patch", "debuggerreports.kubecombo.io", "yes"),
+        ("delete", "debuggerreports.kubecombo.io", "no"),
+        ("get", "configmaps", "no"),
+        ("patch", "configmaps", "no"),
+        ("create", "configmaps", "no"),
+        ("patch", "debuggers.kubecombo.io", "no"),
+    ] {
+        assert_eq!(can(verb, resource), want, "{verb} {resource}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_summary_written_by_runners_of_an_earlier_version_is_taken_over() -> Result<()> {
+    let ns = namespace("reports-upgrade").await;
+    let c = client().await;
+    install_operator();
+    // As runners of an earlier version left it: one key per node, each
+    // owned by that node's field manager, and one of a node long gone.
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), &ns.name);
+    for node in nodes().iter().chain(["gone-node".to_string()].iter()) {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "old-summary"},
+            "data": {node.as_str(): "runAt: \"2026-01-01T00:00:00Z\"\n"}});
+        cms.patch(
+            "old-summary",
+            &PatchParams::apply(&format!("combo-runner/{node}")).force(),
+            &Patch::Apply(&body),
+        )
+        .await?;
+    }
+    apply_yaml(&ns.name, &scripts_configmap("old-scripts", "v1"))?;
+    apply_yaml(
+        &ns.name,
+        &format!(
+            "{}  summaryConfigMap: old-summary\n",
+            debugger_yaml("old", "old-scripts", "")
+        ),
+    )?;
+    wait_pods(&c, &ns.name, "old").await?;
+    let run_at = now_rfc3339();
+    set_run_at(&c, &ns.name, "old", &run_at).await?;
+    wait_run(&c, &ns.name, "old-summary", &run_at).await?;
+    let want: BTreeSet<String> = nodes().into_iter().collect();
+    wait_for(WAIT, "only the operator's keys left", || async {
+        let cm = cms.get("old-summary").await?;
+        let keys: BTreeSet<String> = cm.data.unwrap_or_default().into_keys().collect();
+        let managers: Vec<String> = cm
+            .metadata
+            .managed_fields
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.manager)
+            .collect();
+        Ok(keys == want && managers == ["combo-operator"])
+    })
+    .await?;
+    Ok(())
+}
