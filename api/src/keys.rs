@@ -1,4 +1,4 @@
-//! Label, annotation, container and field-manager names (SPEC §2).
+//! Label, annotation, container and field-manager names (docs/reference.md, "Names").
 //!
 //! Every binary uses these constants; no label string is spelled twice.
 
@@ -37,7 +37,7 @@ pub fn field_manager_runner(node: &str) -> String {
     format!("combo-runner/{node}")
 }
 
-/// Binary names (SPEC §2); also the last path segment of the default images.
+/// Binary names (docs/reference.md, "Names"); also the last path segment of the default images.
 pub const BIN_OPERATOR: &str = "combo-operator";
 /// Pinger binary name.
 pub const BIN_PINGER: &str = "combo-pinger";

@@ -1,4 +1,4 @@
-//! The per-node summary (SPEC §4): the YAML value of one node's key in the
+//! The per-node summary (docs/runner.md, "Reports: the summary ConfigMap"): the YAML value of one node's key in the
 //! summary ConfigMap, and what `combo-runner --once --output yaml` prints.
 
 use std::collections::BTreeMap;
@@ -62,7 +62,7 @@ impl NodeSummary {
     }
 }
 
-/// Largest size of one node's summary value in bytes (SPEC §4: under 4 KiB).
+/// Largest size of one node's summary value in bytes (under 4 KiB: docs/runner.md, "Reports: the summary ConfigMap").
 pub const MAX_SUMMARY_BYTES: usize = 4000;
 
 /// Appended to an err message that was shortened to fit the size limit.

@@ -4,8 +4,8 @@
 //! The operator creates them so that a Debugger works in any namespace
 //! without extra manifests. Every Debugger of the namespace is an owner
 //! (not the controller) of the three objects, so the garbage collector
-//! removes them with the last Debugger. The Role grants only what SPEC §6
-//! lists: read Debuggers and Pingers, watch pods, get and apply the summary
+//! removes them with the last Debugger. The Role grants only what docs/security.md
+//! ("The workload pods") lists: read Debuggers and Pingers, watch pods, get and apply the summary
 //! ConfigMaps of the namespace's Debuggers (by name), create Events.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -11,7 +11,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client};
 use tokio::sync::mpsc;
 
-/// Reason of the Event recorded after a run with failures (SPEC §4).
+/// Reason of the Event recorded after a run with failures (docs/runner.md, "`InspectionFailed` Event").
 pub const REASON_INSPECTION_FAILED: &str = "InspectionFailed";
 /// Failed items named in the Event message.
 const EVENT_ITEMS: usize = 5;
