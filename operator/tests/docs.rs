@@ -29,7 +29,7 @@ fn read(rel: &str) -> String {
 
 /// The lines of the section whose heading (`level` `#`s) satisfies `title`,
 /// up to the next heading of the same or a higher level.
-fn section<'a>(doc: &'a str, level: usize, title: impl Fn(&str) -> bool) -> Option<Vec<&'a str>> {
+fn section(doc: &str, level: usize, title: impl Fn(&str) -> bool) -> Option<Vec<&str>> {
     let marks = "#".repeat(level);
     let is_heading_up_to_level = |l: &str| {
         let hashes = l.chars().take_while(|c| *c == '#').count();
