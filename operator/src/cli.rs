@@ -12,7 +12,7 @@ pub const DEFAULT_PINGER_IMAGE: &str = "ghcr.io/kube-combo/combo-pinger:v0.1.0";
 
 /// The kube-combo operator: reconciles Debuggers and Pingers into Pods and DaemonSets.
 #[derive(Parser, Debug)]
-#[command(name = "combo-operator", version, about)]
+#[command(name = "combo-operator", version)]
 pub struct Cli {
     /// What to do; without a subcommand the operator runs.
     #[command(subcommand)]
