@@ -45,6 +45,12 @@ echo "==> Debuggers"
 kubectl get dbg -A 2>&1 | grep -v '^Warning'
 echo "==> failed items of the run (kubectl combo summary node-check; --all lists every item)"
 kubectl combo summary node-check -n default 2>&1 | grep -v '^Warning'
+echo "==> InspectionFailed Events of the runners"
+kubectl get events -n default --field-selector reason=InspectionFailed 2>&1 | grep -v '^Warning'
+echo "==> the pinger's metrics of one pod (combo_pinger_target_up), through the API server's proxy"
+pod=$(kubectl get pods -n default -l kubecombo.io/debugger=node-check -o jsonpath='{.items[0].metadata.name}')
+kubectl get --raw "/api/v1/namespaces/default/pods/$pod:8080/proxy/metrics" | grep '^combo_pinger_target_up' ||
+    echo "no pinger metrics from pod $pod" >&2
 echo
 echo "cluster state in $dir; stop it with: tests/e2e/cluster.sh down $dir"
 echo "export KUBECONFIG=$dir/kubeconfig"

@@ -1,4 +1,4 @@
-//! The `Debugger` custom resource (SPEC §3).
+//! The `Debugger` custom resource (docs/reference.md, "Debugger").
 
 use std::collections::BTreeMap;
 

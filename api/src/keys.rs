@@ -41,7 +41,7 @@ pub fn field_manager_runner(node: &str) -> String {
     format!("combo-runner/{node}")
 }
 
-/// Binary names (SPEC §2); also the last path segment of the default images.
+/// Binary names (docs/reference.md, "Names"); also the last path segment of the default images.
 pub const BIN_OPERATOR: &str = "combo-operator";
 /// Pinger binary name.
 pub const BIN_PINGER: &str = "combo-pinger";

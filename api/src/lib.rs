@@ -1,8 +1,10 @@
 //! Types shared by every kube-combo binary.
 //!
 //! The operator, the runner, the pinger and the kubectl plugin all import these
-//! definitions; nothing here does I/O.
+//! definitions; nothing here does I/O, except [`cli`], which prints the
+//! one-line error of a failed command line and exits.
 
+pub mod cli;
 pub mod debugger;
 pub mod hash;
 pub mod keys;

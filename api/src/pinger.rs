@@ -1,4 +1,4 @@
-//! The `Pinger` custom resource (SPEC §5) and its target syntax.
+//! The `Pinger` custom resource (docs/reference.md, "Pinger") and its target syntax.
 
 use std::net::{IpAddr, SocketAddr};
 

@@ -1,4 +1,4 @@
-//! `spec.runAt` parsing and run ids (SPEC §3 "runAt").
+//! `spec.runAt` parsing and run ids (docs/runner.md, "runAt").
 
 use std::str::FromStr;
 

@@ -1,5 +1,5 @@
-//! The per-node summary (docs/reference.md, "Summary ConfigMap"): the YAML
-//! value of one node's key in the summary ConfigMap, and what
+//! The per-node summary (docs/runner.md, "Reports: the summary ConfigMap"):
+//! the YAML value of one node's key in the summary ConfigMap, and what
 //! `combo-runner --once --output yaml` prints.
 
 use std::collections::BTreeMap;
@@ -75,7 +75,7 @@ impl NodeSummary {
     }
 }
 
-/// Largest size of one node's summary value in bytes (SPEC §4: under 4 KiB).
+/// Largest size of one node's summary value in bytes (under 4 KiB: docs/runner.md, "Reports: the summary ConfigMap").
 pub const MAX_SUMMARY_BYTES: usize = 4000;
 
 /// Appended to an err message that was shortened to fit the size limit.

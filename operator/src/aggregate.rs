@@ -2,7 +2,7 @@
 //! computed from a Debugger's DebuggerReports. Pure.
 //!
 //! The ConfigMap keeps one key per node with the value format of
-//! docs/reference.md ("Summary ConfigMap"), and stays under
+//! docs/reference.md, "Summary ConfigMap", and stays under
 //! [`MAX_SUMMARY_BYTES`] at any node count up to 5,000: when the full
 //! values do not fit, [`summary_data`] shortens them step by step (see
 //! [`Level`]), and a shortened value names the DebuggerReport that holds

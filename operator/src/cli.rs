@@ -1,4 +1,4 @@
-//! Command line of `combo-operator` (SPEC §6).
+//! Command line of `combo-operator` (docs/reference.md, "`combo-operator`").
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,7 +12,7 @@ pub const DEFAULT_PINGER_IMAGE: &str = "ghcr.io/kube-combo/combo-pinger:v0.1.0";
 
 /// The kube-combo operator: reconciles Debuggers and Pingers into Pods and DaemonSets.
 #[derive(Parser, Debug)]
-#[command(name = "combo-operator", version, about)]
+#[command(name = "combo-operator", version)]
 pub struct Cli {
     /// What to do; without a subcommand the operator runs.
     #[command(subcommand)]
@@ -57,4 +57,16 @@ pub struct RunArgs {
     /// Name of the leader-election Lease.
     #[arg(long, default_value = "kube-combo-operator")]
     pub leader_elect_lease: String,
+}
+
+/// Prints a fatal error the way every kube-combo binary does (one line,
+/// `<bin>: <chain>`; the full Debug form with its backtrace only when
+/// `RUST_BACKTRACE` is set) and gives the exit status 1.
+pub fn report(bin: &str, err: &anyhow::Error) -> std::process::ExitCode {
+    if combo_api::cli::backtrace_wanted() {
+        eprintln!("{bin}: {err:?}");
+    } else {
+        eprintln!("{}", combo_api::cli::error_line(bin, err.as_ref()));
+    }
+    std::process::ExitCode::FAILURE
 }

@@ -1,4 +1,4 @@
-//! Events on Debuggers (SPEC §6): `WorkloadCreated`, `WorkloadUpdated`,
+//! Events on Debuggers (docs/reference.md, "Events"): `WorkloadCreated`, `WorkloadUpdated`,
 //! `InvalidSpec`, `PingerNotFound`. Repeats within a few minutes update one
 //! Event series (kube's Recorder).
 

@@ -17,7 +17,7 @@ use crate::status::{ready_condition, ready_of};
 
 /// Reason of `Ready=True`: every target parses.
 pub const REASON_TARGETS_VALID: &str = "TargetsValid";
-/// Reason of `Ready=False` (SPEC §5).
+/// Reason of `Ready=False` (docs/operator.md, "Pinger status").
 pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
 
 /// What the Pinger controller shares.

@@ -1,4 +1,4 @@
-//! Validate: what the CRD schema cannot check (SPEC §3 "Validation"). Pure.
+//! Validate: what the CRD schema cannot check (docs/operator.md, "Validation, status and Events"). Pure.
 
 use combo_api::{DebuggerSpec, Pinger, RunAt, WorkloadType};
 
@@ -14,7 +14,7 @@ pub enum Invalid {
 }
 
 impl Invalid {
-    /// The condition and Event reason (SPEC §3, §6).
+    /// The condition and Event reason (docs/reference.md, "Debugger" and "Events").
     pub fn reason(&self) -> &'static str {
         match self {
             Invalid::InvalidSpec(_) => "InvalidSpec",

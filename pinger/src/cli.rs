@@ -14,7 +14,7 @@ use crate::targets::TargetLists;
 /// error). Without them it runs in the cluster, following the Pinger named by
 /// PINGER_NAME in POD_NAMESPACE.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "combo-pinger", version, about)]
+#[command(name = "combo-pinger", version)]
 pub struct Args {
     /// ICMP echo target: IPv4/IPv6 address or DNS name (repeatable).
     #[arg(long, value_name = "HOST")]

@@ -2,8 +2,6 @@
 
 use std::io::IsTerminal;
 
-use clap::Parser;
-
 fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -13,13 +11,22 @@ fn main() {
                 .unwrap_or_else(|_| "info,hickory=warn,kube=warn".into()),
         )
         .init();
-    let args = combo_pinger::cli::Args::parse();
+    let args: combo_pinger::cli::Args = combo_api::cli::parse_args("combo-pinger");
     // One thread: the probes are I/O-bound, and a reply is timestamped by the
     // same thread that waits in epoll, without a cross-thread wake-up.
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("tokio runtime");
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "{}",
+                combo_api::cli::error_line("combo-pinger: tokio runtime", &e)
+            );
+            std::process::exit(combo_pinger::ExitCode::Usage as i32);
+        }
+    };
     let code = runtime.block_on(combo_pinger::run(args));
     std::process::exit(code as i32);
 }

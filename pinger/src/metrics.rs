@@ -1,4 +1,4 @@
-//! Prometheus metrics (SPEC §5) and the `/metrics` endpoint.
+//! Prometheus metrics (docs/reference.md, "Metrics") and the `/metrics` endpoint.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

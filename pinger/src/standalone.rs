@@ -132,12 +132,7 @@ pub async fn run(args: Args) -> ExitCode {
         Some(addr) => match metrics::serve(addr, metrics.clone()).await {
             Ok(h) => Some(h),
             Err(e) => {
-                eprintln!(
-                    "combo-pinger: {e}: {}",
-                    std::error::Error::source(&e)
-                        .map(ToString::to_string)
-                        .unwrap_or_default()
-                );
+                eprintln!("{}", combo_api::cli::error_line("combo-pinger", &e));
                 return ExitCode::Usage;
             }
         },

@@ -10,6 +10,7 @@ fn pinger(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_combo-pinger"))
         .args(args)
         .env_remove("PINGER_NAME")
+        .env_remove("RUST_BACKTRACE")
         .output()
         .expect("combo-pinger runs");
     (
@@ -165,4 +166,28 @@ fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
     let mut out = String::new();
     s.read_to_string(&mut out)?;
     Ok(out)
+}
+
+#[test]
+fn usage_errors_are_one_line_naming_the_binary_and_exit_two() {
+    for (args, starts) in [
+        (
+            &["--bogus"][..],
+            "combo-pinger: unexpected argument '--bogus' found",
+        ),
+        (
+            &["--ping", "127.0.0.1", "--interval", "0"][..],
+            "combo-pinger: invalid value '0' for '--interval <INTERVAL>'",
+        ),
+        (&["--tcp", "127.0.0.1"][..], "combo-pinger: "),
+        (
+            &["--ping", "127.0.0.1", "--metrics-addr", "203.0.113.1:1"][..],
+            "combo-pinger: ",
+        ),
+    ] {
+        let (code, _, stderr) = pinger(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(starts), "{args:?}: {stderr}");
+    }
 }

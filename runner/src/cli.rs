@@ -12,7 +12,7 @@ use crate::report::Format;
 /// (env DEBUGGER_NAME, POD_NAMESPACE, POD_NAME, NODE_NAME) and writes this
 /// node's key of the summary ConfigMap.
 #[derive(clap::Parser, Debug, Clone)]
-#[command(name = "combo-runner", version, about)]
+#[command(name = "combo-runner", version)]
 pub struct Args {
     /// Run the inspection once on this machine, print the result and exit
     /// (0 all healthy, 1 some item failed, 2 usage or setup error).

@@ -71,7 +71,11 @@ pub async fn run(args: Args) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!(error = %e, "cannot start");
+            // Said once, plainly, to whoever started it outside a pod.
+            eprintln!(
+                "{}; for one run on this machine use --once",
+                combo_api::cli::error_line("combo-runner", &e)
+            );
             ExitCode::from(crate::local::EXIT_SETUP)
         }
     }

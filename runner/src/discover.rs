@@ -1,4 +1,4 @@
-//! Finding the scripts of a run (SPEC §4 "Script contract").
+//! Finding the scripts of a run (docs/runner.md, "Scripts").
 //!
 //! Every executable regular file in `<root>/<category>/` is a script. In
 //! `<root>/custom/` (the user's ConfigMap) a file `<category>.<name>` belongs

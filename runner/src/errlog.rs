@@ -1,4 +1,4 @@
-//! Errlogs (SPEC §4): `<scripts>/<category>/errlog/<run id>.log` holds what
+//! Errlogs (docs/runner.md, "Errlogs"): `<scripts>/<category>/errlog/<run id>.log` holds what
 //! failed in one run; only the newest files are kept.
 
 use std::path::{Path, PathBuf};

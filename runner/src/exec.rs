@@ -1,5 +1,5 @@
 //! Running one script: its own process group, a capped capture of stdout and
-//! stderr, and a timeout that kills the whole group (SPEC §4).
+//! stderr, and a timeout that kills the whole group (docs/runner.md, "Scripts").
 
 use std::path::Path;
 use std::process::Stdio;
@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::output::{parse_line, Line};
 
-/// Most bytes of stdout and of stderr kept for the errlog (SPEC §4: 64 KiB).
+/// Most bytes of stdout and of stderr kept for the errlog (docs/runner.md, "Errlogs": 64 KiB).
 pub const CAPTURE_LIMIT: usize = 64 * 1024;
 /// Most item lines taken from one script; more are ignored.
 pub const MAX_ITEMS: usize = 1000;

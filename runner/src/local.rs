@@ -1,4 +1,4 @@
-//! Local mode (`--once`, SPEC §4): one run on this machine, no Kubernetes.
+//! Local mode (`--once`, docs/runner.md, "Local mode"): one run on this machine, no Kubernetes.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -32,7 +32,7 @@ pub async fn run_once(args: Args) -> ExitCode {
     let report = match run::inspect(&cfg, run_id).await {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("combo-runner: {e}: {}", source_text(&e));
+            eprintln!("{}", combo_api::cli::error_line("combo-runner", &e));
             return ExitCode::from(EXIT_SETUP);
         }
     };
@@ -41,7 +41,7 @@ pub async fn run_once(args: Args) -> ExitCode {
         None => Layout::BesideScripts(args.scripts.clone()),
     };
     let written = errlog::write(&layout, &report, args.errlog_retention).unwrap_or_else(|e| {
-        eprintln!("combo-runner: {e}: {}", source_text(&e));
+        eprintln!("{}", combo_api::cli::error_line("combo-runner", &e));
         vec![]
     });
     let summary = report::summary(&report);
@@ -57,10 +57,6 @@ pub async fn run_once(args: Args) -> ExitCode {
     } else {
         ExitCode::from(EXIT_HEALTHY)
     }
-}
-
-fn source_text(e: &dyn std::error::Error) -> String {
-    e.source().map(|s| s.to_string()).unwrap_or_default()
 }
 
 /// `NODE_NAME`, or this machine's host name.

@@ -3,13 +3,12 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
 use combo_runner::{cli::Args, cluster, local};
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = combo_api::cli::parse_args("combo-runner");
     let default_level = if args.once { "warn" } else { "info" };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

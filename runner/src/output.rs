@@ -1,4 +1,4 @@
-//! The script output contract (SPEC §4): `ok <item>` and `err <item> <message>`
+//! The script output contract (docs/runner.md, "Scripts"): `ok <item>` and `err <item> <message>`
 //! lines on stdout; anything else is plain output.
 
 /// One meaningful stdout line of a script.

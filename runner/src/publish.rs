@@ -15,7 +15,7 @@ use kube::{Api, Client, Resource};
 use tokio::sync::mpsc;
 
 /// Reason of the Event recorded after a run with failures
-/// (docs/reference.md, "Events").
+/// (docs/runner.md, "`InspectionFailed` Event").
 pub const REASON_INSPECTION_FAILED: &str = "InspectionFailed";
 /// Reason of the Event recorded when the API server refuses this node's
 /// report for good (a 4xx other than 409 and 429, or a request too large).

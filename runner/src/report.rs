@@ -1,4 +1,4 @@
-//! Turning a run into the node summary (SPEC §4) and printing it.
+//! Turning a run into the node summary (docs/runner.md, "Reports: the summary ConfigMap") and printing it.
 
 use std::collections::BTreeMap;
 

@@ -96,7 +96,7 @@ pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report>
     })
 }
 
-/// The items a script produced (SPEC §4): its `ok`/`err` lines, plus, when it
+/// The items a script produced (docs/runner.md, "Scripts"): its `ok`/`err` lines, plus, when it
 /// failed or timed out without any `err` line, an item named after the script
 /// with `exit <code>: <last stderr line>` or `timeout after <N>s`.
 pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)> {

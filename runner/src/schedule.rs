@@ -1,4 +1,4 @@
-//! When to run (SPEC §3 "runAt"), as a pure decision: given the schedule,
+//! When to run (docs/runner.md, "runAt"), as a pure decision: given the schedule,
 //! the time, and what this node already did, run now, wait, or stay idle.
 
 use chrono::{DateTime, Duration, Utc};

@@ -1,4 +1,4 @@
-//! `combo-runner --once` against scripts made by each test (SPEC §4 local mode).
+//! `combo-runner --once` against scripts made by each test (docs/runner.md, "Local mode").
 
 mod support;
 
@@ -319,4 +319,51 @@ fn the_table_shows_one_row_per_item_and_the_failure_count() {
     assert!(text.contains(": 2 items, 1 failed"), "{text}");
     assert!(text.contains("errlog: "), "{text}");
     assert_eq!(out.status.code(), Some(1));
+}
+
+fn runner_stderr(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_combo-runner"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("combo-runner runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn usage_and_setup_errors_are_one_line_naming_the_binary() {
+    for (args, starts) in [
+        (
+            &["--once", "--bogus"][..],
+            "combo-runner: unexpected argument '--bogus' found",
+        ),
+        (
+            &["--once", "--categories", "cpu"][..],
+            "combo-runner: invalid value 'cpu' for '--categories <LIST>'",
+        ),
+        (
+            &["--once", "--scripts", "/nonexistent/scripts"][..],
+            "combo-runner: ",
+        ),
+    ] {
+        let (code, stderr) = runner_stderr(args, &[]);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(starts), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn in_cluster_mode_outside_a_pod_is_one_line_and_exit_two() {
+    let (code, stderr) = runner_stderr(&[], &[("NODE_NAME", "")]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("combo-runner: environment variable NODE_NAME is not set"),
+        "{stderr}"
+    );
 }

@@ -1,68 +1,30 @@
-//! `kubectl-combo`: the `kubectl combo` plugin (SPEC §7).
+//! `kubectl-combo`: the `kubectl combo` plugin (docs/reference.md,
+//! "`kubectl-combo`").
 
-use std::process::Command as Process;
+use std::process::{Command as Process, ExitCode};
 
 use anyhow::{bail, Context as _, Result};
 use chrono::{SecondsFormat, Utc};
-use clap::{Parser, Subcommand};
 use combo_api::keys;
 use combo_api::{Category, Debugger, RunId};
 use combo_operator::plugin;
+use combo_operator::plugin::cli::{Args, Command};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
-/// kubectl plugin for kube-combo: read summaries and errlogs, trigger runs.
-#[derive(Parser, Debug)]
-#[command(name = "kubectl-combo", version, about)]
-struct Args {
-    /// Namespace (default: the current context's).
-    #[arg(short, long, global = true)]
-    namespace: Option<String>,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Table of the Debugger's summary: NODE, RUN, CATEGORY, ITEM, ERROR.
-    Summary {
-        /// The Debugger.
-        debugger: String,
-        /// Show healthy items too.
-        #[arg(long)]
-        all: bool,
-    },
-    /// Run the inspection now: sets spec.runAt to the current time.
-    Run {
-        /// The Debugger.
-        debugger: String,
-    },
-    /// Print an errlog of one node and category, through `kubectl exec`.
-    Errlog {
-        /// The Debugger.
-        debugger: String,
-        /// Node whose pod to read.
-        #[arg(long)]
-        node: String,
-        /// Category (disk, net, mem, svc, custom).
-        #[arg(long)]
-        category: Category,
-        /// Run id (20261122T060000Z) or RFC 3339 time; default the newest errlog.
-        #[arg(long)]
-        run: Option<String>,
-    },
-    /// List Debuggers with their last run and failures.
-    Status {
-        /// Across all namespaces.
-        #[arg(short = 'A', long)]
-        all_namespaces: bool,
-    },
-}
+const BIN: &str = "kubectl-combo";
 
 #[tokio::main]
-async fn main() -> Result<()> {
-    let args = Args::parse();
+async fn main() -> ExitCode {
+    let args: Args = combo_api::cli::parse_args(BIN);
+    match dispatch(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => combo_operator::cli::report(BIN, &e),
+    }
+}
+
+async fn dispatch(args: Args) -> Result<()> {
     let client = Client::try_default()
         .await
         .context("no usable kubeconfig")?;

@@ -1,5 +1,8 @@
-//! `kubectl combo` (SPEC §7): the pure parts — tables and choices. The
-//! binary `kubectl-combo` does the I/O.
+//! `kubectl combo` (docs/reference.md, "`kubectl-combo`"): the command line and
+//! the pure parts — tables and choices. The binary `kubectl-combo` does the
+//! I/O.
+
+pub mod cli;
 
 use std::collections::BTreeMap;
 

@@ -86,7 +86,7 @@ impl Publisher {
     }
 }
 
-/// The Event for a decision: reason per SPEC §5, the note names the target,
+/// The Event for a decision: reason as in docs/reference.md, "Events"; the note names the target,
 /// loss and RTT.
 pub fn event(decision: Decision, report: &Report) -> Event {
     let (type_, reason, note) = match decision {

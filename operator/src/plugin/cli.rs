@@ -1,0 +1,55 @@
+//! Command line of `kubectl-combo`, in the library so that the reference
+//! test (`operator/tests/docs.rs`) reads the same flags the plugin parses.
+
+use clap::{Parser, Subcommand};
+use combo_api::Category;
+
+/// kubectl plugin for kube-combo: read summaries and errlogs, trigger runs.
+#[derive(Parser, Debug)]
+#[command(name = "kubectl-combo", version)]
+pub struct Args {
+    /// Namespace (default: the current context's).
+    #[arg(short, long, global = true)]
+    pub namespace: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The plugin's commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Table of the Debugger's summary: NODE, RUN, CATEGORY, ITEM, ERROR.
+    Summary {
+        /// The Debugger.
+        debugger: String,
+        /// Show healthy items too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Run the inspection now: sets spec.runAt to the current time.
+    Run {
+        /// The Debugger.
+        debugger: String,
+    },
+    /// Print an errlog of one node and category, through `kubectl exec`.
+    Errlog {
+        /// The Debugger.
+        debugger: String,
+        /// Node whose pod to read.
+        #[arg(long)]
+        node: String,
+        /// Category (disk, net, mem, svc, custom).
+        #[arg(long)]
+        category: Category,
+        /// Run id (20261122T060000Z) or RFC 3339 time; default the newest errlog.
+        #[arg(long)]
+        run: Option<String>,
+    },
+    /// List Debuggers with their last run and failures.
+    Status {
+        /// Across all namespaces.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+    },
+}
