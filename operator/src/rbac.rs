@@ -2,9 +2,9 @@
 //! RoleBinding, one set per namespace that has Debuggers.
 //!
 //! The operator creates them so that a Debugger works in any namespace
-//! without extra manifests. The Role grants only what docs/security.md
-//! ("The workload pods") lists: read Debuggers and Pingers, watch pods, get and apply
-//! DebuggerReports, create Events; nothing on ConfigMaps. It is the same
+//! without extra manifests. The Role grants only what docs/security.md,
+//! "The workload pods", lists: read Debuggers and Pingers, watch pods, get
+//! and apply DebuggerReports, create Events; nothing on ConfigMaps. It is the same
 //! for every Debugger, so the three objects do not grow with the number
 //! of Debuggers in a namespace: they carry no owner. The operator deletes
 //! them when the last Debugger of the namespace is gone
