@@ -9,6 +9,7 @@ use combo_api::pinger::parse_dns_server;
 use combo_api::PingerSpec;
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::rendezvous;
 use crate::round::Thresholds;
 use crate::targets::{self, TargetLists, TargetSet};
 
@@ -42,7 +43,8 @@ pub struct Me {
     pub ip: Option<IpAddr>,
 }
 
-/// The targets of a spec, with the peers and gateways it asks for.
+/// The targets of a spec, with the peers and gateways it asks for: at most
+/// `spec.maxPeers` peers, chosen by [`rendezvous::choose`].
 pub fn desired(
     spec: &PingerSpec,
     peers: &BTreeMap<String, IpAddr>,
@@ -51,11 +53,15 @@ pub fn desired(
 ) -> TargetSet {
     let mut extra: Vec<IpAddr> = Vec::new();
     if spec.peers {
+        let candidates = peers
+            .iter()
+            .filter(|(name, ip)| **name != me.pod && Some(**ip) != me.ip)
+            .map(|(name, _)| name.as_str());
+        let max = usize::try_from(spec.max_peers).unwrap_or(usize::MAX);
         extra.extend(
-            peers
-                .iter()
-                .filter(|(name, ip)| **name != me.pod && Some(**ip) != me.ip)
-                .map(|(_, ip)| *ip),
+            rendezvous::choose(&me.pod, candidates, max)
+                .into_iter()
+                .map(|name| peers[name]),
         );
     }
     if spec.gateway {
@@ -170,6 +176,40 @@ mod tests {
             .map(|t| t.label())
             .collect();
         assert_eq!(labels, ["10.0.0.254", "10.9.9.9"]);
+    }
+
+    #[test]
+    fn at_most_max_peers_are_probed_and_the_choice_is_the_rendezvous_one() {
+        let peers: BTreeMap<String, IpAddr> = (1..=50u8)
+            .map(|i| (format!("p{i}"), IpAddr::from([10, 0, 0, i])))
+            .collect();
+        let me = Me {
+            pod: "p1".into(),
+            ip: Some("10.0.0.1".parse().unwrap()),
+        };
+        let spec = PingerSpec {
+            max_peers: 7,
+            ..PingerSpec::default()
+        };
+        let got: Vec<IpAddr> = desired(&spec, &peers, &me, &[])
+            .targets
+            .iter()
+            .map(|t| match t.host {
+                combo_api::pinger::Host::Ip(ip) => ip,
+                _ => unreachable!("peers are addresses"),
+            })
+            .collect();
+        let mut want: Vec<IpAddr> = rendezvous::choose("p1", peers.keys().map(String::as_str), 7)
+            .into_iter()
+            .map(|n| peers[n])
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        let all = PingerSpec {
+            max_peers: 0,
+            ..PingerSpec::default()
+        };
+        assert_eq!(desired(&all, &peers, &me, &[]).targets.len(), 49);
     }
 
     #[test]
