@@ -7,32 +7,10 @@ use std::time::Duration;
 
 use combo_api::pinger::parse_dns_server;
 use combo_api::PingerSpec;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::rendezvous;
 use crate::round::Thresholds;
 use crate::targets::{self, TargetLists, TargetSet};
-
-/// The address of `pod` when it can be a peer: Running, Ready, with an IP and
-/// not terminating.
-pub fn peer_ip(pod: &Pod) -> Option<IpAddr> {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return None;
-    }
-    let status = pod.status.as_ref()?;
-    if status.phase.as_deref() != Some("Running") {
-        return None;
-    }
-    let ready = status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
-    if !ready {
-        return None;
-    }
-    status.pod_ip.as_deref()?.parse().ok()
-}
 
 /// What a pinger in a pod needs to know about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -107,45 +85,6 @@ impl From<&PingerSpec> for Knobs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn pod(phase: &str, ready: &str, ip: Option<&str>, deleting: bool) -> Pod {
-        let mut v = json!({
-            "metadata": {"name": "p"},
-            "status": {
-                "phase": phase,
-                "conditions": [{"type": "Ready", "status": ready}],
-            }
-        });
-        if let Some(ip) = ip {
-            v["status"]["podIP"] = json!(ip);
-        }
-        if deleting {
-            v["metadata"]["deletionTimestamp"] = json!("2026-11-22T00:00:00Z");
-        }
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn only_running_ready_pods_with_an_ip_that_are_not_terminating_are_peers() {
-        assert_eq!(
-            peer_ip(&pod("Running", "True", Some("10.16.0.5"), false)),
-            Some("10.16.0.5".parse().unwrap())
-        );
-        assert_eq!(
-            peer_ip(&pod("Pending", "True", Some("10.16.0.5"), false)),
-            None
-        );
-        assert_eq!(
-            peer_ip(&pod("Running", "False", Some("10.16.0.5"), false)),
-            None
-        );
-        assert_eq!(peer_ip(&pod("Running", "True", None, false)), None);
-        assert_eq!(
-            peer_ip(&pod("Running", "True", Some("10.16.0.5"), true)),
-            None
-        );
-    }
 
     #[test]
     fn peers_exclude_the_pod_itself_and_follow_the_peers_switch() {
