@@ -23,7 +23,7 @@ c0=$(cpu)
 sleep "$secs"
 c1=$(cpu)
 metrics=$(scrape)
-echo "peer pods Running: $peers"
+echo "pods Running in $ns: $peers"
 python3 - "$c0" "$c1" "$tick" "$secs" <<'PY'
 import sys
 c0, c1, tick, secs = map(int, sys.argv[1:])
