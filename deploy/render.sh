@@ -4,6 +4,7 @@
 #   deploy/helm/kube-combo/crds  (copies of the CRDs)
 #   deploy/helm/kube-combo/rules.yaml (the operator's ClusterRole rules)
 #   deploy/kube-combo.yaml       (kubectl kustomize config/default)
+#   config/prometheus/prometheusrule.yaml (from config/prometheus/rules.yaml)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -15,3 +16,8 @@ sed -n '/^rules:$/,$p' config/rbac/cluster_role.yaml | tail -n +2 | sed 's/^  //
     echo "# Regenerate with deploy/render.sh."
     kubectl kustomize config/default
 } > deploy/kube-combo.yaml
+{
+    echo "# Generated from config/prometheus/rules.yaml by deploy/render.sh: edit that file."
+    printf 'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: kube-combo-pinger\n  labels:\n    app.kubernetes.io/name: kube-combo\nspec:\n'
+    grep -v '^#' config/prometheus/rules.yaml | sed 's/^/  /'
+} > config/prometheus/prometheusrule.yaml

@@ -124,8 +124,11 @@ impl Metrics {
             .set(i64::from(report.stats.passed));
     }
 
-    /// Drops the gauge of a target no longer probed, so it does not linger
-    /// as up or down; its counters stay (they are cumulative).
+    /// Removes every series of a target no longer probed (spec edit, peer
+    /// gone or no longer chosen): its probe counters, RTT histogram and
+    /// gauge. Otherwise series would pile up with every pod that ever was a
+    /// peer; a target that comes back starts its counters from zero, which
+    /// `rate()` reads as a counter reset.
     pub fn forget(&self, target: &Target) {
         let label = Arc::new(target.label());
         let kind = target.kind.as_str();
@@ -133,10 +136,19 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&(kind, label.clone()));
-        self.up.remove(&TargetLabels {
+        for result in RESULTS {
+            self.probes.remove(&ProbeLabels {
+                kind,
+                target: label.clone(),
+                result,
+            });
+        }
+        let labels = TargetLabels {
             kind,
             target: label,
-        });
+        };
+        self.rtt.remove(&labels);
+        self.up.remove(&labels);
     }
 
     /// The exposition text.
@@ -269,5 +281,52 @@ mod tests {
             .contains(r#"combo_pinger_target_up{kind="tcp",target="[::1]:22"} 1"#));
         m.forget(&report(vec![]).target);
         assert!(!m.encode().contains("combo_pinger_target_up{"));
+    }
+
+    async fn scrape(addr: SocketAddr) -> String {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn the_scrape_after_a_peer_leaves_has_no_series_of_it_but_keeps_the_others() {
+        let m = Arc::new(Metrics::default());
+        let gone = report(vec![
+            Outcome::Ok(Duration::from_millis(2)),
+            Outcome::Timeout,
+            Outcome::Refused,
+            Outcome::Error("x".into()),
+        ]);
+        let mut stays = gone.clone();
+        stays.target.port = Some(23);
+        stays.label = Arc::new(stays.target.label());
+        m.record(&gone);
+        m.record(&stays);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let server = serve(addr, m.clone()).await.unwrap();
+        let before = scrape(addr).await;
+        assert_eq!(
+            before.matches(r#"target="[::1]:22""#).count(),
+            4 + 20 + 1,
+            "{before}"
+        );
+        m.forget(&gone.target);
+        let after = scrape(addr).await;
+        server.abort();
+        assert!(!after.contains(r#"target="[::1]:22""#), "{after}");
+        assert_eq!(
+            after.matches(r#"target="[::1]:23""#).count(),
+            4 + 20 + 1,
+            "{after}"
+        );
+        // Families stay declared even with no series.
+        assert!(after.contains("# TYPE combo_pinger_rtt_seconds histogram"));
     }
 }

@@ -4,6 +4,8 @@
 
 mod peers;
 mod publish;
+mod table;
+mod table_watch;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -76,13 +78,18 @@ pub async fn run(pinger: String) -> ExitCode {
         tx.clone(),
     ));
     if let Some(debugger) = &envr.debugger {
-        tokio::spawn(watch::pods(
-            Api::<Pod>::namespaced(client.clone(), &envr.namespace),
+        tokio::spawn(table_watch::peers(
+            client.clone(),
+            envr.namespace.clone(),
             keys::debugger_selector(debugger),
-            envr.pod.clone(),
             tx.clone(),
         ));
     }
+    tokio::spawn(watch::own_pod(
+        Api::<Pod>::namespaced(client.clone(), &envr.namespace),
+        envr.pod.clone(),
+        tx.clone(),
+    ));
     drop(tx);
 
     let me = Me {

@@ -7,31 +7,10 @@ use std::time::Duration;
 
 use combo_api::pinger::parse_dns_server;
 use combo_api::PingerSpec;
-use k8s_openapi::api::core::v1::Pod;
 
+use crate::rendezvous;
 use crate::round::Thresholds;
 use crate::targets::{self, TargetLists, TargetSet};
-
-/// The address of `pod` when it can be a peer: Running, Ready, with an IP and
-/// not terminating.
-pub fn peer_ip(pod: &Pod) -> Option<IpAddr> {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return None;
-    }
-    let status = pod.status.as_ref()?;
-    if status.phase.as_deref() != Some("Running") {
-        return None;
-    }
-    let ready = status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
-    if !ready {
-        return None;
-    }
-    status.pod_ip.as_deref()?.parse().ok()
-}
 
 /// What a pinger in a pod needs to know about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -42,7 +21,8 @@ pub struct Me {
     pub ip: Option<IpAddr>,
 }
 
-/// The targets of a spec, with the peers and gateways it asks for.
+/// The targets of a spec, with the peers and gateways it asks for: at most
+/// `spec.maxPeers` peers, chosen by [`rendezvous::choose`].
 pub fn desired(
     spec: &PingerSpec,
     peers: &BTreeMap<String, IpAddr>,
@@ -51,11 +31,15 @@ pub fn desired(
 ) -> TargetSet {
     let mut extra: Vec<IpAddr> = Vec::new();
     if spec.peers {
+        let candidates = peers
+            .iter()
+            .filter(|(name, ip)| **name != me.pod && Some(**ip) != me.ip)
+            .map(|(name, _)| name.as_str());
+        let max = usize::try_from(spec.max_peers).unwrap_or(usize::MAX);
         extra.extend(
-            peers
-                .iter()
-                .filter(|(name, ip)| **name != me.pod && Some(**ip) != me.ip)
-                .map(|(_, ip)| *ip),
+            rendezvous::choose(&me.pod, candidates, max)
+                .into_iter()
+                .map(|name| peers[name]),
         );
     }
     if spec.gateway {
@@ -101,45 +85,6 @@ impl From<&PingerSpec> for Knobs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn pod(phase: &str, ready: &str, ip: Option<&str>, deleting: bool) -> Pod {
-        let mut v = json!({
-            "metadata": {"name": "p"},
-            "status": {
-                "phase": phase,
-                "conditions": [{"type": "Ready", "status": ready}],
-            }
-        });
-        if let Some(ip) = ip {
-            v["status"]["podIP"] = json!(ip);
-        }
-        if deleting {
-            v["metadata"]["deletionTimestamp"] = json!("2026-11-22T00:00:00Z");
-        }
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn only_running_ready_pods_with_an_ip_that_are_not_terminating_are_peers() {
-        assert_eq!(
-            peer_ip(&pod("Running", "True", Some("10.16.0.5"), false)),
-            Some("10.16.0.5".parse().unwrap())
-        );
-        assert_eq!(
-            peer_ip(&pod("Pending", "True", Some("10.16.0.5"), false)),
-            None
-        );
-        assert_eq!(
-            peer_ip(&pod("Running", "False", Some("10.16.0.5"), false)),
-            None
-        );
-        assert_eq!(peer_ip(&pod("Running", "True", None, false)), None);
-        assert_eq!(
-            peer_ip(&pod("Running", "True", Some("10.16.0.5"), true)),
-            None
-        );
-    }
 
     #[test]
     fn peers_exclude_the_pod_itself_and_follow_the_peers_switch() {
@@ -170,6 +115,40 @@ mod tests {
             .map(|t| t.label())
             .collect();
         assert_eq!(labels, ["10.0.0.254", "10.9.9.9"]);
+    }
+
+    #[test]
+    fn at_most_max_peers_are_probed_and_the_choice_is_the_rendezvous_one() {
+        let peers: BTreeMap<String, IpAddr> = (1..=50u8)
+            .map(|i| (format!("p{i}"), IpAddr::from([10, 0, 0, i])))
+            .collect();
+        let me = Me {
+            pod: "p1".into(),
+            ip: Some("10.0.0.1".parse().unwrap()),
+        };
+        let spec = PingerSpec {
+            max_peers: 7,
+            ..PingerSpec::default()
+        };
+        let got: Vec<IpAddr> = desired(&spec, &peers, &me, &[])
+            .targets
+            .iter()
+            .map(|t| match t.host {
+                combo_api::pinger::Host::Ip(ip) => ip,
+                _ => unreachable!("peers are addresses"),
+            })
+            .collect();
+        let mut want: Vec<IpAddr> = rendezvous::choose("p1", peers.keys().map(String::as_str), 7)
+            .into_iter()
+            .map(|n| peers[n])
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        let all = PingerSpec {
+            max_peers: 0,
+            ..PingerSpec::default()
+        };
+        assert_eq!(desired(&all, &peers, &me, &[]).targets.len(), 49);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Watches of the Pinger and of the Debugger's pods. They retry with backoff
+//! Watches of the Pinger and of the pinger's own pod. They retry with backoff
 //! for as long as the process runs: an unreachable API server is logged, never
 //! fatal.
 
@@ -12,8 +12,6 @@ use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, ResourceExt};
 use tokio::sync::mpsc;
-
-use super::peers::peer_ip;
 
 /// A change seen by a watch.
 #[derive(Debug)]
@@ -57,41 +55,26 @@ pub async fn pinger(api: Api<Pinger>, name: String, tx: mpsc::Sender<Update>) {
     }
 }
 
-/// Follows the pods of a Debugger (selector `kubecombo.io/debugger=<name>`).
-pub async fn pods(api: Api<Pod>, selector: String, me: String, tx: mpsc::Sender<Update>) {
-    let cfg = watcher::Config::default().labels(&selector);
+/// Follows the pinger's own pod, for its UID (Events refer to it). Peers
+/// come from [`super::table_watch`], which reads far less than whole Pods.
+pub async fn own_pod(api: Api<Pod>, me: String, tx: mpsc::Sender<Update>) {
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={me}"));
     let mut stream = watcher(api, cfg).default_backoff().boxed();
-    let mut listing = BTreeMap::new();
+    let mut sent: Option<String> = None;
     while let Some(event) = stream.next().await {
-        let update = match event {
-            Ok(Event::Init) => {
-                listing.clear();
-                continue;
-            }
-            Ok(Event::InitApply(pod)) => {
-                if let Some(uid) = own_uid(&pod, &me) {
-                    let _ = tx.send(Update::SelfUid(uid)).await;
-                }
-                if let Some(ip) = peer_ip(&pod) {
-                    listing.insert(pod.name_any(), ip);
-                }
-                continue;
-            }
-            Ok(Event::InitDone) => Update::Peers(std::mem::take(&mut listing)),
-            Ok(Event::Apply(pod)) => {
-                if let Some(uid) = own_uid(&pod, &me) {
-                    let _ = tx.send(Update::SelfUid(uid)).await;
-                }
-                Update::Peer(pod.name_any(), peer_ip(&pod))
-            }
-            Ok(Event::Delete(pod)) => Update::Peer(pod.name_any(), None),
+        let pod = match event {
+            Ok(Event::Apply(pod)) | Ok(Event::InitApply(pod)) => pod,
+            Ok(_) => continue,
             Err(e) => {
-                tracing::warn!(error = %e, selector = %selector, "watching peer pods failed; retrying");
+                tracing::warn!(error = %e, pod = %me, "watching the own pod failed; retrying");
                 continue;
             }
         };
-        if tx.send(update).await.is_err() {
-            return;
+        if let Some(uid) = own_uid(&pod, &me).filter(|u| sent.as_ref() != Some(u)) {
+            sent = Some(uid.clone());
+            if tx.send(Update::SelfUid(uid)).await.is_err() {
+                return;
+            }
         }
     }
 }
