@@ -212,14 +212,19 @@ cmd_up() {
     ensure_packages
     ((real == 0)) || ensure_real_packages
     "$here/build-k8s.sh"
-    echo "building the project's binaries ($profile)"
     local build=(cargo build --quiet) bins=$repo/target/$profile
     [[ $profile == release ]] && build+=(--release)
-    if [[ ${KUBE_COMBO_HARNESS_ONLY:-} == 1 ]]; then
+    if ((nodes == 0)); then
+        # Real nodes only: everything runs from the images, and the kubectl
+        # plugin comes out of the operator image (after the push below).
+        bins=$dir/bin
+    elif [[ ${KUBE_COMBO_HARNESS_ONLY:-} == 1 ]]; then
+        echo "building the project's binaries ($profile)"
         # Working on the harness itself: pods of project images whose binary
         # is not built report ErrImageNeverPull.
         (cd "$repo" && "${build[@]}" --bin combo-nodesim)
     else
+        echo "building the project's binaries ($profile)"
         (cd "$repo" && "${build[@]}" --bin combo-nodesim --bin combo-operator \
             --bin combo-runner --bin combo-pinger --bin kubectl-combo)
     fi
@@ -239,6 +244,9 @@ cmd_up() {
     if ((real)); then
         start_registry
         "$here/images.sh" push "$registry"
+        if ((nodes == 0)) && [[ ${KUBE_COMBO_HARNESS_ONLY:-} != 1 ]]; then
+            "$here/images.sh" plugin "$dir/bin"
+        fi
         # In a cluster with simulated nodes, only pods that tolerate it land on a real node.
         start_real_nodes "$real" "$((nodes > 0))"
     fi

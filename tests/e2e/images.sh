@@ -5,6 +5,7 @@
 #   tests/e2e/images.sh build              build (incrementally) kube-combo/{operator,runner,pinger}:dev
 #   tests/e2e/images.sh push REGISTRY      build, then push them (and kube-combo/pause:3.4) to REGISTRY
 #                                          (plain HTTP, e.g. 172.31.0.1:5000 from cluster.sh)
+#   tests/e2e/images.sh plugin DIR         copy kubectl-combo out of the operator image into DIR
 #
 # The base images the Dockerfiles name cannot be pulled here, so the first
 # build makes local stand-ins under the same names, from Debian bookworm:
@@ -13,8 +14,9 @@
 #                                           libstdc++6, libgomp1, libssl3, ca-certificates,
 #                                           tzdata, netbase, base-files) unpacked, no shell,
 #                                           users root, nonroot (65532), nobody
-#   docker.io/library/rust:1.89-bookworm     minbase + build-essential, pkg-config, git, curl and
+#   docker.io/library/rust:1.89-bookworm     minbase + build-essential, pkg-config, git, curl,
 #                                           this machine's Rust toolchain in /usr/local (rustup layout)
+#                                           and its local CA certificates (crates are downloaded)
 # Image storage (vfs) lives in ${KUBE_COMBO_CACHE:-~/.cache/kube-combo}/containers;
 # cargo's registry and target directory are buildah cache mounts shared by
 # the three Dockerfiles, so a code change recompiles only what it touches.
@@ -77,6 +79,12 @@ fill_rust() {
     chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
         build-essential pkg-config libssl-dev git curl ca-certificates >/dev/null
     rm -rf "$1"/var/lib/apt/lists/*
+    # The build stage downloads crates: it trusts what this machine trusts
+    # (a TLS-inspecting proxy's CA, for one), as a locally mirrored base would.
+    if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+        cp /usr/local/share/ca-certificates/*.crt "$1/usr/local/share/ca-certificates/"
+        chroot "$1" update-ca-certificates >/dev/null 2>&1
+    fi
     local tc
     tc=$(rustc --print sysroot)
     mkdir -p "$1/usr/local/rustup/toolchains" "$1/usr/local/cargo/bin"
@@ -178,8 +186,20 @@ push() { # registry
     log "pushed to $reg"
 }
 
+# The kubectl plugin shipped in the operator image, for this machine.
+plugin() { # dest-dir
+    local ctr mnt
+    mkdir -p "$1"
+    ctr=$(bh from --pull-never "kube-combo/operator:$tag")
+    mnt=$(bh mount "$ctr")
+    cp "$mnt/usr/local/bin/kubectl-combo" "$1/kubectl-combo"
+    bh umount "$ctr" >/dev/null
+    bh rm "$ctr" >/dev/null
+}
+
 case ${1:-} in
 build) build ;;
 push) push "${2:?usage: images.sh push REGISTRY}" ;;
-*) die "usage: images.sh build | push REGISTRY" ;;
+plugin) plugin "${2:?usage: images.sh plugin DIR}" ;;
+*) die "usage: images.sh build | push REGISTRY | plugin DIR" ;;
 esac

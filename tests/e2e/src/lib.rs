@@ -292,10 +292,13 @@ pub const LOCAL_REGISTRY: &str = "172.31.0.1:5000";
 /// the cluster's registry (`images:`), as a user does for a private
 /// registry, into `DIR/overlay`, and returns its directory.
 pub fn registry_overlay() -> Result<PathBuf> {
-    let dir = cluster_dir().join("overlay");
+    let dir = cluster_dir().canonicalize()?.join("overlay");
     std::fs::create_dir_all(&dir)?;
+    // kustomize takes a base by a relative path only: up to `/`, then down.
+    let up = "../".repeat(dir.components().count().saturating_sub(1));
     let base = repo_root().join("config/default");
-    let mut text = format!("resources:\n  - {}\nimages:\n", base.display());
+    let base = base.strip_prefix("/").unwrap_or(&base);
+    let mut text = format!("resources:\n  - {up}{}\nimages:\n", base.display());
     for image in ["operator", "runner", "pinger"] {
         text.push_str(&format!(
             "  - name: kube-combo/{image}\n    newName: {LOCAL_REGISTRY}/kube-combo/{image}\n    newTag: dev\n"

@@ -27,9 +27,9 @@ pub fn binary_of(image: &str) -> Option<&'static str> {
     let last = parts.next().unwrap_or(no_digest);
     let name = last.split(':').next().unwrap_or(last);
     let in_project_repo = parts.next() == Some("kube-combo");
-    PROJECT_BINARIES.into_iter().find(|b| {
-        *b == name || (in_project_repo && b.strip_prefix("combo-") == Some(name))
-    })
+    PROJECT_BINARIES
+        .into_iter()
+        .find(|b| *b == name || (in_project_repo && b.strip_prefix("combo-") == Some(name)))
 }
 
 /// The local image for `image`, with the runner image carrying the default
