@@ -208,7 +208,7 @@ async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() 
     let table = String::from_utf8_lossy(&table.stdout);
     for node in real_nodes() {
         assert!(
-            table.contains(&format!("planned first on {node}")),
+            table.contains(&format!("first on {node}")),
             "summary table names {node}: {table}"
         );
     }
@@ -232,7 +232,7 @@ async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() 
     );
     let errlog = String::from_utf8_lossy(&out.stdout);
     assert!(
-        errlog.contains(&format!("planned first on {node}")),
+        errlog.contains(&format!("first on {node}")),
         "errlog of {node}: {errlog}"
     );
 
@@ -338,7 +338,7 @@ async fn without_enable_sys_the_runner_is_unprivileged_with_its_own_processes_an
             &ns.name,
             &pod,
             "runner",
-            "cat /sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us /sys/fs/cgroup/cpu,cpuacct/cpu.shares",
+            "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.shares",
         )?;
         assert_eq!(
             quota.split_whitespace().collect::<Vec<_>>(),
@@ -465,7 +465,7 @@ async fn a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered() -> 
             "chain",
             "inet",
             "kc_test",
-            "fwd",
+            "drop_peer",
             "{ type filter hook forward priority 0 ; }",
         ],
     )?;
@@ -476,7 +476,7 @@ async fn a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered() -> 
             "rule",
             "inet",
             "kc_test",
-            "fwd",
+            "drop_peer",
             "ip",
             "daddr",
             &target_ip,
