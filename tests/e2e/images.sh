@@ -163,9 +163,14 @@ build() {
     local i
     for i in "${images[@]}"; do
         log "kube-combo/$i:$tag (deploy/docker/Dockerfile.$i, profile $profile)"
-        bh bud --quiet --isolation chroot --pull-never --layers --build-arg "PROFILE=$profile" \
+        bh bud --quiet --isolation chroot --pull-never --build-arg "PROFILE=$profile" \
             -f "$repo/deploy/docker/Dockerfile.$i" -t "kube-combo/$i:$tag" "$repo" >/dev/null
     done
+    # vfs keeps every layer whole: drop the replaced images and build leftovers.
+    # (No --layers for the same reason: the compile is incremental through
+    # the cache mounts, not through layers.)
+    bh rm --all >/dev/null 2>&1 || true
+    bh rmi --prune >/dev/null 2>&1 || true
     log "built"
 }
 

@@ -125,7 +125,7 @@ EOF
 
 write_real_node_config() { # i token tainted
     local i=$1 token=$2 tainted=$3 nd=$dir/real/real-$1
-    mkdir -p "$nd"/{cni,ipam,pod-logs,kubelet,state,containerd,runc,opt} "$nd/certs.d/$registry"
+    mkdir -p "$nd"/{cni,ipam,pod-logs,netns,kubelet,state,containerd,runc,opt} "$nd/certs.d/$registry"
     cat >"$nd/containerd.toml" <<EOF
 version = 2
 root = "$nd/containerd"
@@ -220,6 +220,9 @@ EOF
 real_node_main() { # i
     local i=$1 nd=$dir/real/real-$1 t
     mount --bind "$nd/pod-logs" /var/log/pods
+    # Pod network namespaces (containerd names them under /run/netns) stay
+    # the node's own too: `down` finds them in its directory.
+    mount --bind "$nd/netns" /run/netns
     containerd --config "$nd/containerd.toml" >"$dir/logs/containerd-real-$i.log" 2>&1 &
     echo $! >"$dir/pids/containerd-real-$i.pid"
     for ((t = 0; t < 100; t++)); do [[ -S $nd/containerd.sock ]] && break; sleep 0.1; done
@@ -296,7 +299,10 @@ kill_pid_file() { # file
 shim_pids() { # socket
     local f
     for f in /proc/[0-9]*/cmdline; do
-        tr '\0' ' ' <"$f" 2>/dev/null | grep -qF -- "-address $1 " && { f=${f#/proc/}; echo "${f%/cmdline}"; }
+        if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -qF -- "-address $1 "; then
+            f=${f#/proc/}
+            echo "${f%/cmdline}"
+        fi
     done
     return 0
 }
@@ -319,6 +325,7 @@ stop_real_nodes() {
         for pid in $(shim_pids "$sock"); do kill -KILL "$pid" 2>/dev/null || true; done
         kill_pid_file "$dir/pids/real-$i.pid"
         remove_container_cgroups "$nd"
+        rm -f "$nd"/netns/cni-*
     done
     # Shim sockets' directory, made by the first shim (state dirs are the nodes' own).
     rmdir /run/containerd/s /run/containerd 2>/dev/null || true
@@ -337,11 +344,11 @@ remove_container_cgroups() { # node dir
         [[ -d $id ]] || continue
         id=${id##*/}
         for c in /sys/fs/cgroup/*/k8s.io/"$id" /sys/fs/cgroup/*/"$id"; do
-            [[ -d $c ]] && rmdir "$c" 2>/dev/null
+            [[ ! -d $c ]] || rmdir "$c" 2>/dev/null || true
         done
     done
     for c in /sys/fs/cgroup/*/k8s.io; do
-        [[ -d $c ]] && rmdir "$c" 2>/dev/null
+        [[ ! -d $c ]] || rmdir "$c" 2>/dev/null || true
     done
     return 0
 }
