@@ -1,56 +1,82 @@
 #!/usr/bin/env bash
-# The main job on a fresh Debian machine (root): build kube-combo, start a
-# local Kubernetes control plane with three simulated nodes
-# (tests/e2e/cluster.sh), install the operator with `kubectl apply -k
-# config/default`, apply the sample Pinger and Debuggers, trigger an
-# inspection run and print what it found. The cluster keeps running; stop it
-# with `tests/e2e/cluster.sh down "$KUBE_COMBO_QUICKSTART_DIR"`.
+# The main job on a fresh Debian machine (root): build kube-combo's images
+# from deploy/docker/, start a local Kubernetes cluster of two real nodes
+# (kubelet and containerd; tests/e2e/cluster.sh) that pull them from a local
+# registry, install the operator with `kubectl apply -k` of an overlay of
+# config/default pointing the images at that registry, apply the sample
+# Pinger and Debugger, trigger an inspection run and print what it found:
+# the summary and one errlog, read with `kubectl combo errlog` (kubectl exec).
+# The cluster keeps running; stop it with
+# `tests/e2e/cluster.sh down "$KUBE_COMBO_QUICKSTART_DIR"`.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 dir=${KUBE_COMBO_QUICKSTART_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo/quickstart}
+registry=172.31.0.1:5000
+quiet() { grep -v '^Warning' || true; }
 
 bash tests/deps.sh
 tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true
-tests/e2e/cluster.sh up "$dir" --nodes 3
+tests/e2e/cluster.sh up "$dir" --nodes 0 --real 2
 export KUBECONFIG=$dir/kubeconfig
-export PATH=$repo/target/release:$PATH
+# kubectl-combo, as shipped in the operator image.
+export PATH=$dir/bin:$PATH
 
-echo "==> installing kube-combo (kubectl apply -k config/default)"
-kubectl apply -k config/default 2>&1 | grep -v '^Warning'
-kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=120s 2>&1 | grep -v '^Warning'
+echo "==> installing kube-combo (kubectl apply -k of config/default with the images at $registry)"
+mkdir -p "$dir/overlay"
+{
+    echo "resources:"
+    echo "  - $(realpath --relative-to="$dir/overlay" "$repo/config/default")"
+    echo "images:"
+    for image in operator runner pinger; do
+        printf '  - name: kube-combo/%s\n    newName: %s/kube-combo/%s\n    newTag: dev\n' "$image" "$registry" "$image"
+    done
+} >"$dir/overlay/kustomization.yaml"
+kubectl apply -k "$dir/overlay" 2>&1 | quiet
+kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=180s 2>&1 | quiet
 
 echo "==> applying the samples (config/samples)"
-kubectl apply -f config/samples/ 2>&1 | grep -v '^Warning'
-sleep 5
-kubectl combo run node-check -n default 2>&1 | grep -v '^Warning'
+kubectl apply -f config/samples/pinger.yaml -f config/samples/debugger_daemonset.yaml 2>&1 | quiet
+kubectl -n default rollout status daemonset/node-check --timeout=180s 2>&1 | quiet
+kubectl combo run node-check -n default 2>&1 | quiet
 run_at=$(kubectl get dbg node-check -n default -o jsonpath='{.spec.runAt}')
 
 # Wait for this run, not one an earlier quickstart left in the status.
-echo "==> waiting for the 3 nodes to finish the run of $run_at"
+echo "==> waiting for the 2 nodes to finish the run of $run_at"
 finished=false
 for _ in $(seq 1 90); do
     got=$(kubectl get dbg node-check -n default \
         -o jsonpath='{.status.lastRunAt} {.status.completedNodes}' 2>/dev/null || true)
     read -r last done_nodes <<<"$got"
-    if [[ ${last:-} == "$run_at" && ${done_nodes:-0} -ge 3 ]]; then
+    if [[ ${last:-} == "$run_at" && ${done_nodes:-0} -ge 2 ]]; then
         finished=true
         break
     fi
     sleep 2
 done
-$finished || echo "the run of $run_at has not finished on all 3 nodes after 3 minutes; showing what there is" >&2
+$finished || echo "the run of $run_at has not finished on both nodes after 3 minutes; showing what there is" >&2
 echo "==> Debuggers"
-kubectl get dbg -A 2>&1 | grep -v '^Warning'
+kubectl get dbg -A 2>&1 | quiet
 echo "==> failed items of the run (kubectl combo summary node-check; --all lists every item)"
-kubectl combo summary node-check -n default 2>&1 | grep -v '^Warning'
+summary=$(kubectl combo summary node-check -n default 2>&1 | quiet)
+echo "$summary"
+# The errlog of the first failed item, read through kubectl exec.
+read -r node _ category _ < <(sed -n 2p <<<"$summary") || true
+if [[ -n ${category:-} ]]; then
+    echo "==> its errlog (kubectl combo errlog node-check --node $node --category $category)"
+    kubectl combo errlog node-check -n default --node "$node" --category "$category" 2>&1 | quiet
+else
+    echo "==> no item failed, so no errlog was written; the runner's view of a node (kubectl exec):"
+    pod=$(kubectl get pods -n default -l kubecombo.io/debugger=node-check -o jsonpath='{.items[0].metadata.name}')
+    kubectl exec -n default "$pod" -c runner -- ls -l /scripts 2>&1 | quiet
+fi
 echo "==> InspectionFailed Events of the runners"
-kubectl get events -n default --field-selector reason=InspectionFailed 2>&1 | grep -v '^Warning'
+kubectl get events -n default --field-selector reason=InspectionFailed 2>&1 | quiet
 echo "==> the pinger's metrics of one pod (combo_pinger_target_up), through the API server's proxy"
 pod=$(kubectl get pods -n default -l kubecombo.io/debugger=node-check -o jsonpath='{.items[0].metadata.name}')
 kubectl get --raw "/api/v1/namespaces/default/pods/$pod:8080/proxy/metrics" | grep '^combo_pinger_target_up' ||
     echo "no pinger metrics from pod $pod" >&2
 echo
 echo "cluster state in $dir; stop it with: tests/e2e/cluster.sh down $dir"
-echo "export KUBECONFIG=$dir/kubeconfig"
+echo "export KUBECONFIG=$dir/kubeconfig PATH=$dir/bin:\$PATH"

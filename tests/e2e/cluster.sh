@@ -3,8 +3,11 @@
 # kube-controller-manager, kube-scheduler) with simulated nodes whose pods run
 # as local processes (tests/nodesim).
 #
-#   tests/e2e/cluster.sh up DIR [--nodes N] [--debug]
+#   tests/e2e/cluster.sh up DIR [--nodes N] [--real N] [--debug]
 #                                             build (first time) and start; prints `export KUBECONFIG=...`
+#                                             --nodes: simulated nodes (default 3, 0..200)
+#                                             --real: real nodes, kubelet + containerd (default 0;
+#                                             tests/e2e/realnodes.sh, images from tests/e2e/images.sh)
 #   tests/e2e/cluster.sh down DIR             stop everything `up` started, by pid, and remove the networks
 #   tests/e2e/cluster.sh status DIR           say what runs
 #
@@ -25,6 +28,7 @@
 #   kubectl exec/logs: the API server dials a node by its InternalIP; the
 #           simulator serves no kubelet API there, so they fail at once (and
 #           node names are never looked up in the machine's DNS).
+#   real-i: see tests/e2e/realnodes.sh (172.31.0.(100+i), pods 172.30.(100+i).0/24).
 #   fences: unreachable routes (metric 4000) for 172.31.0.0/24 and
 #           172.30.0.0/16 stay on the host, also after `down`.
 set -euo pipefail
@@ -39,7 +43,9 @@ api_port=6443
 etcd_port=23790
 
 die() { echo "cluster.sh: $*" >&2; exit 2; }
-usage() { die "usage: cluster.sh up DIR [--nodes N] [--debug] | down DIR | status DIR"; }
+usage() { die "usage: cluster.sh up DIR [--nodes N] [--real N] [--debug] | down DIR | status DIR"; }
+# shellcheck source=tests/e2e/realnodes.sh
+. "$here/realnodes.sh"
 
 node_ip() { echo "172.31.0.$((10 + $1))"; }
 
@@ -115,7 +121,7 @@ fence_ranges() {
 }
 
 net_up() {
-    local n=$1 i j
+    local n=$1 i
     fence_ranges
     if ! ip link show "$bridge" >/dev/null 2>&1; then
         ip link add "$bridge" type bridge
@@ -139,10 +145,6 @@ net_up() {
         ip -n "$ns" link set cbr0 up
         ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
         ip netns exec "$ns" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
-        for ((j = 1; j <= n; j++)); do
-            ((j == i)) && continue
-            ip -n "$ns" route replace "172.30.$j.0/24" via "$(node_ip "$j")"
-        done
         ip route replace "172.30.$i.0/24" via "$(node_ip "$i")"
     done
 }
@@ -156,6 +158,7 @@ net_down() {
         ip link del "kcn$i" 2>/dev/null || true
         ip netns del "$ns" 2>/dev/null || true
     done
+    real_net_down
     iptables -D FORWARD -i "$bridge" -j ACCEPT 2>/dev/null || true
     ip link del "$bridge" 2>/dev/null || true
     fence_ranges
@@ -180,15 +183,18 @@ wait_http() { # what url tries
 }
 
 cmd_up() {
-    local nodes=3 profile=release
+    local nodes=3 real=0 profile=release
     while (($#)); do
         case $1 in
         --nodes) nodes=${2:?--nodes needs a number}; shift 2 ;;
+        --real) real=${2:?--real needs a number}; shift 2 ;;
         --debug) profile=debug; shift ;;
         *) usage ;;
         esac
     done
-    if ! [[ $nodes =~ ^[0-9]+$ ]] || ((nodes < 1 || nodes > 200)); then die "--nodes takes 1..200"; fi
+    if ! [[ $nodes =~ ^[0-9]+$ ]] || ((nodes > 200)); then die "--nodes takes 0..200"; fi
+    if ! [[ $real =~ ^[0-9]+$ ]] || ((real > 50)); then die "--real takes 0..50"; fi
+    ((nodes + real > 0)) || die "a cluster needs a node (--nodes or --real)"
     local p
     for p in "$dir"/pids/*.pid; do
         if pid_alive "$p"; then die "a cluster already runs in $dir (cluster.sh down $dir first)"; fi
@@ -204,27 +210,46 @@ cmd_up() {
         net_down
     fi
     ensure_packages
+    ((real == 0)) || ensure_real_packages
     "$here/build-k8s.sh"
-    echo "building the project's binaries ($profile)"
     local build=(cargo build --quiet) bins=$repo/target/$profile
     [[ $profile == release ]] && build+=(--release)
-    if [[ ${KUBE_COMBO_HARNESS_ONLY:-} == 1 ]]; then
+    if ((nodes == 0)); then
+        # Real nodes only: everything runs from the images, and the kubectl
+        # plugin comes out of the operator image (after the push below).
+        bins=$dir/bin
+    elif [[ ${KUBE_COMBO_HARNESS_ONLY:-} == 1 ]]; then
+        echo "building the project's binaries ($profile)"
         # Working on the harness itself: pods of project images whose binary
         # is not built report ErrImageNeverPull.
         (cd "$repo" && "${build[@]}" --bin combo-nodesim)
     else
+        echo "building the project's binaries ($profile)"
         (cd "$repo" && "${build[@]}" --bin combo-nodesim --bin combo-operator \
             --bin combo-runner --bin combo-pinger --bin kubectl-combo)
     fi
 
     mkdir -p "$dir"/{pids,logs,pods}
     echo "$nodes" >"$dir/nodes"
+    echo "$real" >"$dir/real-nodes"
     echo "$bins" >"$dir/bin-dir"
     make_pki "$dir/pki"
     [[ -f $dir/admin.token ]] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/admin.token"
     printf '%s,admin,admin,"system:masters"\n' "$(cat "$dir/admin.token")" >"$dir/tokens.csv"
     write_kubeconfig "$dir/kubeconfig" "$(cat "$dir/admin.token")"
     net_up "$nodes"
+    real_net_up "$real"
+    route_all_pod_subnets "$nodes" "$real"
+    start_dns "$nodes" "$real"
+    if ((real)); then
+        start_registry
+        "$here/images.sh" push "$registry"
+        if ((nodes == 0)) && [[ ${KUBE_COMBO_HARNESS_ONLY:-} != 1 ]]; then
+            "$here/images.sh" plugin "$dir/bin"
+        fi
+        # In a cluster with simulated nodes, only pods that tolerate it land on a real node.
+        start_real_nodes "$real" "$((nodes > 0))"
+    fi
 
     start etcd "$dir/logs/etcd.log" etcd --name kc --data-dir "$dir/etcd" \
         --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
@@ -251,14 +276,18 @@ cmd_up() {
         --concurrent-gc-syncs 10
     start kube-scheduler "$dir/logs/kube-scheduler.log" "$kbin/kube-scheduler" \
         --kubeconfig "$dir/kubeconfig" --leader-elect=false --port 0 --secure-port 0
-    start nodesim "$dir/logs/nodesim.log" "$bins/combo-nodesim" \
-        --kubeconfig "$dir/kubeconfig" --dir "$dir" --nodes "$nodes" \
-        --bin-dir "$bins" --scripts "$repo/scripts" \
-        --api-server "$host_ip:$api_port" --ca "$dir/pki/ca.crt"
+    if ((nodes)); then
+        start nodesim "$dir/logs/nodesim.log" "$bins/combo-nodesim" \
+            --kubeconfig "$dir/kubeconfig" --dir "$dir" --nodes "$nodes" \
+            --bin-dir "$bins" --scripts "$repo/scripts" \
+            --api-server "$host_ip:$api_port" --ca "$dir/pki/ca.crt"
+    fi
+    launch_real_nodes "$real"
 
     local i ok=0
     for ((i = 0; i < 240; i++)); do
-        if [[ $(KUBECONFIG=$dir/kubeconfig kubectl get nodes --no-headers 2>/dev/null | grep -c ' Ready') == "$nodes" ]] &&
+        ((real)) && untaint_ready_real_nodes "$real"
+        if [[ $(KUBECONFIG=$dir/kubeconfig kubectl get nodes --no-headers 2>/dev/null | grep -c ' Ready') == "$((nodes + real))" ]] &&
             KUBECONFIG=$dir/kubeconfig kubectl get serviceaccount default -n default >/dev/null 2>&1; then
             ok=1
             break
@@ -266,14 +295,16 @@ cmd_up() {
         sleep 0.5
     done
     ((ok)) || { cmd_status; die "nodes did not become Ready (logs in $dir/logs)"; }
-    echo "cluster up: $nodes nodes, state in $dir"
+    ((real)) && untaint_ready_real_nodes "$real"
+    echo "cluster up: $nodes simulated and $real real nodes, state in $dir"
     echo "export KUBECONFIG=$dir/kubeconfig"
 }
 
 cmd_down() {
     local name p pid i
-    # The simulator first: it stops the pods' processes and removes their namespaces.
-    for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    # Nodes first: they stop their pods' processes and remove their namespaces.
+    stop_real_nodes
+    for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd dnsmasq registry; do
         p=$dir/pids/$name.pid
         [[ -f $p ]] || continue
         pid=$(cat "$p")
@@ -290,7 +321,10 @@ cmd_down() {
 
 cmd_status() {
     local name p
-    for name in etcd kube-apiserver kube-controller-manager kube-scheduler nodesim; do
+    local real_pids=("$dir"/pids/*real-*.pid)
+    real_pids=("${real_pids[@]##*/}")
+    for name in etcd kube-apiserver kube-controller-manager kube-scheduler nodesim dnsmasq registry \
+        "${real_pids[@]%.pid}"; do
         p=$dir/pids/$name.pid
         if pid_alive "$p"; then
             echo "$name: running (pid $(cat "$p"))"
@@ -311,6 +345,7 @@ shift 2
 case $cmd in
 up) cmd_up "$@" ;;
 down) cmd_down ;;
+real-node) real_node_main "${1:?node index}" ;; # inside the node's namespaces (launch_real_nodes)
 status) cmd_status ;;
 *) usage ;;
 esac

@@ -252,3 +252,74 @@ pub fn apply_yaml(ns: &str, yaml: &str) -> Result<()> {
     let _ = std::fs::remove_file(&path);
     applied.map(drop)
 }
+
+/// Names of the real nodes (kubelet and containerd), `real-1` .. `real-N`
+/// (`cluster.sh up --real N`); empty when the cluster has none.
+pub fn real_nodes() -> Vec<String> {
+    let n: usize = std::fs::read_to_string(cluster_dir().join("real-nodes"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    (1..=n).map(|i| format!("real-{i}")).collect()
+}
+
+/// The network namespace of a real node; rules put there apply to the
+/// node's pods (their CNI bridge is inside it).
+pub fn real_node_netns(node: &str) -> String {
+    format!("kc-{node}")
+}
+
+/// Whether the cluster is made of real nodes only, as the real-node tests
+/// need (every pod of the samples lands on a real node). Prints why not.
+pub fn real_cluster_or_skip(test: &str) -> bool {
+    let real = real_nodes().len();
+    let simulated = nodes().len();
+    if real == 0 || simulated > 0 {
+        eprintln!(
+            "skipping {test}: it needs a cluster of real nodes only \
+             (tests/e2e/cluster.sh up DIR --nodes 0 --real 2); this one has {simulated} simulated and {real} real nodes"
+        );
+        return false;
+    }
+    true
+}
+
+/// The registry the real nodes pull kube-combo's images from
+/// (`cluster.sh up --real N` pushes them there).
+pub const LOCAL_REGISTRY: &str = "172.31.0.1:5000";
+
+/// Writes an overlay of `config/default` that points the three images at
+/// the cluster's registry (`images:`), as a user does for a private
+/// registry, into `DIR/overlay`, and returns its directory.
+pub fn registry_overlay() -> Result<PathBuf> {
+    let dir = cluster_dir().canonicalize()?.join("overlay");
+    std::fs::create_dir_all(&dir)?;
+    // kustomize takes a base by a relative path only: up to `/`, then down.
+    let up = "../".repeat(dir.components().count().saturating_sub(1));
+    let base = repo_root().join("config/default");
+    let base = base.strip_prefix("/").unwrap_or(&base);
+    let mut text = format!("resources:\n  - {up}{}\nimages:\n", base.display());
+    for image in ["operator", "runner", "pinger"] {
+        text.push_str(&format!(
+            "  - name: kube-combo/{image}\n    newName: {LOCAL_REGISTRY}/kube-combo/{image}\n    newTag: dev\n"
+        ));
+    }
+    std::fs::write(dir.join("kustomization.yaml"), text)?;
+    Ok(dir)
+}
+
+/// Runs `kubectl` with the project's plugin (`kubectl combo`) on its PATH.
+pub fn kubectl_combo(args: &[&str]) -> Output {
+    let plugin_dir = project_binary("kubectl-combo")
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let path = std::env::var("PATH").unwrap_or_default();
+    Command::new("kubectl")
+        .env("KUBECONFIG", kubeconfig())
+        .env("PATH", format!("{}:{path}", plugin_dir.display()))
+        .arg("combo")
+        .args(args)
+        .output()
+        .expect("kubectl runs")
+}

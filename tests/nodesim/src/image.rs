@@ -18,12 +18,18 @@ pub struct LocalImage {
 
 /// Maps an image reference to a project binary by its last path component,
 /// without registry, tag or digest: `ghcr.io/kube-combo/combo-runner:v0.1.0`
-/// is `combo-runner`. Any other image is `None` (it runs no process).
+/// is `combo-runner`, and so is `kube-combo/runner:v0.1.0` (the names
+/// `config/default` gives the images). Any other image is `None` (it runs no
+/// process).
 pub fn binary_of(image: &str) -> Option<&'static str> {
     let no_digest = image.split('@').next().unwrap_or(image);
-    let last = no_digest.rsplit('/').next().unwrap_or(no_digest);
+    let mut parts = no_digest.rsplit('/');
+    let last = parts.next().unwrap_or(no_digest);
     let name = last.split(':').next().unwrap_or(last);
-    PROJECT_BINARIES.into_iter().find(|b| *b == name)
+    let in_project_repo = parts.next() == Some("kube-combo");
+    PROJECT_BINARIES
+        .into_iter()
+        .find(|b| *b == name || (in_project_repo && b.strip_prefix("combo-") == Some(name)))
 }
 
 /// The local image for `image`, with the runner image carrying the default
@@ -83,6 +89,12 @@ mod tests {
         );
         assert_eq!(binary_of("docker.io/library/busybox:1.36"), None);
         assert_eq!(binary_of("registry:5000/combo-runner-extra:1"), None);
+        assert_eq!(
+            binary_of("172.31.0.1:5000/kube-combo/runner:dev"),
+            Some("combo-runner")
+        );
+        assert_eq!(binary_of("kube-combo/operator"), Some("combo-operator"));
+        assert_eq!(binary_of("other/runner:1"), None);
     }
 
     #[test]

@@ -1,0 +1,506 @@
+//! kube-combo as a user runs it: its own container images, pulled from a
+//! registry by real kubelets with containerd (`cluster.sh up --nodes 0
+//! --real 2`), installed with `kubectl apply -k` of an overlay of
+//! `config/default`, driven through `kubectl combo`, `kubectl exec` and
+//! `kubectl logs`. Skipped, with a message, on a cluster without real nodes.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
+use combo_api::NodeSummary;
+use combo_e2e::*;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+const WAIT: Duration = Duration::from_secs(180);
+
+/// Installs the operator once per test binary from the registry overlay.
+fn install_from_registry() {
+    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    DONE.get_or_init(|| {
+        let overlay = registry_overlay().expect("overlay written");
+        kubectl_ok(&["apply", "-k", overlay.to_str().unwrap()]).expect("kubectl apply -k overlay");
+        kubectl_ok(&[
+            "-n",
+            OPERATOR_NAMESPACE,
+            "rollout",
+            "status",
+            "deployment/combo-operator",
+            "--timeout=180s",
+        ])
+        .expect("operator Deployment becomes available on a real node");
+    });
+}
+
+fn scripts_configmap(message: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: scripts
+data:
+  planned.sh: |
+    #!/bin/sh
+    echo "ok reached-$NODE_NAME"
+    echo "err planned {message} on $NODE_NAME"
+"#
+    )
+}
+
+fn debugger_yaml(name: &str, enable_sys: bool, pinger: Option<&str>) -> String {
+    let pinger = pinger
+        .map(|p| format!("enablePinger: true\n  pinger: {p}"))
+        .unwrap_or_else(|| "enablePinger: false".into());
+    format!(
+        r#"apiVersion: kubecombo.io/v1
+kind: Debugger
+metadata:
+  name: {name}
+spec:
+  workloadType: daemonset
+  cpu: 100m
+  memory: 128Mi
+  enableSys: {enable_sys}
+  {pinger}
+  enableConfigMap: true
+  configMap: scripts
+  categories: [disk, net, mem, svc, custom]
+  scriptTimeoutSeconds: 30
+"#
+    )
+}
+
+fn pinger_yaml(name: &str) -> String {
+    format!(
+        r#"apiVersion: kubecombo.io/v1
+kind: Pinger
+metadata:
+  name: {name}
+spec:
+  intervalSeconds: 1
+  timeoutMs: 500
+  count: 1
+  ping: []
+  peers: true
+  gateway: false
+"#
+    )
+}
+
+/// node -> pod of the Debugger, once one Running and Ready pod runs on every
+/// real node.
+async fn pods_on_every_node(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, Pod>> {
+    let api: Api<Pod> = Api::namespaced(c.clone(), ns);
+    let lp = ListParams::default().labels(&format!("kubecombo.io/debugger={name}"));
+    let want = real_nodes();
+    wait_for(WAIT, "a Ready pod on every real node", || async {
+        let pods = api.list(&lp).await?;
+        Ok(want.iter().all(|n| {
+            pods.items.iter().any(|p| {
+                p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(n.as_str())
+                    && running_and_ready(p)
+            })
+        }))
+    })
+    .await?;
+    let mut out = BTreeMap::new();
+    for p in api.list(&lp).await?.items {
+        if running_and_ready(&p) {
+            let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+            out.insert(node.context("scheduled pod")?, p);
+        }
+    }
+    Ok(out)
+}
+
+/// `kubectl combo run` and the run id it set.
+fn combo_run(ns: &str, name: &str) -> Result<String> {
+    let out = kubectl_combo(&["run", name, "-n", ns]);
+    if !out.status.success() {
+        bail!(
+            "kubectl combo run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    kubectl_ok(&["get", "dbg", name, "-n", ns, "-o", "jsonpath={.spec.runAt}"])
+}
+
+/// Waits until every real node's key of the summary ConfigMap records `run_at`.
+async fn wait_summary(
+    c: &Client,
+    ns: &str,
+    name: &str,
+    run_at: &str,
+) -> Result<BTreeMap<String, NodeSummary>> {
+    let api: Api<ConfigMap> = Api::namespaced(c.clone(), ns);
+    let cm = format!("{name}-summary");
+    let read = || async {
+        let data = api
+            .get_opt(&cm)
+            .await?
+            .and_then(|c| c.data)
+            .unwrap_or_default();
+        let mut out = BTreeMap::new();
+        for (node, value) in data {
+            out.insert(node, NodeSummary::from_yaml(&value)?);
+        }
+        anyhow::Ok(out)
+    };
+    let want = real_nodes();
+    wait_for(
+        WAIT,
+        &format!("every real node's summary of {run_at}"),
+        || async {
+            let s = read().await?;
+            Ok(want
+                .iter()
+                .all(|n| s.get(n).is_some_and(|v| v.run_at == run_at)))
+        },
+    )
+    .await?;
+    read().await
+}
+
+fn exec(ns: &str, pod: &str, container: &str, script: &str) -> Result<String> {
+    kubectl_ok(&[
+        "exec", "-n", ns, pod, "-c", container, "--", "sh", "-c", script,
+    ])
+}
+
+fn restart_counts(pod: &Pod) -> Vec<i32> {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|cs| cs.iter().map(|c| c.restart_count).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() -> Result<()> {
+    if !real_cluster_or_skip("an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs")
+    {
+        return Ok(());
+    }
+    install_from_registry();
+    let ns = namespace("real-run").await;
+    let c = client().await;
+    apply_yaml(&ns.name, &scripts_configmap("first"))?;
+    apply_yaml(&ns.name, &pinger_yaml("mesh"))?;
+    apply_yaml(&ns.name, &debugger_yaml("check", false, Some("mesh")))?;
+    let pods = pods_on_every_node(&c, &ns.name, "check").await?;
+
+    let run_at = combo_run(&ns.name, "check")?;
+    let summary = wait_summary(&c, &ns.name, "check", &run_at).await?;
+    for (node, s) in &summary {
+        let failed: Vec<_> = s.failed().collect();
+        assert!(
+            failed
+                .iter()
+                .any(|(cat, _, msg)| *cat == "custom" && msg.contains(&format!("first on {node}"))),
+            "{node}: the ConfigMap script's planned failure is in the summary: {failed:?}"
+        );
+    }
+
+    let table = kubectl_combo(&["summary", "check", "-n", &ns.name]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    for node in real_nodes() {
+        assert!(
+            table.contains(&format!("first on {node}")),
+            "summary table names {node}: {table}"
+        );
+    }
+
+    // The errlog, read by the plugin through the kubelet's exec.
+    let node = real_nodes()[0].clone();
+    let out = kubectl_combo(&[
+        "errlog",
+        "check",
+        "-n",
+        &ns.name,
+        "--node",
+        &node,
+        "--category",
+        "custom",
+    ]);
+    assert!(
+        out.status.success(),
+        "kubectl combo errlog: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let errlog = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        errlog.contains(&format!("first on {node}")),
+        "errlog of {node}: {errlog}"
+    );
+
+    // Both containers' logs, through the kubelet.
+    let pod = pods[&node].name_any();
+    for container in ["runner", "pinger"] {
+        let logs = kubectl_ok(&["logs", "-n", &ns.name, &pod, "-c", container])?;
+        assert!(
+            !logs.trim().is_empty(),
+            "kubectl logs -c {container} prints the container's output"
+        );
+    }
+
+    // A script edit reaches the running pods through the kubelet's volume
+    // update; the next run uses it; nothing restarts.
+    apply_yaml(&ns.name, &scripts_configmap("second"))?;
+    let want = "planned second on";
+    wait_for(
+        WAIT,
+        "the edited script in the runner's /scripts/custom",
+        || async {
+            Ok(exec(&ns.name, &pod, "runner", "cat /scripts/custom/planned.sh")?.contains(want))
+        },
+    )
+    .await?;
+    let run_at = combo_run(&ns.name, "check")?;
+    let summary = wait_summary(&c, &ns.name, "check", &run_at).await?;
+    for (node, s) in &summary {
+        assert!(
+            s.failed()
+                .any(|(_, _, msg)| msg.contains(&format!("second on {node}"))),
+            "{node}: the next run used the edited script"
+        );
+    }
+    let api: Api<Pod> = Api::namespaced(c.clone(), &ns.name);
+    for (node, pod) in pods {
+        let now = api.get(&pod.name_any()).await?;
+        assert_eq!(
+            now.metadata.uid, pod.metadata.uid,
+            "{node}: the pod was not replaced"
+        );
+        assert!(
+            restart_counts(&now).iter().all(|r| *r == 0),
+            "{node}: no container restarted"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_enable_sys_the_runner_is_unprivileged_with_its_own_processes_and_limits(
+) -> Result<()> {
+    if !real_cluster_or_skip(
+        "without_enable_sys_the_runner_is_unprivileged_with_its_own_processes_and_limits",
+    ) {
+        return Ok(());
+    }
+    install_from_registry();
+    let ns = namespace("real-nosys").await;
+    let c = client().await;
+    apply_yaml(&ns.name, &scripts_configmap("x"))?;
+    apply_yaml(&ns.name, &debugger_yaml("plain", false, None))?;
+    let pods = pods_on_every_node(&c, &ns.name, "plain").await?;
+    for (node, pod) in pods {
+        let pod = pod.name_any();
+        let caps = exec(&ns.name, &pod, "runner", "grep CapEff /proc/self/status")?;
+        let eff = u64::from_str_radix(caps.split_whitespace().nth(1).context("CapEff")?, 16)?;
+        const CAP_SYS_ADMIN: u64 = 1 << 21;
+        assert_eq!(
+            eff & CAP_SYS_ADMIN,
+            0,
+            "{node}: the runner has no CAP_SYS_ADMIN ({caps})"
+        );
+        let init = exec(&ns.name, &pod, "runner", "tr '\\0' ' ' </proc/1/cmdline")?;
+        assert!(
+            init.contains("combo-runner"),
+            "{node}: PID 1 is the runner itself, not the host's init: {init}"
+        );
+        let host = exec(
+            &ns.name,
+            &pod,
+            "runner",
+            "test -e /host/etc && echo present || echo absent",
+        )?;
+        assert_eq!(
+            host.trim(),
+            "absent",
+            "{node}: no host root without enableSys"
+        );
+        // requests = limits = 100m / 128Mi, in the container's cgroup (v1).
+        let mem = exec(
+            &ns.name,
+            &pod,
+            "runner",
+            "cat /sys/fs/cgroup/memory/memory.limit_in_bytes",
+        )?;
+        assert_eq!(
+            mem.trim(),
+            (128u64 << 20).to_string(),
+            "{node}: memory limit"
+        );
+        let quota = exec(
+            &ns.name,
+            &pod,
+            "runner",
+            "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.shares",
+        )?;
+        assert_eq!(
+            quota.split_whitespace().collect::<Vec<_>>(),
+            ["10000", "102"],
+            "{node}: cpu limit and request"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_enable_sys_scripts_see_the_node_through_host_and_host_pid() -> Result<()> {
+    if !real_cluster_or_skip("with_enable_sys_scripts_see_the_node_through_host_and_host_pid") {
+        return Ok(());
+    }
+    install_from_registry();
+    let ns = namespace("real-sys").await;
+    let c = client().await;
+    apply_yaml(&ns.name, &scripts_configmap("x"))?;
+    apply_yaml(&ns.name, &debugger_yaml("sys", true, None))?;
+    let pods = pods_on_every_node(&c, &ns.name, "sys").await?;
+    let machine_id = std::fs::read_to_string("/etc/os-release")?;
+    for (node, pod) in pods {
+        let pod = pod.name_any();
+        let seen = exec(&ns.name, &pod, "runner", "cat /host/etc/os-release")?;
+        assert_eq!(
+            seen, machine_id,
+            "{node}: /host is the node's root filesystem"
+        );
+        let init = exec(&ns.name, &pod, "runner", "tr '\\0' ' ' </proc/1/cmdline")?;
+        assert!(
+            !init.contains("combo-runner"),
+            "{node}: with hostPID, PID 1 is the host's: {init}"
+        );
+        let ps = exec(&ns.name, &pod, "runner", "ls /proc | grep -c '^[0-9]'")?;
+        assert!(
+            ps.trim().parse::<u32>()? > 20,
+            "{node}: the host's processes are visible ({ps})"
+        );
+    }
+    Ok(())
+}
+
+/// An nftables table in a node's network namespace, removed when dropped.
+struct NftTable {
+    netns: String,
+}
+
+impl Drop for NftTable {
+    fn drop(&mut self) {
+        let _ = nft(&self.netns, &["delete", "table", "inet", "kc_test"]);
+    }
+}
+
+fn nft(netns: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", netns, "nft"])
+        .args(args)
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "nft {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+async fn events_of(c: &Client, ns: &str, pod: &str, reason: &str) -> Result<Vec<Event>> {
+    let api: Api<Event> = Api::namespaced(c.clone(), ns);
+    let lp = ListParams::default().fields(&format!("involvedObject.name={pod},reason={reason}"));
+    Ok(api.list(&lp).await?.items)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered() -> Result<()> {
+    if !real_cluster_or_skip("a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered") {
+        return Ok(());
+    }
+    install_from_registry();
+    let ns = namespace("real-ping").await;
+    let c = client().await;
+    apply_yaml(&ns.name, &scripts_configmap("x"))?;
+    apply_yaml(&ns.name, &pinger_yaml("peers"))?;
+    apply_yaml(&ns.name, &debugger_yaml("mesh", false, Some("peers")))?;
+    let pods = pods_on_every_node(&c, &ns.name, "mesh").await?;
+    let nodes = real_nodes();
+    let (prober, target) = (&pods[&nodes[0]], &pods[&nodes[1]]);
+    let target_ip = target
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .context("peer IP")?;
+
+    // The pinger container adds NET_RAW and nothing privileged.
+    let spec = prober.spec.as_ref().context("spec")?;
+    let pinger = spec
+        .containers
+        .iter()
+        .find(|c| c.name == "pinger")
+        .context("pinger container")?;
+    let sc = pinger
+        .security_context
+        .as_ref()
+        .context("pinger securityContext")?;
+    assert_ne!(sc.privileged, Some(true));
+    let added = sc
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.add.clone())
+        .unwrap_or_default();
+    assert_eq!(added, ["NET_RAW"], "the pinger adds only NET_RAW");
+
+    let netns = real_node_netns(&nodes[1]);
+    let guard = NftTable {
+        netns: netns.clone(),
+    };
+    nft(&netns, &["add", "table", "inet", "kc_test"])?;
+    nft(
+        &netns,
+        &[
+            "add",
+            "chain",
+            "inet",
+            "kc_test",
+            "drop_peer",
+            "{ type filter hook forward priority 0 ; }",
+        ],
+    )?;
+    nft(
+        &netns,
+        &[
+            "add",
+            "rule",
+            "inet",
+            "kc_test",
+            "drop_peer",
+            "ip",
+            "daddr",
+            &target_ip,
+            "icmp",
+            "type",
+            "echo-request",
+            "drop",
+        ],
+    )?;
+    let prober_name = prober.name_any();
+    wait_for(WAIT, "PingFailed naming the dropped peer", || async {
+        Ok(events_of(&c, &ns.name, &prober_name, "PingFailed")
+            .await?
+            .iter()
+            .any(|e| e.message.as_deref().is_some_and(|m| m.contains(&target_ip))))
+    })
+    .await?;
+    drop(guard);
+    wait_for(WAIT, "ProbeRecovered for the peer", || async {
+        Ok(events_of(&c, &ns.name, &prober_name, "ProbeRecovered")
+            .await?
+            .iter()
+            .any(|e| e.message.as_deref().is_some_and(|m| m.contains(&target_ip))))
+    })
+    .await?;
+    Ok(())
+}
