@@ -59,8 +59,8 @@ $finished || echo "the run of $run_at has not finished on both nodes after 3 min
 echo "==> Debuggers"
 kubectl get dbg -A 2>&1 | quiet
 echo "==> failed items of the run (kubectl combo summary node-check; --all lists every item)"
-summary=$(kubectl combo summary node-check -n default 2>&1 | quiet)
-echo "$summary"
+kubectl combo summary node-check -n default 2>&1 | quiet | tee "$dir/summary.txt"
+summary=$(cat "$dir/summary.txt")
 # The errlog of the first failed item, read through kubectl exec.
 read -r node _ category _ < <(sed -n 2p <<<"$summary") || true
 if [[ -n ${category:-} ]]; then

@@ -21,6 +21,9 @@ shellcheck tests/e2e/*.sh tests/bench/*.sh tests/*.sh deploy/*.sh .ci/run
 step "unit and integration tests"
 cargo test  # default members: everything but the end-to-end crate
 
+step "Prometheus alert rules and the Grafana dashboard"
+bash tests/prometheus.sh
+
 step "end-to-end tests on a real control plane"
 dir=$(mktemp -d /tmp/kube-combo-e2e.XXXXXX)
 real_dir=$(mktemp -d /tmp/kube-combo-real.XXXXXX)
@@ -29,13 +32,13 @@ trap 'tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true; tests/e2e/cluste
 tests/e2e/cluster.sh up "$dir" --nodes 3 --debug
 status=0
 COMBO_E2E_DIR=$dir cargo test -p combo-e2e --no-fail-fast -- --test-threads 4 || status=$?
-# 200 runners applying their summary keys to one ConfigMap at once.
+# 200 runners applying their DebuggerReports at once.
 COMBO_E2E_DIR=$dir cargo test -p combo-runner --test cluster_writes -- --ignored || status=$?
 tests/e2e/cluster.sh down "$dir"
 
 step "end-to-end tests on real nodes (kubelet + containerd, the project's images)"
 # The images' build is unoptimised here: it shares nothing with the host's
-# build, and a debug compile takes half the time (docs/testing-real-nodes.md).
+# build, and a debug compile takes half the time (docs/testing.md, "Real nodes").
 KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/cluster.sh up "$real_dir" --nodes 0 --real 2
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_nodes --no-fail-fast -- --test-threads 4 || status=$?
 exit "$status"

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 /// Default runner image (`--runner-image`).
-pub const DEFAULT_RUNNER_IMAGE: &str = "ghcr.io/kube-combo/combo-runner:v0.1.0";
+pub const DEFAULT_RUNNER_IMAGE: &str = "kube-combo/runner:v0.1.0";
 /// Default pinger image (`--pinger-image`).
-pub const DEFAULT_PINGER_IMAGE: &str = "ghcr.io/kube-combo/combo-pinger:v0.1.0";
+pub const DEFAULT_PINGER_IMAGE: &str = "kube-combo/pinger:v0.1.0";
 
 /// The kube-combo operator: reconciles Debuggers and Pingers into Pods and DaemonSets.
 #[derive(Parser, Debug)]

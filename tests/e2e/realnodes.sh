@@ -2,7 +2,7 @@
 # Real nodes of the test cluster, sourced by cluster.sh: each is a kubelet
 # v1.20.2 with its own containerd (Debian's containerd, runc and CNI plugins)
 # in a network namespace of its own, plus what serves them on the host
-# (a DNS server and the image registry). See docs/testing-real-nodes.md.
+# (a DNS server and the image registry). See docs/testing.md, "Real nodes".
 #
 # Network plan of real node i (1..N), next to the simulated nodes':
 #   netns kc-real-i, eth0 172.31.0.(100+i)/24 on kcbr0 (veth kcr<i> on the host)
