@@ -24,6 +24,7 @@ rss_step=${RSS_STEP:-1000}
 rss_max=${RSS_MAX:-10000}
 work=${WORK:-$(mktemp -d /tmp/reports-bench.XXXXXX)}
 dir=$work/cluster
+mkdir -p "$work"
 
 cleanup() { "$repo/tests/e2e/cluster.sh" down "$dir" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
