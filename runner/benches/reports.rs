@@ -1,0 +1,384 @@
+//! Benchmark of one run's results reaching the cluster at N nodes (not a
+//! test: it measures and prints). Needs a control plane with the operator
+//! installed (`tests/bench/reports.sh` makes a fresh one per N and runs
+//! this), then
+//! `COMBO_E2E_DIR=DIR COMBO_BENCH_NODES=N [COMBO_BENCH_BASELINE=1] cargo bench -p combo-runner --bench reports`.
+//!
+//! Per-node reports: N runner writers in this process (the runner's own
+//! `spawn_writer`, one per simulated node, each with its spread offset and
+//! retries) are handed their node's result at the same moment, the
+//! scheduled time. Their reports belong to a Debugger whose DaemonSet
+//! selects no node, so no pod starts; the operator in the cluster
+//! aggregates them. Measured: seconds until `status.completedNodes = N` and
+//! all N keys in the summary ConfigMap; what etcd wrote (its WAL bytes)
+//! against the sum of the reports' sizes; the API server's CPU seconds; the
+//! ConfigMap's size; updates of the Debugger seen by one watcher, times N
+//! (each runner watches its Debugger); keys lost.
+//!
+//! Baseline (`COMBO_BENCH_BASELINE=1`): the same N results written as the
+//! runners wrote them before the reports existed: each node server-side
+//! applies its own key of one shared ConfigMap (field manager
+//! `combo-runner/<node>`), after a spread offset of 100 ms per node,
+//! retrying until the write lands. No operator wrote status from those
+//! keys here, so its watch events are given as the estimate the old
+//! design implies (one status write per key, to N watchers).
+
+#[path = "../tests/support/cluster.rs"]
+mod cluster;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use combo_api::{keys, Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
+use combo_runner::publish::{
+    attempt_timeout, retry_pause, spawn_writer, spread_delay, Owner, Pending, Publisher,
+};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::Api;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const RUN_AT: &str = "2026-11-22T06:00:00Z";
+/// etcd's client address in the test control plane (tests/e2e/cluster.sh).
+const ETCD: &str = "127.0.0.1:23790";
+
+/// One node's result, about the size the default scripts produce on a
+/// healthy node with one failed item.
+fn result(node: usize) -> NodeSummary {
+    let mut s = NodeSummary {
+        run_at: RUN_AT.into(),
+        finished_at: "2026-11-22T06:00:04Z".into(),
+        ..Default::default()
+    };
+    let mut add = |cat: &str, item: String, r: ItemResult| {
+        s.categories.entry(cat.into()).or_default().insert(item, r);
+    };
+    add("disk", "/".into(), ItemResult::ok());
+    add(
+        "disk",
+        format!("/data{node}"),
+        ItemResult::err("disk full (97% used)"),
+    );
+    add("net", "eth0".into(), ItemResult::ok());
+    add("net", "default-route".into(), ItemResult::ok());
+    add("mem", "available".into(), ItemResult::ok());
+    add("svc", "kubelet".into(), ItemResult::ok());
+    s
+}
+
+/// Counters of the control plane at one moment.
+#[derive(Clone, Copy)]
+struct Counters {
+    /// Bytes etcd wrote to its write-ahead log.
+    etcd_wal_bytes: f64,
+    /// The API server's CPU time in seconds.
+    apiserver_cpu: f64,
+}
+
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+}
+
+/// etcd's `/metrics` (plain HTTP on loopback).
+async fn etcd_metrics() -> String {
+    let mut s = tokio::net::TcpStream::connect(ETCD)
+        .await
+        .expect("etcd reachable");
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.expect("etcd /metrics");
+    out
+}
+
+async fn counters(client: &kube::Client) -> Counters {
+    let req = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let api = client.request_text(req).await.expect("API server /metrics");
+    let etcd = etcd_metrics().await;
+    Counters {
+        etcd_wal_bytes: metric(&etcd, "etcd_disk_wal_write_bytes_total")
+            .expect("etcd_disk_wal_write_bytes_total in etcd's /metrics"),
+        apiserver_cpu: metric(&api, "process_cpu_seconds_total").expect("API server CPU"),
+    }
+}
+
+/// Counts updates of one Debugger from the moment `counting` is set.
+fn count_updates(api: Api<Debugger>, name: &str, counting: Arc<AtomicBool>) -> Arc<AtomicUsize> {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let n = seen.clone();
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    tokio::spawn(async move {
+        let mut events = watcher(api, config).boxed();
+        while let Some(e) = events.next().await {
+            if let Ok(watcher::Event::Apply(_)) = e {
+                if counting.load(Ordering::SeqCst) {
+                    n.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+    });
+    seen
+}
+
+/// What one way of writing the N results cost.
+struct Figures {
+    seconds: Option<f64>,
+    etcd_bytes: f64,
+    apiserver_cpu: f64,
+    cm_bytes: usize,
+    keys: usize,
+}
+
+impl Figures {
+    fn line(&self, n: usize, what: &str, data_bytes: usize, watch: &str, target: &str) -> String {
+        let time = match self.seconds {
+            Some(s) => format!("{s:.1} s{target}"),
+            None => "not complete within the time limit".into(),
+        };
+        format!(
+            "{what}, N={n}: {time}; etcd wrote {:.1} MB for {:.1} kB of results ({:.1}x, target <= 5x for reports); API server CPU {:.1} s; ConfigMap {:.1} kB; watch events to runners {watch}; lost keys {}",
+            self.etcd_bytes / 1e6,
+            data_bytes as f64 / 1e3,
+            self.etcd_bytes / data_bytes as f64,
+            self.apiserver_cpu,
+            self.cm_bytes as f64 / 1e3,
+            n - self.keys.min(n),
+        )
+    }
+}
+
+fn cm_size(cm: &ConfigMap) -> (usize, usize) {
+    let keys = cm.data.as_ref().map_or(0, |d| d.len());
+    (keys, serde_json::to_vec(cm).unwrap().len())
+}
+
+fn json_len<T: serde::Serialize>(v: &T) -> usize {
+    serde_json::to_vec(v).unwrap().len()
+}
+
+/// The N results as per-node DebuggerReports, written by the runner's writer.
+async fn reports(client: &kube::Client, n: usize, limit: Duration) {
+    let ns = cluster::Ns::new(client, "reports-bench").await;
+    let dbgs: Api<Debugger> = Api::namespaced(client.clone(), &ns.name);
+    let mut dbg = Debugger::new(
+        "bench",
+        DebuggerSpec {
+            selector: BTreeMap::from([("kubecombo.io/no-such-node".into(), "x".into())]),
+            ..DebuggerSpec::default()
+        },
+    );
+    dbg.metadata.namespace = Some(ns.name.clone());
+    let dbg = dbgs
+        .create(&PostParams::default(), &dbg)
+        .await
+        .expect("Debugger created (operator installed?)");
+    let owner = Owner::of(&dbg).expect("a created Debugger has a uid");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let cm_name = dbg.spec.summary_name("bench");
+    // The operator's first writes (workload, empty summary, status) are not
+    // part of the run.
+    while cms.get_opt(&cm_name).await.unwrap().is_none() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    let counting = Arc::new(AtomicBool::new(false));
+    let updates = count_updates(dbgs.clone(), "bench", counting.clone());
+    let writers: Vec<_> = (0..n)
+        .map(|i| {
+            spawn_writer(Publisher::new(
+                client.clone(),
+                ns.name.clone(),
+                format!("node-{i}"),
+                "none".into(),
+            ))
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let before = counters(client).await;
+    counting.store(true, Ordering::SeqCst);
+    let t0 = Instant::now();
+    for (i, tx) in writers.iter().enumerate() {
+        tx.send(Pending {
+            owner: owner.clone(),
+            summary: result(i),
+            nodes: n as u32,
+        })
+        .expect("writer runs");
+    }
+    let mut seconds = None;
+    while t0.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let d = dbgs.get("bench").await.unwrap();
+        if d.status.as_ref().map_or(0, |s| s.completed_nodes) as usize != n {
+            continue;
+        }
+        if cm_size(&cms.get(&cm_name).await.unwrap()).0 == n {
+            seconds = Some(t0.elapsed().as_secs_f64());
+            break;
+        }
+    }
+    // Writes the operator still owes (its 2 s coalescing window) belong
+    // to the run.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = counters(client).await;
+    counting.store(false, Ordering::SeqCst);
+    drop(writers);
+
+    let (keys, cm_bytes) = cm_size(&cms.get(&cm_name).await.unwrap());
+    let list = Api::<DebuggerReport>::namespaced(client.clone(), &ns.name)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    let report_bytes: usize = list.iter().map(json_len).sum();
+    let figures = Figures {
+        seconds,
+        etcd_bytes: after.etcd_wal_bytes - before.etcd_wal_bytes,
+        apiserver_cpu: after.apiserver_cpu - before.apiserver_cpu,
+        cm_bytes,
+        keys,
+    };
+    let u = updates.load(Ordering::SeqCst);
+    let target = match n {
+        1000 => " (target <= 10 s)",
+        5000 => " (target <= 30 s)",
+        _ => "",
+    };
+    println!(
+        "{}; {} reports of {:.0} B each on average",
+        figures.line(
+            n,
+            "per-node reports",
+            report_bytes,
+            &format!("{} ({u} Debugger updates x {n})", u * n),
+            target
+        ),
+        list.len(),
+        report_bytes as f64 / list.len().max(1) as f64,
+    );
+    ns.delete_and_wait().await;
+}
+
+/// The old runner's write of its key: spread over 100 ms per node (at
+/// least 1 s), then applied until it lands with the same attempt limits
+/// and pauses the runner uses for its report.
+async fn old_write(cms: Api<ConfigMap>, name: String, node: String, value: String, n: usize) {
+    let window = (Duration::from_millis(100) * n as u32).max(Duration::from_secs(1));
+    tokio::time::sleep(spread_delay(&node, window)).await;
+    let body = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name},
+        "data": {node.as_str(): value},
+    });
+    let pp = PatchParams::apply(&keys::field_manager_runner(&node)).force();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let limit = attempt_timeout(attempt);
+        match tokio::time::timeout(limit, cms.patch(&name, &pp, &Patch::Apply(&body))).await {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => tracing::debug!(%node, error = %e, "old write failed"),
+            Err(_) => tracing::debug!(%node, "old write timed out"),
+        }
+        tokio::time::sleep(retry_pause(&node, RUN_AT, attempt)).await;
+    }
+}
+
+/// The N results as keys of one ConfigMap, written by N field managers.
+async fn shared_configmap(client: &kube::Client, n: usize, limit: Duration) {
+    let ns = cluster::Ns::new(client, "reports-bench-old").await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let name = "old-summary".to_string();
+    // The old operator made the summary ConfigMap empty before the runs.
+    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": ns.name}
+    }))
+    .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    let values: Vec<String> = (0..n).map(|i| result(i).to_yaml()).collect();
+    let data_bytes: usize = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.len() + format!("node-{i}").len())
+        .sum();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let before = counters(client).await;
+    let t0 = Instant::now();
+    let tasks: Vec<_> = values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            tokio::spawn(old_write(
+                cms.clone(),
+                name.clone(),
+                format!("node-{i}"),
+                v,
+                n,
+            ))
+        })
+        .collect();
+    let mut seconds = None;
+    while t0.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if tasks.iter().all(|t| t.is_finished()) {
+            seconds = Some(t0.elapsed().as_secs_f64());
+            break;
+        }
+    }
+    for t in &tasks {
+        t.abort();
+    }
+    let after = counters(client).await;
+    let (keys, cm_bytes) = cm_size(&cms.get(&name).await.unwrap());
+    let figures = Figures {
+        seconds,
+        etcd_bytes: after.etcd_wal_bytes - before.etcd_wal_bytes,
+        apiserver_cpu: after.apiserver_cpu - before.apiserver_cpu,
+        cm_bytes,
+        keys,
+    };
+    println!(
+        "{}",
+        figures.line(
+            n,
+            "baseline, one shared ConfigMap",
+            data_bytes,
+            &format!(
+                "~{} (estimate: one status write per key, to {n} runners)",
+                keys * n
+            ),
+            ""
+        )
+    );
+    ns.delete_and_wait().await;
+}
+
+#[tokio::main]
+async fn main() {
+    if std::env::var_os("COMBO_E2E_DIR").is_none() {
+        eprintln!("reports benchmark skipped: set COMBO_E2E_DIR to a running control plane");
+        return;
+    }
+    let env = |k: &str, d: u64| -> u64 {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let n = env("COMBO_BENCH_NODES", 200) as usize;
+    let limit = Duration::from_secs(env("COMBO_BENCH_LIMIT", 600));
+    let client = cluster::admin_client().await;
+    reports(&client, n, limit).await;
+    if env("COMBO_BENCH_BASELINE", 0) == 1 {
+        shared_configmap(&client, n, limit).await;
+    }
+}
