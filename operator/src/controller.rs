@@ -421,8 +421,16 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     // what has to wait is written by a requeue.
     let mut wait: Option<Duration> = None;
     let mut hold = |d: Duration| wait = Some(wait.map_or(d, |w| w.min(d)));
+    // An invalid spec's status goes out at once: its Event is published
+    // above, once per generation and message, and a held status would
+    // publish it again. Such writes are bounded by spec changes anyway.
+    let coalesced = verdict.is_ok();
     if changed {
-        match ctx.status_writes.wait(&uid, Instant::now()) {
+        match ctx
+            .status_writes
+            .wait(&uid, Instant::now())
+            .filter(|_| coalesced)
+        {
             Some(d) => hold(d),
             None => {
                 write_status(ctx, dbg, &new).await?;

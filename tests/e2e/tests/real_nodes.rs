@@ -250,11 +250,24 @@ async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() 
     // update; the next run uses it; nothing restarts.
     apply_yaml(&ns.name, &scripts_configmap("second"))?;
     let want = "planned second on";
+    // Every node's kubelet refreshes its own volumes, each on its own
+    // schedule: wait for all of them before the run.
     wait_for(
         WAIT,
-        "the edited script in the runner's /scripts/custom",
+        "the edited script in every runner's /scripts/custom",
         || async {
-            Ok(exec(&ns.name, &pod, "runner", "cat /scripts/custom/planned.sh")?.contains(want))
+            for p in pods.values() {
+                let script = exec(
+                    &ns.name,
+                    &p.name_any(),
+                    "runner",
+                    "cat /scripts/custom/planned.sh",
+                )?;
+                if !script.contains(want) {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         },
     )
     .await?;
