@@ -242,26 +242,11 @@ async fn clean_up(client: &Client, rbac: &Namespaces, debuggers: &Store<Debugger
     if has_live_debugger(&debuggers.state(), ns) {
         return;
     }
-    let dp = kube::api::DeleteParams::default();
+    // In this order: the binding goes before what it binds.
     let result = async {
-        gone_ok(
-            Api::<RoleBinding>::namespaced(client.clone(), ns)
-                .delete(WORKLOAD_SERVICE_ACCOUNT, &dp)
-                .await
-                .map(drop),
-        )?;
-        gone_ok(
-            Api::<Role>::namespaced(client.clone(), ns)
-                .delete(WORKLOAD_SERVICE_ACCOUNT, &dp)
-                .await
-                .map(drop),
-        )?;
-        gone_ok(
-            Api::<ServiceAccount>::namespaced(client.clone(), ns)
-                .delete(WORKLOAD_SERVICE_ACCOUNT, &dp)
-                .await
-                .map(drop),
-        )
+        delete_workload::<RoleBinding>(client, ns).await?;
+        delete_workload::<Role>(client, ns).await?;
+        delete_workload::<ServiceAccount>(client, ns).await
     }
     .await;
     match result {
@@ -273,10 +258,21 @@ async fn clean_up(client: &Client, rbac: &Namespaces, debuggers: &Store<Debugger
     }
 }
 
-fn gone_ok(r: Result<(), kube::Error>) -> Result<(), kube::Error> {
-    match r {
+/// Deletes the `kube-combo-workload` object of kind `K` in `ns`; one
+/// already gone is fine.
+async fn delete_workload<K>(client: &Client, ns: &str) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    match Api::<K>::namespaced(client.clone(), ns)
+        .delete(WORKLOAD_SERVICE_ACCOUNT, &Default::default())
+        .await
+    {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        other => other,
+        other => other.map(drop),
     }
 }
 

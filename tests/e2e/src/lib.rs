@@ -222,11 +222,17 @@ pub const OPERATOR_NAMESPACE: &str = "kube-combo-system";
 /// with the RBAC of `config/rbac`) and waits for its Deployment; once per
 /// test binary, harmless when another binary already did it.
 pub fn install_operator() {
+    install_operator_from(&repo_root().join("config/default"));
+}
+
+/// Installs the operator with `kubectl apply -k <kustomization>` (config/default
+/// or an overlay of it) and waits for its Deployment; once per test binary,
+/// whichever kustomization comes first.
+pub fn install_operator_from(kustomization: &Path) {
     static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
-        let default = repo_root().join("config/default");
-        kubectl_ok(&["apply", "-k", default.to_str().unwrap()])
-            .expect("kubectl apply -k config/default");
+        let dir = kustomization.to_str().expect("a UTF-8 path");
+        kubectl_ok(&["apply", "-k", dir]).unwrap_or_else(|e| panic!("kubectl apply -k {dir}: {e}"));
         kubectl_ok(&[
             "-n",
             OPERATOR_NAMESPACE,

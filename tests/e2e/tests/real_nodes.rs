@@ -19,20 +19,7 @@ const WAIT: Duration = Duration::from_secs(180);
 
 /// Installs the operator once per test binary from the registry overlay.
 fn install_from_registry() {
-    static DONE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    DONE.get_or_init(|| {
-        let overlay = registry_overlay().expect("overlay written");
-        kubectl_ok(&["apply", "-k", overlay.to_str().unwrap()]).expect("kubectl apply -k overlay");
-        kubectl_ok(&[
-            "-n",
-            OPERATOR_NAMESPACE,
-            "rollout",
-            "status",
-            "deployment/combo-operator",
-            "--timeout=180s",
-        ])
-        .expect("operator Deployment becomes available on a real node");
-    });
+    install_operator_from(&registry_overlay().expect("overlay written"));
 }
 
 fn scripts_configmap(message: &str) -> String {
