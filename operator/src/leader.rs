@@ -18,8 +18,7 @@ pub const RENEW_EVERY: Duration = Duration::from_secs(5);
 /// [`LEASE_SECONDS`], so it has stopped before another replica may take
 /// the Lease.
 pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
-/// How soon a failed renewal is retried, and how long one renewal may
-/// take before it counts as failed.
+/// How soon a failed renewal is retried.
 pub const RETRY_EVERY: Duration = Duration::from_secs(2);
 
 /// Errors of this module.
@@ -40,7 +39,7 @@ pub enum Error {
         /// Lease name.
         name: String,
     },
-    /// A renewal took longer than [`RETRY_EVERY`].
+    /// A renewal did not finish before [`RENEW_DEADLINE`].
     #[error("renewing lease {name} timed out")]
     Timeout {
         /// Lease name.
@@ -96,6 +95,14 @@ pub fn decide(spec: Option<&LeaseSpec>, me: &str, now: Timestamp) -> Decision {
 /// [`RENEW_DEADLINE`]. Pure.
 pub fn give_up(since_renewal: Duration) -> bool {
     since_renewal + RETRY_EVERY > RENEW_DEADLINE
+}
+
+/// How long a renewal started `since_renewal` after the last successful
+/// one may take: until [`RENEW_DEADLINE`]. A busy API server answering in
+/// a few seconds is waited for, as long as leading still stops before the
+/// Lease can expire for the other replicas. Pure.
+pub fn attempt_budget(since_renewal: Duration) -> Duration {
+    RENEW_DEADLINE.saturating_sub(since_renewal)
 }
 
 /// The Lease `spec` as `me` leaves it on a clean shutdown: no holder, so
@@ -157,7 +164,8 @@ impl Elector {
         let mut wait = RENEW_EVERY;
         loop {
             tokio::time::sleep(wait).await;
-            let attempt = tokio::time::timeout(RETRY_EVERY, self.try_once())
+            let budget = attempt_budget(renewed.elapsed());
+            let attempt = tokio::time::timeout(budget, self.try_once())
                 .await
                 .unwrap_or_else(|_| {
                     Err(Error::Timeout {
@@ -301,10 +309,20 @@ mod tests {
         assert!(give_up(
             RENEW_DEADLINE - RETRY_EVERY + Duration::from_millis(1)
         ));
-        // The last retry starts before RENEW_DEADLINE and takes at most
-        // RETRY_EVERY: leading stops before the Lease can expire for the
-        // other replicas.
-        assert!(RENEW_DEADLINE + RETRY_EVERY < Duration::from_secs(LEASE_SECONDS as u64));
+        // Leading stops at RENEW_DEADLINE at the latest, before the Lease
+        // can expire for the other replicas.
+        assert!(RENEW_DEADLINE < Duration::from_secs(LEASE_SECONDS as u64));
+    }
+
+    #[test]
+    fn a_slow_renewal_may_take_until_the_renew_deadline() {
+        // Started on schedule, a renewal may take what is left of the
+        // deadline, not only the retry period (a busy API server answers
+        // in seconds).
+        assert_eq!(attempt_budget(RENEW_EVERY), RENEW_DEADLINE - RENEW_EVERY);
+        assert!(attempt_budget(RENEW_EVERY) > RETRY_EVERY);
+        assert_eq!(attempt_budget(RENEW_DEADLINE), Duration::ZERO);
+        assert_eq!(attempt_budget(RENEW_DEADLINE * 2), Duration::ZERO);
     }
 
     #[test]

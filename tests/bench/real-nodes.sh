@@ -20,7 +20,11 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 n=${1:-2}
 dir=$(mktemp -d /tmp/kube-combo-bench.XXXXXX)
-trap 'tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 || true; git -C "$repo" checkout -q -- runner/src/main.rs' EXIT
+cleanup() {
+    tests/e2e/cluster.sh down "$dir" >/dev/null 2>&1 && rm -rf --one-file-system "$dir" "$dir.up.log"
+    git -C "$repo" checkout -q -- runner/src/main.rs
+}
+trap cleanup EXIT
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 quiet() { grep -v '^Warning' || true; }
