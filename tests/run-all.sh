@@ -25,6 +25,8 @@ step "Prometheus alert rules and the Grafana dashboard"
 bash tests/prometheus.sh
 
 step "end-to-end tests on a real control plane"
+# The cases the end-to-end tests record (tests/suite-report.sh).
+rm -f target/suite-report.tsv
 dir=$(mktemp -d /tmp/kube-combo-e2e.XXXXXX)
 real_dir=$(mktemp -d /tmp/kube-combo-real.XXXXXX)
 # A cluster's directory (logs, etcd data, node state) goes once it is down:
@@ -51,4 +53,6 @@ step "end-to-end tests on real nodes (kubelet + containerd, the project's images
 # build, and a debug compile takes half the time (docs/testing.md, "Real nodes").
 KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/cluster.sh up "$real_dir" --nodes 0 --real 2
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_nodes --no-fail-fast -- --test-threads 4 || status=$?
+step "suite report"
+bash tests/suite-report.sh
 exit "$status"

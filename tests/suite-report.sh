@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Prints the suite report: one line per area from the cases the tests
+# recorded (tests/e2e/src/lib.rs, `record`), then every case that was not
+# handled or lost something.
+#   tests/suite-report.sh [FILE]      default target/suite-report.tsv
+set -euo pipefail
+file=${1:-$(dirname "${BASH_SOURCE[0]}")/../target/suite-report.tsv}
+if [[ ! -s $file ]]; then
+    echo "suite report: no case recorded"
+    exit 0
+fi
+awk -F'\t' '
+    { tried[$1] += $2; handled[$1] += $3; lost[$1] += $4; cases[$1]++ }
+    $3 < $2 || $4 > 0 { bad[++n] = sprintf("1  %s: %s: %d of %d handled, %d lost", $1, $5, $3, $2, $4) }
+    END {
+        for (a in tried) printf "0%s: %d of %d handled (%d cases), %d reports or keys lost\n", a, handled[a], tried[a], cases[a], lost[a]
+        for (i = 1; i <= n; i++) print bad[i]
+    }' "$file" | sort | cut -c2-
