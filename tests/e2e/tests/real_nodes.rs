@@ -157,6 +157,11 @@ fn exec(ns: &str, pod: &str, container: &str, script: &str) -> Result<String> {
     ])
 }
 
+/// `kubectl logs` of one container; empty when it cannot be read yet.
+fn pod_log_of(ns: &str, pod: &str, container: &str) -> String {
+    kubectl_ok(&["logs", "-n", ns, pod, "-c", container]).unwrap_or_default()
+}
+
 fn restart_counts(pod: &Pod) -> Vec<i32> {
     pod.status
         .as_ref()
@@ -267,16 +272,42 @@ async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() 
             "{node}: the next run used the edited script"
         );
     }
+    // A Pinger change reaches the running pingers live.
+    let changes = |pod: &str| {
+        pod_log_of(&ns.name, pod, "pinger")
+            .matches("settings changed")
+            .count()
+    };
+    let before: BTreeMap<String, usize> = pods
+        .values()
+        .map(|p| (p.name_any(), changes(&p.name_any())))
+        .collect();
+    kubectl_ok(&[
+        "patch",
+        "pinger",
+        "mesh",
+        "-n",
+        &ns.name,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"intervalSeconds":2,"timeoutMs":700}}"#,
+    ])?;
+    wait_for(WAIT, "every pinger applying the changed Pinger", || async {
+        Ok(before.iter().all(|(pod, n)| changes(pod) > *n))
+    })
+    .await?;
+
     let api: Api<Pod> = Api::namespaced(c.clone(), &ns.name);
     for (node, pod) in pods {
         let now = api.get(&pod.name_any()).await?;
         assert_eq!(
             now.metadata.uid, pod.metadata.uid,
-            "{node}: the pod was not replaced"
+            "{node}: the pod was not replaced by the script edit, runAt or the Pinger"
         );
         assert!(
             restart_counts(&now).iter().all(|r| *r == 0),
-            "{node}: no container restarted"
+            "{node}: no container restarted ({:?})",
+            restart_counts(&now)
         );
     }
     Ok(())
@@ -322,6 +353,22 @@ async fn without_enable_sys_the_runner_is_unprivileged_with_its_own_processes_an
             "absent",
             "{node}: no host root without enableSys"
         );
+        let svc = exec(&ns.name, &pod, "runner", "sh /scripts/svc/systemd.sh")?;
+        assert!(
+            svc.contains("PID 1 of / is combo-runner"),
+            "{node}: without enableSys the svc check sees only the container: {svc}"
+        );
+        let entered = exec(
+            &ns.name,
+            &pod,
+            "runner",
+            "nsenter --target 1 --mount -- true 2>/dev/null && echo entered || echo refused",
+        )?;
+        assert_eq!(
+            entered.trim(),
+            "refused",
+            "{node}: no way into other namespaces without enableSys"
+        );
         // requests = limits = 100m / 128Mi, in the container's cgroup (v1).
         let mem = exec(
             &ns.name,
@@ -361,6 +408,8 @@ async fn with_enable_sys_scripts_see_the_node_through_host_and_host_pid() -> Res
     apply_yaml(&ns.name, &debugger_yaml("sys", true, None))?;
     let pods = pods_on_every_node(&c, &ns.name, "sys").await?;
     let machine_id = std::fs::read_to_string("/etc/os-release")?;
+    let host_init = std::fs::read_to_string("/proc/1/comm")?.trim().to_string();
+    let host_name = std::fs::read_to_string("/proc/sys/kernel/hostname")?;
     for (node, pod) in pods {
         let pod = pod.name_any();
         let seen = exec(&ns.name, &pod, "runner", "cat /host/etc/os-release")?;
@@ -377,6 +426,28 @@ async fn with_enable_sys_scripts_see_the_node_through_host_and_host_pid() -> Res
         assert!(
             ps.trim().parse::<u32>()? > 20,
             "{node}: the host's processes are visible ({ps})"
+        );
+        // The svc check reaches the host: it reads the host's PID 1 through
+        // /host and enters a host process's namespaces the way it calls
+        // systemctl there. This machine's PID 1 is not systemd (the check
+        // reports that and no item: docs/runner.md, "svc") and refuses
+        // nsenter even to the machine's root, so the entry is tried on the
+        // node's kubelet, a host process seen through hostPID.
+        let svc = exec(&ns.name, &pod, "runner", "sh /scripts/svc/systemd.sh")?;
+        assert!(
+            svc.contains(&format!("PID 1 of /host is {host_init}")),
+            "{node}: the svc check reads the host's PID 1 ({host_init}): {svc}"
+        );
+        let entered = exec(
+            &ns.name,
+            &pod,
+            "runner",
+            "nsenter --target \"$(pgrep -o -x kubelet)\" --mount --uts --ipc --net --pid -- cat /proc/sys/kernel/hostname",
+        )?;
+        assert_eq!(
+            entered.trim(),
+            host_name.trim(),
+            "{node}: nsenter reaches a host process's namespaces"
         );
     }
     Ok(())
