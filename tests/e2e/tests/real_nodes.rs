@@ -429,10 +429,12 @@ async fn with_enable_sys_scripts_see_the_node_through_host_and_host_pid() -> Res
         );
         // The svc check reaches the host: it reads the host's PID 1 through
         // /host and enters a host process's namespaces the way it calls
-        // systemctl there. This machine's PID 1 is not systemd (the check
-        // reports that and no item: docs/runner.md, "svc") and refuses
-        // nsenter even to the machine's root, so the entry is tried on the
-        // node's kubelet, a host process seen through hostPID.
+        // systemctl there. This machine's PID 1 is not systemd, so the
+        // check reports that and no item, as documented in
+        // docs/runner.md, "Default scripts (`scripts/`)";
+        // and it refuses nsenter even to the machine's root, so the entry
+        // is tried on the node's kubelet, a host process seen through
+        // hostPID.
         let svc = exec(&ns.name, &pod, "runner", "sh /scripts/svc/systemd.sh")?;
         assert!(
             svc.contains(&format!("PID 1 of /host is {host_init}")),
