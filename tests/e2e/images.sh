@@ -73,17 +73,24 @@ fill_slim() {
         --dpkgopt='path-include=/usr/share/doc/*/copyright' bookworm "$1" "${suites[@]}"
 }
 
+# Runs a command in the root filesystem $1 with a clean environment: this
+# machine's (TMPDIR, HOME, ...) names paths that do not exist there.
+in_root() {
+    chroot "$1" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "${@:2}"
+}
+
 fill_rust() {
     fill_slim "$1"
-    chroot "$1" apt-get update -q >/dev/null
-    chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    in_root "$1" apt-get update -q >/dev/null
+    in_root "$1" apt-get install -y -q --no-install-recommends \
         build-essential pkg-config libssl-dev git curl ca-certificates >/dev/null
     rm -rf "$1"/var/lib/apt/lists/*
     # The build stage downloads crates: it trusts what this machine trusts
     # (a TLS-inspecting proxy's CA, for one), as a locally mirrored base would.
     if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
         cp /usr/local/share/ca-certificates/*.crt "$1/usr/local/share/ca-certificates/"
-        chroot "$1" update-ca-certificates >/dev/null 2>&1
+        in_root "$1" update-ca-certificates >/dev/null 2>&1
     fi
     local tc
     tc=$(rustc --print sysroot)
