@@ -29,7 +29,7 @@ use crate::metrics::Metrics;
 use crate::pinger_status::{self, PingerContext};
 use crate::render::{self, Images};
 use crate::status::{self, PodCounts};
-use crate::validate::{validate, Invalid};
+use crate::validate::{self, validate, Invalid};
 use crate::{aggregate, apply, events, rbac, reports};
 
 /// Errors of a reconcile.
@@ -67,6 +67,7 @@ impl Error {
             Error::Invalid(i) => match i {
                 Invalid::InvalidSpec(_) => "invalid_spec",
                 Invalid::PingerNotFound(_) => "pinger_not_found",
+                Invalid::WorkloadRefused(_) => "workload_refused",
             },
             Error::Apply(_) => "apply",
             Error::Status(_) => "status",
@@ -364,6 +365,9 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     let observed = fetch::observe(&ctx.caches, dbg).await;
     let mut verdict = validate(&dbg.spec, observed.pinger.as_ref());
     let (mut action, mut news, mut summary) = (None, Vec::new(), None);
+    // A refused workload write: reported like an invalid spec, then
+    // returned so that `error_policy` retries it with backoff.
+    let mut refused = None;
     if verdict.is_ok() {
         match converge(dbg, ctx, &observed).await {
             Ok(done) => {
@@ -376,7 +380,28 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
                     "{kind} {name:?} already exists and is not owned by this Debugger"
                 )))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                let failures = ctx
+                    .failures
+                    .lock()
+                    .expect("failures lock")
+                    .get(&ObjectRef::from_obj(dbg))
+                    .copied()
+                    .unwrap_or(0);
+                let reported = match &e {
+                    apply::Error::Write { kind, name, source } => {
+                        validate::refusal(kind, name, source, failures)
+                    }
+                    apply::Error::NotOwned { .. } => None,
+                };
+                match reported {
+                    Some(r) => {
+                        verdict = Err(r);
+                        refused = Some(e);
+                    }
+                    None => return Err(e.into()),
+                }
+            }
         }
     }
     let counts = workload_counts(dbg, &observed);
@@ -460,6 +485,9 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     }
     if let Some(last) = &new.last_run_at {
         prune_departed(ctx, dbg, &uid, last, &observed).await;
+    }
+    if let Some(e) = refused {
+        return Err(e.into());
     }
     verdict?;
     if let Some(w) = wait {

@@ -39,7 +39,11 @@ pub fn for_invalid(invalid: &Invalid) -> Event {
         type_: EventType::Warning,
         reason: invalid.reason().into(),
         note: Some(invalid.to_string()),
-        action: "Validate".into(),
+        action: match invalid {
+            Invalid::WorkloadRefused(_) => "Apply",
+            _ => "Validate",
+        }
+        .into(),
         secondary: None,
     }
 }

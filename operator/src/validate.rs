@@ -2,7 +2,8 @@
 
 use combo_api::{DebuggerSpec, Pinger, RunAt, WorkloadType};
 
-/// Why a Debugger cannot be reconciled; it waits for a spec change.
+/// Why a Debugger cannot be reconciled. An invalid spec waits for a spec
+/// change; a refused workload is retried with backoff.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Invalid {
     /// The spec contradicts itself or holds an unparsable value.
@@ -11,6 +12,10 @@ pub enum Invalid {
     /// `enablePinger` names a Pinger that does not exist.
     #[error("{0}")]
     PingerNotFound(String),
+    /// The API server, or an admission policy or quota behind it, refused
+    /// to write the workload or its RBAC; the message is the API server's.
+    #[error("{0}")]
+    WorkloadRefused(String),
 }
 
 impl Invalid {
@@ -19,8 +24,31 @@ impl Invalid {
         match self {
             Invalid::InvalidSpec(_) => "InvalidSpec",
             Invalid::PingerNotFound(_) => "PingerNotFound",
+            Invalid::WorkloadRefused(_) => "WorkloadRefused",
         }
     }
+}
+
+/// Whether a failed write of `kind` `name` is reported on the Debugger as
+/// `WorkloadRefused`, after `failures` consecutive failed reconciles
+/// before this one (docs/operator.md, "Refused workloads"): an answer
+/// that the same request gets again (a 4xx other than 409 and 429) at
+/// once; any other answer of the API server (a 5xx, such as a missing
+/// ServiceAccount token) once it has failed a retry too. Conflicts,
+/// throttling on the first try and unanswered requests are not reported:
+/// they are retried. Pure.
+pub fn refusal(kind: &str, name: &str, source: &kube::Error, failures: u32) -> Option<Invalid> {
+    let kube::Error::Api(status) = source else {
+        return None;
+    };
+    let persistent = combo_api::retry::is_permanent(source)
+        || (status.code != 409 && status.code != 429 && failures >= 1);
+    persistent.then(|| {
+        Invalid::WorkloadRefused(format!(
+            "the API server refused {kind} {name}: {} ({})",
+            status.message, status.code
+        ))
+    })
 }
 
 /// Checks `spec`. `pinger` is the Pinger it names, looked up only when
@@ -151,6 +179,47 @@ mod tests {
             msg.contains("enablePinger") && msg.contains("enableConfigMap"),
             "{msg}"
         );
+    }
+
+    fn answer(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, "")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn a_refused_workload_is_reported_at_once_and_an_outage_once_it_persists() {
+        let quota = answer(403, "exceeded quota: q");
+        let refused = refusal("DaemonSet", "check", &quota, 0).expect("reported at once");
+        assert_eq!(refused.reason(), "WorkloadRefused");
+        let msg = refused.to_string();
+        assert!(
+            msg.contains("DaemonSet check")
+                && msg.contains("exceeded quota: q")
+                && msg.contains("403"),
+            "{msg}"
+        );
+        let token = answer(500, "No API token found for service account");
+        assert_eq!(
+            refusal("Pod", "p", &token, 0),
+            None,
+            "a first 500 is retried"
+        );
+        assert!(
+            refusal("Pod", "p", &token, 1).is_some(),
+            "a second one is reported"
+        );
+        for busy in [409, 429] {
+            assert_eq!(
+                refusal("Pod", "p", &answer(busy, "busy"), 5),
+                None,
+                "{busy}"
+            );
+        }
+        let unanswered = kube::Error::Service("connection refused".into());
+        assert_eq!(refusal("Pod", "p", &unanswered, 5), None);
     }
 
     #[test]

@@ -271,7 +271,7 @@ cmd_up() {
     }
     start kube-controller-manager "$dir/logs/kube-controller-manager.log" "$kbin/kube-controller-manager" \
         --kubeconfig "$dir/kubeconfig" --leader-elect=false --port 0 --secure-port 0 \
-        --controllers daemonset,deployment,replicaset,garbagecollector,namespace,serviceaccount,serviceaccount-token,job,endpoint \
+        --controllers daemonset,deployment,replicaset,garbagecollector,namespace,serviceaccount,serviceaccount-token,job,endpoint,resourcequota \
         --service-account-private-key-file "$dir/pki/sa.key" --root-ca-file "$dir/pki/ca.crt" \
         --concurrent-gc-syncs 10
     start kube-scheduler "$dir/logs/kube-scheduler.log" "$kbin/kube-scheduler" \

@@ -1,0 +1,150 @@
+//! A workload the API server refuses (here a ResourceQuota; a PodSecurity
+//! policy or an API server without `--allow-privileged` refuse the same
+//! way): the Debugger shows `Ready=False WorkloadRefused` with the API
+//! server's message and one Warning Event, other Debuggers are unaffected,
+//! and once the cause is gone the workload is written and Ready recovers
+//! (docs/operator.md, "Refused workloads").
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use combo_api::Debugger;
+use combo_e2e::{apply_yaml, client, install_operator, kubectl_ok, namespace, record, wait_for};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Event, ResourceQuota};
+use kube::api::ListParams;
+use kube::{Api, Client};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+const QUOTA: &str = r#"apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: no-workloads
+spec:
+  hard:
+    count/daemonsets.apps: "0"
+    pods: "0"
+"#;
+
+fn debugger(name: &str, workload_type: &str) -> String {
+    format!(
+        "apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n  workloadType: {workload_type}\n  enablePinger: false\n  categories: [disk]\n"
+    )
+}
+
+/// (status, reason, message) of the Debugger's Ready condition.
+async fn ready(c: &Client, ns: &str, name: &str) -> Result<Option<(String, String, String)>> {
+    let d = Api::<Debugger>::namespaced(c.clone(), ns)
+        .get_opt(name)
+        .await?;
+    Ok(d.and_then(|d| {
+        d.status?
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| (c.status, c.reason, c.message))
+    }))
+}
+
+async fn refused_events(c: &Client, ns: &str, name: &str) -> Result<Vec<Event>> {
+    let list = Api::<Event>::namespaced(c.clone(), ns)
+        .list(&ListParams::default().fields(&format!(
+            "involvedObject.name={name},involvedObject.kind=Debugger"
+        )))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("WorkloadRefused"))
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_workload_is_reported_and_recovers_when_the_cause_goes() -> Result<()> {
+    install_operator();
+    let ns = namespace("refused").await;
+    let other = namespace("refused-other").await;
+    let c = client().await;
+    apply_yaml(&ns.name, QUOTA)?;
+    // Quota admission refuses with the quota's name once the controller
+    // manager has filled in its status.
+    wait_for(WAIT, "the quota's status", || async {
+        let q = Api::<ResourceQuota>::namespaced(c.clone(), &ns.name)
+            .get("no-workloads")
+            .await?;
+        Ok(q.status.and_then(|s| s.hard).is_some())
+    })
+    .await?;
+
+    apply_yaml(&ns.name, &debugger("ds", "daemonset"))?;
+    apply_yaml(&ns.name, &debugger("single", "pod"))?;
+    apply_yaml(&other.name, &debugger("ds", "daemonset"))?;
+
+    let mut handled = 0;
+    let result = async {
+        for (name, kind) in [("ds", "DaemonSet"), ("single", "Pod")] {
+            wait_for(WAIT, &format!("{name} Ready=False WorkloadRefused"), || async {
+                Ok(ready(&c, &ns.name, name)
+                    .await?
+                    .is_some_and(|(s, r, _)| s == "False" && r == "WorkloadRefused"))
+            })
+            .await?;
+            let (_, _, message) = ready(&c, &ns.name, name).await?.context("condition")?;
+            assert!(
+                message.contains(kind) && message.contains("exceeded quota: no-workloads"),
+                "{name}: the condition names the workload and carries the API server's message: {message}"
+            );
+        }
+        // Retries go on with backoff; the Event is not repeated.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        for name in ["ds", "single"] {
+            let events = refused_events(&c, &ns.name, name).await?;
+            assert_eq!(events.len(), 1, "{name}: one WorkloadRefused Event: {events:?}");
+            assert_eq!(events[0].type_.as_deref(), Some("Warning"));
+        }
+        // The Debugger of the same name in another namespace is unaffected.
+        wait_for(WAIT, "the other namespace's DaemonSet", || async {
+            Ok(Api::<DaemonSet>::namespaced(c.clone(), &other.name)
+                .get_opt("ds")
+                .await?
+                .is_some())
+        })
+        .await?;
+        assert!(
+            ready(&c, &other.name, "ds")
+                .await?
+                .is_none_or(|(_, r, _)| r != "WorkloadRefused"),
+            "the other namespace's Debugger is not refused"
+        );
+
+        // The cause goes: the next retry writes the workload.
+        kubectl_ok(&["delete", "resourcequota", "no-workloads", "-n", &ns.name])?;
+        wait_for(WAIT, "the DaemonSet written after the quota went", || async {
+            Ok(Api::<DaemonSet>::namespaced(c.clone(), &ns.name)
+                .get_opt("ds")
+                .await?
+                .is_some())
+        })
+        .await?;
+        for name in ["ds", "single"] {
+            wait_for(WAIT, &format!("{name} no longer WorkloadRefused"), || async {
+                Ok(ready(&c, &ns.name, name)
+                    .await?
+                    .is_some_and(|(_, r, _)| r != "WorkloadRefused"))
+            })
+            .await?;
+        }
+        handled = 1;
+        anyhow::Ok(())
+    }
+    .await;
+    record(
+        "faults",
+        "workload refused by a ResourceQuota, then allowed",
+        1,
+        handled,
+        0,
+    );
+    result
+}
