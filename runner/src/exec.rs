@@ -106,7 +106,7 @@ pub struct Outcome {
 async fn spawn(cmd: &mut Command) -> std::io::Result<tokio::process::Child> {
     let give_up = Instant::now() + BUSY_RETRY;
     loop {
-        match cmd.spawn() {
+        match crate::reaper::spawn(cmd) {
             Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) && Instant::now() < give_up => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -117,7 +117,8 @@ async fn spawn(cmd: &mut Command) -> std::io::Result<tokio::process::Child> {
 
 /// Runs `path` with `env` added to the runner's environment, in a process
 /// group of its own, killing the whole group after `timeout`. When the script
-/// ends, whatever it left running in its group is killed too.
+/// ends, whatever it left running in its group is killed too, and so is
+/// what it left outside its group (see [`crate::reaper`]).
 pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outcome {
     let start = Instant::now();
     let mut cmd = Command::new(path);
@@ -156,6 +157,8 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
         }
     };
     kill_group(pgid);
+    crate::reaper::finished(pgid.map(|p| p.as_raw() as u32));
+    crate::reaper::sweep().await;
     let duration = start.elapsed();
 
     let (lines, stdout) = join_reader(stdout).await.unwrap_or_default();

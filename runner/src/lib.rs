@@ -11,6 +11,7 @@ pub mod exec;
 pub mod local;
 pub mod output;
 pub mod publish;
+pub mod reaper;
 pub mod report;
 pub mod run;
 pub mod schedule;

@@ -17,6 +17,9 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
         .init();
+    if let Err(e) = combo_runner::reaper::adopt_orphans() {
+        tracing::warn!(error = %e, "cannot adopt the orphans of scripts: processes they start outside their group are not killed");
+    }
     if args.once {
         local::run_once(args).await
     } else {

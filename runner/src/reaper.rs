@@ -1,0 +1,147 @@
+//! Processes a script leaves behind outside its process group
+//! (docs/runner.md, "Scripts"): a child started with `setsid`, or one that
+//! made a group of its own, escapes the SIGKILL of the script's group. The
+//! runner makes itself the reaper of its descendants' orphans, so that such
+//! a process is re-parented to the runner when the script exits (instead of
+//! to the node's init), and then kills it.
+//!
+//! Only the runner's direct children that are not scripts still running
+//! are killed: every script is spawned through [`spawn`], which records its
+//! pid under the same lock the sweep holds.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{getpid, Pid};
+use tokio::process::{Child, Command};
+
+/// Set once this process reaps orphans (or is PID 1, which does anyway).
+static REAPER: AtomicBool = AtomicBool::new(false);
+/// Pids of the scripts running now.
+static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// Makes this process the reaper of its descendants' orphans
+/// (`PR_SET_CHILD_SUBREAPER`). Without it, or when it fails, escaped
+/// processes go to init as before and are not swept (unless the runner is
+/// PID 1, as in a pod without `hostPID`).
+pub fn adopt_orphans() -> nix::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)?;
+    REAPER.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+fn active() -> bool {
+    REAPER.load(Ordering::SeqCst) || getpid().as_raw() == 1
+}
+
+/// Spawns `cmd` and records it as a running script.
+pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut running = RUNNING.lock().expect("running lock");
+    let child = cmd.spawn()?;
+    if let Some(pid) = child.id() {
+        running.insert(pid as i32);
+    }
+    Ok(child)
+}
+
+/// Forgets a script that has ended.
+pub fn finished(pid: Option<u32>) {
+    if let Some(pid) = pid {
+        RUNNING.lock().expect("running lock").remove(&(pid as i32));
+    }
+}
+
+/// The parent pid in the text of `/proc/<pid>/stat`. Pure.
+pub fn parent_of(stat: &str) -> Option<i32> {
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(") ")?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Direct children of `parent`, from /proc.
+fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| parent_of(&s))
+                == Some(parent)
+        })
+        .collect()
+}
+
+/// Kills and reaps every direct child that is not a running script, until
+/// none is left (a killed orphan's own children are re-parented here in
+/// turn). Returns how many were killed.
+pub async fn sweep() -> usize {
+    if !active() {
+        return 0;
+    }
+    let me = getpid().as_raw();
+    let mut killed = 0;
+    // Bounded: a process forking faster than it is killed cannot hold the
+    // runner here.
+    for _ in 0..50 {
+        let orphans: Vec<i32> = {
+            let running = RUNNING.lock().expect("running lock");
+            let orphans: Vec<i32> = children_of(me)
+                .into_iter()
+                .filter(|p| !running.contains(p))
+                .collect();
+            for &pid in &orphans {
+                // Its group too, should it lead one of its own.
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            orphans
+        };
+        if orphans.is_empty() {
+            break;
+        }
+        for pid in orphans {
+            if reap(pid).await {
+                killed += 1;
+            }
+        }
+    }
+    if killed > 0 {
+        tracing::warn!(
+            killed,
+            "killed processes that scripts left running outside their process group"
+        );
+    }
+    killed
+}
+
+/// Waits (up to a second) for a killed child to end, so that no zombie is
+/// left. Only this pid is waited for: the scripts' own handles stay intact.
+async fn reap(pid: i32) -> bool {
+    for _ in 0..100 {
+        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Ok(_) => return true,
+            // Not our child any more, or already reaped.
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_is_read_past_a_command_name_with_spaces_and_parentheses() {
+        assert_eq!(parent_of("42 (sleep) S 7 42 42 0 -1"), Some(7));
+        assert_eq!(parent_of("43 (a) b (c)) R 1 43 43 0"), Some(1));
+        assert_eq!(parent_of("garbage"), None);
+    }
+}
