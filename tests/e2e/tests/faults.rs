@@ -1,0 +1,215 @@
+//! Faults the operator survives (docs/testing.md, "Fault tests"). They
+//! disturb the one operator every test of the cluster shares: cargo runs
+//! test binaries one after another, so only this binary's tests see it,
+//! and each waits until all is converged again before it ends.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use combo_api::Debugger;
+use combo_e2e::{
+    client, install_operator, namespace, project_binary, record, wait_for, OPERATOR_NAMESPACE,
+};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+const WAIT: Duration = Duration::from_secs(180);
+const DEBUGGERS: usize = 100;
+
+/// Pid of the operator process, from /proc (it runs on a simulated node).
+fn operator_pid() -> Option<i32> {
+    let exe = project_binary("combo-operator");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
+}
+
+async fn operator_restarts(c: &Client) -> Result<i32> {
+    let pods = Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
+        .list(
+            &ListParams::default()
+                .labels("app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator"),
+        )
+        .await?;
+    Ok(pods
+        .items
+        .iter()
+        .flat_map(|p| {
+            p.status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+        })
+        .map(|cs| cs.restart_count)
+        .sum())
+}
+
+fn debuggers_yaml(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "---\napiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: d{i:03}\nspec:\n  selector:\n    kubecombo.io/fault-test: none\n"
+            )
+        })
+        .collect()
+}
+
+/// What is wrong with the namespace's Debuggers, their DaemonSets, summary
+/// ConfigMaps and statuses; empty once all is right.
+async fn problems(c: &Client, ns: &str) -> Result<Vec<String>> {
+    let debuggers = Api::<Debugger>::namespaced(c.clone(), ns)
+        .list(&ListParams::default())
+        .await?;
+    let uids: BTreeMap<String, String> = debuggers
+        .items
+        .iter()
+        .map(|d| (d.name_any(), d.uid().unwrap_or_default()))
+        .collect();
+    let owner = |o: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        o.owner_references
+            .iter()
+            .flatten()
+            .filter(|r| r.controller == Some(true))
+            .map(|r| (r.name.clone(), r.uid.clone()))
+            .collect::<Vec<_>>()
+    };
+    let mut wrong = Vec::new();
+    let sets = Api::<DaemonSet>::namespaced(c.clone(), ns)
+        .list(&ListParams::default())
+        .await?;
+    if sets.items.len() != uids.len() {
+        wrong.push(format!(
+            "{} DaemonSets for {} Debuggers",
+            sets.items.len(),
+            uids.len()
+        ));
+    }
+    for ds in &sets.items {
+        let name = ds.name_any();
+        if owner(&ds.metadata) != [(name.clone(), uids.get(&name).cloned().unwrap_or_default())] {
+            wrong.push(format!(
+                "DaemonSet {name} orphaned or owned by another: {:?}",
+                owner(&ds.metadata)
+            ));
+        }
+    }
+    let maps = Api::<ConfigMap>::namespaced(c.clone(), ns)
+        .list(&ListParams::default())
+        .await?;
+    for (name, uid) in &uids {
+        let summary = format!("{name}-summary");
+        match maps.items.iter().find(|m| m.name_any() == summary) {
+            None => wrong.push(format!("{summary} missing")),
+            Some(m) if owner(&m.metadata) != [(name.clone(), uid.clone())] => {
+                wrong.push(format!("{summary} owned by {:?}", owner(&m.metadata)))
+            }
+            Some(_) => {}
+        }
+    }
+    for d in &debuggers.items {
+        let ready = d.status.as_ref().and_then(|s| {
+            (Some(s.observed_generation) == d.metadata.generation)
+                .then(|| s.conditions.iter().find(|c| c.type_ == "Ready"))
+                .flatten()
+                .map(|c| (c.reason.clone(), c.message.clone()))
+        });
+        if ready != Some(("WorkloadNotReady".into(), "0/0 pods ready".into())) {
+            wrong.push(format!("{}: status {ready:?}", d.name_any()));
+        }
+    }
+    Ok(wrong)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_operator_killed_while_reconciling_100_debuggers_converges_after_its_restart(
+) -> Result<()> {
+    install_operator();
+    let ns = namespace("fault-kill").await;
+    let c = client().await;
+    let restarts = operator_restarts(&c).await?;
+    let before = operator_pid().context("the operator process")?;
+
+    let file = std::env::temp_dir().join(format!("{}-debuggers.yaml", ns.name));
+    std::fs::write(&file, debuggers_yaml(DEBUGGERS))?;
+    // Applied in the background; the operator is killed as soon as its
+    // first DaemonSet appears, while it is still creating the others.
+    let mut apply = std::process::Command::new("kubectl")
+        .args([
+            "apply",
+            "-n",
+            &ns.name,
+            "-f",
+            file.to_str().context("path")?,
+        ])
+        .env("KUBECONFIG", combo_e2e::kubeconfig())
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    let sets = Api::<DaemonSet>::namespaced(c.clone(), &ns.name);
+    let deadline = std::time::Instant::now() + WAIT;
+    let written = loop {
+        let n = sets.list(&ListParams::default()).await?.items.len();
+        if n > 0 {
+            break n;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no DaemonSet appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &before.to_string()])
+        .status()?;
+    anyhow::ensure!(killed.success(), "kill -KILL {before}");
+    anyhow::ensure!(apply.wait()?.success(), "kubectl apply of the Debuggers");
+    let _ = std::fs::remove_file(&file);
+
+    let result = async {
+        wait_for(WAIT, "the operator restarted", || async {
+            Ok(operator_restarts(&c).await? > restarts
+                && operator_pid().is_some_and(|p| p != before))
+        })
+        .await?;
+        let converged = wait_for(
+            WAIT,
+            "every Debugger's workload, summary and status",
+            || async { Ok(problems(&c, &ns.name).await?.is_empty()) },
+        )
+        .await;
+        if let Err(e) = converged {
+            let left = problems(&c, &ns.name).await?;
+            return Err(e.context(format!("still wrong: {left:?}")));
+        }
+        // No workload was created twice: at most one WorkloadCreated each.
+        let events = Api::<Event>::namespaced(c.clone(), &ns.name)
+            .list(&ListParams::default())
+            .await?;
+        let mut created: BTreeMap<String, usize> = BTreeMap::new();
+        for e in events.items {
+            if e.reason.as_deref() == Some("WorkloadCreated") {
+                *created
+                    .entry(e.involved_object.name.unwrap_or_default())
+                    .or_default() += 1;
+            }
+        }
+        let twice: Vec<_> = created.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(twice.is_empty(), "created twice: {twice:?}");
+        anyhow::Ok(())
+    }
+    .await;
+    let lost = match &result {
+        Ok(()) => 0,
+        Err(_) => problems(&c, &ns.name).await.map_or(DEBUGGERS, |p| p.len()) as u64,
+    };
+    record(
+        "faults",
+        &format!("operator SIGKILLed while reconciling {DEBUGGERS} Debuggers ({written} DaemonSets written)"),
+        1,
+        u64::from(result.is_ok()),
+        lost,
+    );
+    result
+}
