@@ -75,7 +75,9 @@ impl Error {
     }
 }
 
-/// Runs the operator until SIGTERM/SIGINT (or the loss of the Lease).
+/// Runs the operator until SIGTERM/SIGINT. With `--leader-elect`, a
+/// replica that loses the Lease stops its controller and stands by for the
+/// Lease again, in the same process (docs/operator.md, "Leader election").
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let client = Client::try_default().await.map_err(RunError::Connect)?;
     let metrics = Arc::new(Metrics::default());
@@ -100,33 +102,41 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
             &identity,
         )
     });
-    if let Some(e) = &elector {
+    let mut listener = listener;
+    loop {
+        if let Some(e) = &elector {
+            tokio::select! {
+                r = e.acquire() => r?,
+                _ = shutdown_signal() => return Ok(()),
+            }
+        }
+        // Dropping this future (the Lease lost) stops everything the
+        // controller runs: no write after leadership is gone.
+        let controller = controller(client.clone(), &args, metrics.clone(), identity.clone());
         tokio::select! {
-            r = e.acquire() => r?,
-            _ = shutdown_signal() => return Ok(()),
+            () = controller => {
+                info!("controller stopped");
+                if let Some(e) = &elector {
+                    e.release().await;
+                }
+                return Ok(());
+            }
+            lost = async {
+                match &elector {
+                    Some(e) => e.hold().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                warn!(error = %lost, "leadership lost: the controller stopped; standing by for the Lease");
+            }
+            served = &mut listener => {
+                if let Ok(Err(e)) = served {
+                    return Err(RunError::Http(args.metrics_addr, e));
+                }
+                return Ok(());
+            }
         }
     }
-    let controller = controller(client, &args, metrics, identity);
-    tokio::select! {
-        () = controller => {
-            info!("controller stopped");
-            if let Some(e) = &elector {
-                e.release().await;
-            }
-        }
-        lost = async {
-            match &elector {
-                Some(e) => e.hold().await,
-                None => std::future::pending().await,
-            }
-        } => return Err(lost.into()),
-        served = listener => {
-            if let Ok(Err(e)) = served {
-                return Err(RunError::Http(args.metrics_addr, e));
-            }
-        }
-    }
-    Ok(())
 }
 
 async fn shutdown_signal() {
@@ -251,7 +261,12 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         status_writes: Default::default(),
         runs_seen: Default::default(),
     });
-    tokio::spawn(rbac::clean_up_after(ctx.clone(), gone_rx));
+    // Driven here, not spawned: it stops with the controller.
+    let cleaner = ctx.clone();
+    let cleanup = async move {
+        rbac::clean_up_after(cleaner, gone_rx).await;
+        std::future::pending::<()>().await
+    };
     let pingers = Controller::new(api::<Pinger>(&client, ns), watcher::Config::default())
         .shutdown_on_signal()
         .run(
@@ -284,7 +299,10 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
                 tracing::debug!(error = %e, "reconcile stream");
             }
         });
-    futures::join!(debuggers, pingers);
+    tokio::select! {
+        _ = async { futures::join!(debuggers, pingers) } => {}
+        () = cleanup => {}
+    }
     for (reference, event) in held.pace.drain() {
         if let Err(e) = held.recorder.publish(&event, &reference).await {
             warn!(error = %e, reason = %event.reason, "publishing a held event failed");

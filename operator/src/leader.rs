@@ -133,14 +133,21 @@ impl Elector {
         }
     }
 
-    /// Waits until this replica holds the Lease.
+    /// Waits until this replica holds the Lease. Failed reads and writes
+    /// (the API server down) are retried.
     pub async fn acquire(&self) -> Result<(), Error> {
         loop {
             let decision = match self.try_once().await {
+                Ok(d) => d,
                 Err(Error::Conflict { .. }) => Decision::Wait {
                     holder: "another replica".into(),
                 },
-                other => other?,
+                Err(e) => {
+                    tracing::warn!(lease = %self.name, error = %e, source = ?std::error::Error::source(&e),
+                        "reading the lease failed; retrying");
+                    tokio::time::sleep(RETRY_EVERY).await;
+                    continue;
+                }
             };
             match decision {
                 Decision::Acquire | Decision::Renew => {

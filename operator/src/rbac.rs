@@ -218,18 +218,27 @@ pub fn has_live_debugger(all: &[Arc<Debugger>], ns: &str) -> bool {
 
 /// Receives the namespaces of deleted Debuggers and removes the workload
 /// RBAC of each that has no Debugger left, [`CLEAN_UP_DELAY`] later. Runs
-/// until the sender is dropped.
+/// until the sender is dropped; dropped itself, it cancels the removals
+/// still waiting (a replica that lost the Lease writes nothing more).
 pub async fn clean_up_after(
     ctx: Arc<Context>,
     mut gone: tokio::sync::mpsc::UnboundedReceiver<String>,
 ) {
-    while let Some(ns) = gone.recv().await {
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(CLEAN_UP_DELAY).await;
-            clean_up(&ctx.client, &ctx.rbac, &ctx.debuggers, &ns).await;
-        });
+    let mut waiting = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            ns = gone.recv() => {
+                let Some(ns) = ns else { break };
+                let ctx = ctx.clone();
+                waiting.spawn(async move {
+                    tokio::time::sleep(CLEAN_UP_DELAY).await;
+                    clean_up(&ctx.client, &ctx.rbac, &ctx.debuggers, &ns).await;
+                });
+            }
+            Some(_) = waiting.join_next(), if !waiting.is_empty() => {}
+        }
     }
+    while waiting.join_next().await.is_some() {}
 }
 
 /// Deletes the workload RBAC of `ns` if no Debugger is left there. Under

@@ -10,6 +10,8 @@
 #                                             tests/e2e/realnodes.sh, images from tests/e2e/images.sh)
 #   tests/e2e/cluster.sh down DIR             stop everything `up` started, by pid, and remove the networks
 #   tests/e2e/cluster.sh status DIR           say what runs
+#   tests/e2e/cluster.sh stop DIR NAME        stop one control-plane process (etcd, kube-apiserver, ...)
+#   tests/e2e/cluster.sh start DIR NAME       start it again with the same command line
 #
 # Kubernetes binaries are built once and cached in
 # ${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}; the project's
@@ -43,7 +45,7 @@ api_port=6443
 etcd_port=23790
 
 die() { echo "cluster.sh: $*" >&2; exit 2; }
-usage() { die "usage: cluster.sh up DIR [--nodes N] [--real N] [--debug] | down DIR | status DIR"; }
+usage() { die "usage: cluster.sh up DIR [--nodes N] [--real N] [--debug] | down DIR | status DIR | stop DIR NAME | start DIR NAME"; }
 # shellcheck source=tests/e2e/realnodes.sh
 . "$here/realnodes.sh"
 
@@ -167,8 +169,34 @@ net_down() {
 start() { # name logfile cmd...
     local name=$1 log=$2
     shift 2
-    setsid "$@" >"$log" 2>&1 </dev/null &
+    # The command line, for `cluster.sh start DIR NAME` after a stop.
+    mkdir -p "$dir/cmds"
+    printf '%s\0' "$log" "$@" >"$dir/cmds/$name"
+    setsid "$@" >>"$log" 2>&1 </dev/null &
     echo $! >"$dir/pids/$name.pid"
+}
+
+# Stops one process `up` started, by its recorded pid: SIGTERM, SIGKILL
+# after 10 s (kill_pid_file, tests/e2e/realnodes.sh).
+stop_process() { kill_pid_file "$dir/pids/$1.pid"; }
+
+# `cluster.sh stop DIR NAME` / `start DIR NAME`: one control-plane process
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, nodesim)
+# stopped, then started again with the same command line, for fault tests.
+cmd_stop() {
+    local name=${1:?which process}
+    [[ -f $dir/cmds/$name ]] || die "no process $name was started in $dir"
+    stop_process "$name"
+    echo "stopped $name"
+}
+
+cmd_start() {
+    local name=${1:?which process} argv
+    [[ -f $dir/cmds/$name ]] || die "no process $name was started in $dir"
+    if pid_alive "$dir/pids/$name.pid"; then die "$name runs already"; fi
+    mapfile -d '' argv <"$dir/cmds/$name"
+    start "$name" "${argv[@]}"
+    echo "started $name (pid $(cat "$dir/pids/$name.pid"))"
 }
 
 wait_http() { # what url tries
@@ -301,19 +329,11 @@ cmd_up() {
 }
 
 cmd_down() {
-    local name p pid i
+    local name
     # Nodes first: they stop their pods' processes and remove their namespaces.
     stop_real_nodes
     for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd dnsmasq registry; do
-        p=$dir/pids/$name.pid
-        [[ -f $p ]] || continue
-        pid=$(cat "$p")
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null || true
-            for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-        rm -f "$p"
+        stop_process "$name"
     done
     net_down
     echo "cluster down: $dir"
@@ -347,5 +367,7 @@ up) cmd_up "$@" ;;
 down) cmd_down ;;
 real-node) real_node_main "${1:?node index}" ;; # inside the node's namespaces (launch_real_nodes)
 status) cmd_status ;;
+stop) cmd_stop "$@" ;;
+start) cmd_start "$@" ;;
 *) usage ;;
 esac

@@ -25,7 +25,12 @@ fn operator_pid() -> Option<i32> {
     std::fs::read_dir("/proc")
         .ok()?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
+        .find(|pid| {
+            // " (deleted)" when the binary was rebuilt since it started.
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
+                p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
+            })
+        })
 }
 
 async fn operator_restarts(c: &Client) -> Result<i32> {
@@ -129,6 +134,11 @@ async fn the_operator_killed_while_reconciling_100_debuggers_converges_after_its
     install_operator();
     let ns = namespace("fault-kill").await;
     let c = client().await;
+    // A test before this one may have restarted it.
+    wait_for(WAIT, "the operator process", || async {
+        Ok(operator_pid().is_some())
+    })
+    .await?;
     let restarts = operator_restarts(&c).await?;
     let before = operator_pid().context("the operator process")?;
 

@@ -1,0 +1,162 @@
+//! The control plane going away under running Debuggers (docs/testing.md,
+//! "Fault tests"): the API server stopped for 30 s, then etcd stopped and
+//! started again. The operator and the pods keep running, and a run
+//! scheduled while the API was gone is in the summary afterwards. These
+//! stop the cluster for every test: cargo runs this binary on its own, and
+//! its one test does both cases in turn.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{ensure, Context as _, Result};
+use combo_e2e::{
+    client, cluster_dir, namespace, project_binary, record, repo_root, wait_for, OPERATOR_NAMESPACE,
+};
+use common::{set_run_at, setup, wait_run};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, Client};
+
+/// `cluster.sh stop|start DIR NAME`.
+fn cluster(action: &str, process: &str) -> Result<()> {
+    let out = Command::new(repo_root().join("tests/e2e/cluster.sh"))
+        .args([action, cluster_dir().to_str().context("dir")?, process])
+        .output()?;
+    ensure!(
+        out.status.success(),
+        "cluster.sh {action} {process}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Pid of the operator process (it runs on a simulated node).
+fn operator_pid() -> Option<i32> {
+    let exe = project_binary("combo-operator");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
+                p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
+            })
+        })
+}
+
+/// Sum of the restart counts of the pods in `ns` matching `labels`.
+async fn restarts(c: &Client, ns: &str, labels: &str) -> Result<i32> {
+    let pods = Api::<Pod>::namespaced(c.clone(), ns)
+        .list(&ListParams::default().labels(labels))
+        .await?;
+    Ok(pods
+        .items
+        .iter()
+        .flat_map(|p| {
+            p.status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+        })
+        .map(|cs| cs.restart_count)
+        .sum())
+}
+
+/// An RFC 3339 time `secs` from now, in UTC.
+fn in_seconds(secs: u64) -> Result<String> {
+    let out = Command::new("date")
+        .args([
+            "-u",
+            "-d",
+            &format!("+{secs} seconds"),
+            "+%Y-%m-%dT%H:%M:%SZ",
+        ])
+        .output()?;
+    Ok(String::from_utf8(out.stdout)?.trim().to_string())
+}
+
+/// Waits until the API server answers again (a fresh client each try).
+async fn api_back() -> Result<()> {
+    wait_for(Duration::from_secs(180), "the API server back", || async {
+        let c = client().await;
+        Ok(Api::<Pod>::namespaced(c, "default")
+            .list(&ListParams::default().limit(1))
+            .await
+            .is_ok())
+    })
+    .await
+}
+
+const OPERATOR: &str = "app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator";
+
+/// Stops `process` for `down`, with a run due in the middle of it, starts
+/// it again and checks what survived. Returns what went wrong.
+async fn outage(process: &str, down: Duration, ns: &str, debugger: &str) -> Result<()> {
+    let c = client().await;
+    let selector = combo_api::keys::debugger_selector(debugger);
+    let (pods_before, op_before) = (
+        restarts(&c, ns, &selector).await?,
+        restarts(&c, OPERATOR_NAMESPACE, OPERATOR).await?,
+    );
+    let pid = operator_pid().context("the operator process")?;
+    let run_at = in_seconds(down.as_secs() / 2)?;
+    set_run_at(&c, ns, debugger, &run_at).await?;
+
+    cluster("stop", process)?;
+    tokio::time::sleep(down).await;
+    cluster("start", process)?;
+    api_back().await?;
+
+    let c = client().await;
+    // The run due during the outage: every node's report, then its key.
+    wait_run(&c, ns, &format!("{debugger}-summary"), &run_at).await?;
+    ensure!(
+        operator_pid() == Some(pid),
+        "the operator process kept running (pid {pid}, now {:?})",
+        operator_pid()
+    );
+    ensure!(
+        restarts(&c, OPERATOR_NAMESPACE, OPERATOR).await? == op_before,
+        "the operator container was not restarted"
+    );
+    ensure!(
+        restarts(&c, ns, &selector).await? == pods_before,
+        "no runner or pinger container was restarted"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_server_and_etcd_going_away_lose_no_run_and_restart_nothing() -> Result<()> {
+    let ns = namespace("outage").await;
+    let c = client().await;
+    setup(&c, &ns.name, "steady").await?;
+    wait_for(Duration::from_secs(120), "the operator process", || async {
+        Ok(operator_pid().is_some())
+    })
+    .await?;
+
+    let mut failures = Vec::new();
+    for (process, down, case) in [
+        (
+            "kube-apiserver",
+            Duration::from_secs(30),
+            "API server stopped for 30 s",
+        ),
+        (
+            "etcd",
+            Duration::from_secs(20),
+            "etcd stopped for 20 s and restarted",
+        ),
+    ] {
+        let result = outage(process, down, &ns.name, "steady").await;
+        // A process left stopped by a failed case would fail every test after.
+        let _ = cluster("start", process);
+        record("faults", case, 1, u64::from(result.is_ok()), 0);
+        if let Err(e) = result {
+            failures.push(format!("{case}: {e:#}"));
+        }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
