@@ -1,0 +1,213 @@
+//! Two operator replicas with `--leader-elect` (docs/operator.md, "Leader
+//! election"): exactly one writes; when the leader is SIGKILLed and its
+//! pod is gone (as with its node), the standby takes the Lease within the
+//! Lease time plus one check, and writes nothing before. This scales the operator
+//! every test shares: cargo runs this binary on its own.
+
+use std::io::{Read as _, Write as _};
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context as _, Result};
+use combo_e2e::{
+    apply_yaml, client, install_operator, kubectl_ok, namespace, record, running_and_ready,
+    wait_for, OPERATOR_NAMESPACE,
+};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+const WAIT: Duration = Duration::from_secs(120);
+const OPERATOR: &str = "app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator";
+/// Lease duration (15 s) plus a standby's check interval (5 s): the latest
+/// a standby may take over after the leader's last renewal.
+const HANDOVER: Duration = Duration::from_secs(20);
+
+/// The operator's API writes so far, from its `/metrics` on the pod's
+/// address (the metrics server runs on standbys too).
+fn writes(ip: &str) -> Result<u64> {
+    let mut s = std::net::TcpStream::connect((ip, 8080))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: operator\r\n\r\n")?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    ensure!(
+        text.starts_with("HTTP/1.") && text.contains(" 200 "),
+        "metrics: {text}"
+    );
+    Ok(text
+        .lines()
+        .filter(|l| l.starts_with("combo_operator_api_writes_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64)
+}
+
+async fn replicas(c: &Client) -> Result<Vec<Pod>> {
+    Ok(Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
+        .list(&ListParams::default().labels(OPERATOR))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
+
+async fn holder(c: &Client) -> Result<String> {
+    let lease = Api::<Lease>::namespaced(c.clone(), OPERATOR_NAMESPACE)
+        .get("kube-combo-operator")
+        .await?;
+    Ok(lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default())
+}
+
+fn ip_of(p: &Pod) -> Result<String> {
+    p.status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .context("pod IP")
+}
+
+/// Pid of the operator process running as pod `name` (its POD_NAME).
+fn pid_of(name: &str) -> Option<i32> {
+    let want = format!("POD_NAME={name}");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+            exe.to_string_lossy().contains("combo-operator")
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
+        })
+}
+
+fn debugger(name: &str) -> String {
+    format!("apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n  selector:\n    kubecombo.io/leader-test: none\n")
+}
+
+async fn daemonset(c: &Client, ns: &str, name: &str) -> Result<()> {
+    wait_for(WAIT, &format!("DaemonSet {name}"), || async {
+        Ok(Api::<DaemonSet>::namespaced(c.clone(), ns)
+            .get_opt(name)
+            .await?
+            .is_some())
+    })
+    .await
+}
+
+async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<Duration> {
+    kubectl_ok(&[
+        "scale",
+        "deployment/combo-operator",
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--replicas",
+        "2",
+    ])?;
+    wait_for(WAIT, "two Ready operator replicas", || async {
+        Ok(replicas(c)
+            .await?
+            .iter()
+            .filter(|p| running_and_ready(p))
+            .count()
+            == 2)
+    })
+    .await?;
+    let pods = replicas(c).await?;
+    let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
+    wait_for(WAIT, "a replica holding the Lease", || async {
+        Ok(names.contains(&holder(c).await?))
+    })
+    .await?;
+    let leader = holder(c).await?;
+    let (lead, standby): (Vec<&Pod>, Vec<&Pod>) = pods.iter().partition(|p| p.name_any() == leader);
+    let (lead, standby) = (lead[0], standby[0]);
+
+    apply_yaml(ns, &debugger("before"))?;
+    daemonset(c, ns, "before").await?;
+    ensure!(writes(&ip_of(lead)?)? > 0, "the leader wrote the workload");
+    ensure!(
+        writes(&ip_of(standby)?)? == 0,
+        "the standby {} wrote nothing",
+        standby.name_any()
+    );
+
+    let pid = pid_of(&leader).context("the leader's process")?;
+    let killed = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()?;
+    ensure!(status.success(), "kill -KILL {pid}");
+    // Its pod goes too, as with its node: restarted in place, the same
+    // identity would take its own Lease straight back.
+    kubectl_ok(&[
+        "delete",
+        "pod",
+        &leader,
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--grace-period=0",
+        "--force",
+        "--wait=false",
+    ])?;
+    let taker = standby.name_any();
+    let standby_ip = ip_of(standby)?;
+    let deadline = killed + WAIT;
+    loop {
+        let now = holder(c).await?;
+        if now == taker {
+            break;
+        }
+        ensure!(
+            now == leader || now.is_empty(),
+            "the Lease went to {now:?}, not the standby"
+        );
+        ensure!(
+            writes(&standby_ip)? == 0,
+            "the standby wrote before it held the Lease"
+        );
+        ensure!(
+            Instant::now() < deadline,
+            "the standby did not take the Lease"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let handover = killed.elapsed();
+    apply_yaml(ns, &debugger("after"))?;
+    daemonset(c, ns, "after").await?;
+    ensure!(writes(&ip_of(standby)?)? > 0, "the new leader writes");
+    ensure!(
+        handover <= HANDOVER + Duration::from_secs(5),
+        "handover took {handover:?}"
+    );
+    Ok(handover)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn of_two_replicas_one_writes_and_the_standby_takes_over_when_the_leader_is_killed(
+) -> Result<()> {
+    install_operator();
+    let ns = namespace("leader").await;
+    let c = client().await;
+    let result = two_replicas_one_writer(&c, &ns.name).await;
+    let case = match &result {
+        Ok(d) => format!(
+            "two operator replicas, leader SIGKILLed: handover after {:.1} s",
+            d.as_secs_f64()
+        ),
+        Err(_) => "two operator replicas, leader SIGKILLed".to_string(),
+    };
+    record("faults", &case, 1, u64::from(result.is_ok()), 0);
+    kubectl_ok(&[
+        "scale",
+        "deployment/combo-operator",
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--replicas",
+        "1",
+    ])?;
+    result.map(drop)
+}
