@@ -1,8 +1,9 @@
-//! Two operator replicas with `--leader-elect` (docs/operator.md, "Leader
-//! election"): exactly one writes; when the leader is SIGKILLed and its
-//! pod is gone (as with its node), the standby takes the Lease within the
-//! Lease time plus one check, and writes nothing before. This scales the operator
-//! every test shares: cargo runs this binary on its own.
+//! Two operator replicas with `--leader-elect`: exactly one writes; when
+//! the leader is SIGKILLed and its pod is gone (as with its node), the
+//! standby takes the Lease within the Lease time plus one check, and
+//! writes nothing before. See docs/operator.md, "Leader election".
+//! This scales the operator every test shares: cargo runs this binary on
+//! its own.
 
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};

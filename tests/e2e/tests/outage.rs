@@ -1,6 +1,6 @@
-//! The control plane going away under running Debuggers (docs/testing.md,
-//! "Fault tests"): the API server stopped for 30 s, then etcd stopped and
-//! started again. The operator and the pods keep running, and a run
+//! The control plane going away under running Debuggers, as listed in
+//! docs/testing.md, "Fault tests": the API server stopped for 30 s, then
+//! etcd stopped and started again. The operator and the pods keep running, and a run
 //! scheduled while the API was gone is in the summary afterwards. These
 //! stop the cluster for every test: cargo runs this binary on its own, and
 //! its one test does both cases in turn.
