@@ -3,6 +3,8 @@
 //! test binaries one after another, so only this binary's tests see it,
 //! and each waits until all is converged again before it ends.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -220,6 +222,104 @@ async fn the_operator_killed_while_reconciling_100_debuggers_converges_after_its
         1,
         u64::from(result.is_ok()),
         lost,
+    );
+    result
+}
+
+/// Pid of the runner process of the pod in `ns` on `node`.
+fn runner_pid(ns: &str, node: &str) -> Option<i32> {
+    let (want_ns, want_node) = (format!("POD_NAMESPACE={ns}"), format!("NODE_NAME={node}"));
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+            exe.to_string_lossy().contains("combo-runner")
+                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+                    vars.contains(&want_ns.as_bytes()) && vars.contains(&want_node.as_bytes())
+                })
+        })
+}
+
+const SLOW_SCRIPTS: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: slow-scripts
+data:
+  disk.slow.sh: |
+    #!/bin/sh
+    sleep 6
+    echo "err slow-$RUN_ID done on $NODE_NAME"
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runner_killed_in_the_middle_of_a_run_leaves_its_previous_report_whole() -> Result<()> {
+    install_operator();
+    let ns = namespace("fault-runner").await;
+    let c = client().await;
+    combo_e2e::apply_yaml(&ns.name, SLOW_SCRIPTS)?;
+    combo_e2e::apply_yaml(&ns.name, &common::debugger_yaml("slow", "slow-scripts", ""))?;
+    common::wait_pods(&c, &ns.name, "slow").await?;
+    let node = combo_e2e::nodes()[0].clone();
+    let reports = Api::<combo_api::DebuggerReport>::namespaced(c.clone(), &ns.name);
+    let name = combo_api::report::report_name("slow", &node);
+
+    let first = common::now_rfc3339();
+    common::set_run_at(&c, &ns.name, "slow", &first).await?;
+    common::wait_run(&c, &ns.name, "slow-summary", &first).await?;
+    let before = reports.get(&name).await?.spec;
+
+    let result = async {
+        // The next run: killed while its script sleeps.
+        let second = common::now_rfc3339();
+        common::set_run_at(&c, &ns.name, "slow", &second).await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let pid = runner_pid(&ns.name, &node).context("the runner's process")?;
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()?;
+        anyhow::ensure!(killed.success(), "kill -KILL {pid}");
+        // Until the restarted runner finishes the run, the report is the
+        // previous one, whole; then the new one, whole.
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let now = reports.get(&name).await?.spec;
+            if now.run_at == second {
+                anyhow::ensure!(
+                    !now.finished_at.is_empty()
+                        && now.failed_items >= 1
+                        && now.categories["disk"].values().any(|r| r
+                            .err
+                            .as_deref()
+                            .is_some_and(|e| e.contains(&format!("done on {node}")))),
+                    "the new report is whole: {now:?}"
+                );
+                break;
+            }
+            anyhow::ensure!(
+                now == before,
+                "until then the previous report, unchanged: {now:?}"
+            );
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "the run after the restart"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        // The run after that works as usual.
+        let third = common::now_rfc3339();
+        common::set_run_at(&c, &ns.name, "slow", &third).await?;
+        common::wait_run(&c, &ns.name, "slow-summary", &third).await?;
+        anyhow::Ok(())
+    }
+    .await;
+    record(
+        "faults",
+        "a runner SIGKILLed in the middle of a run",
+        1,
+        u64::from(result.is_ok()),
+        0,
     );
     result
 }
