@@ -368,3 +368,18 @@ pub fn record(area: &str, case: &str, tried: u64, handled: u64, lost: u64) {
         eprintln!("suite report {}: {e}", path.display());
     }
 }
+
+/// Pid of the operator process of a cluster of simulated nodes (its pod
+/// runs `combo-operator` from the project's build as a host process), from
+/// /proc; a binary rebuilt since it started still counts.
+pub fn operator_pid() -> Option<i32> {
+    let exe = project_binary("combo-operator");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
+                p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
+            })
+        })
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use combo_api::Debugger;
 use combo_e2e::{
-    client, install_operator, namespace, project_binary, record, wait_for, OPERATOR_NAMESPACE,
+    client, install_operator, namespace, operator_pid, record, wait_for, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
@@ -20,20 +20,6 @@ use kube::{Api, Client, ResourceExt};
 
 const WAIT: Duration = Duration::from_secs(180);
 const DEBUGGERS: usize = 100;
-
-/// Pid of the operator process, from /proc (it runs on a simulated node).
-fn operator_pid() -> Option<i32> {
-    let exe = project_binary("combo-operator");
-    std::fs::read_dir("/proc")
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| {
-            // " (deleted)" when the binary was rebuilt since it started.
-            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
-                p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
-            })
-        })
-}
 
 async fn operator_restarts(c: &Client) -> Result<i32> {
     let pods = Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context as _, Result};
 use combo_e2e::{
-    client, cluster_dir, namespace, project_binary, record, repo_root, wait_for, OPERATOR_NAMESPACE,
+    client, cluster_dir, namespace, operator_pid, record, repo_root, wait_for, OPERATOR_NAMESPACE,
 };
 use common::{set_run_at, setup, wait_run};
 use k8s_openapi::api::core::v1::Pod;
@@ -30,19 +30,6 @@ fn cluster(action: &str, process: &str) -> Result<()> {
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(())
-}
-
-/// Pid of the operator process (it runs on a simulated node).
-fn operator_pid() -> Option<i32> {
-    let exe = project_binary("combo-operator");
-    std::fs::read_dir("/proc")
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
-                p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
-            })
-        })
 }
 
 /// Sum of the restart counts of the pods in `ns` matching `labels`.
