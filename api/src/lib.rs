@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod debugger;
 pub mod hash;
+pub mod http;
 pub mod keys;
 pub mod pinger;
 pub mod report;

@@ -3,16 +3,15 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use combo_api::http;
 use prometheus_client::encoding::{text, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 use crate::engine::Report;
 use crate::targets::Target;
@@ -173,7 +172,27 @@ pub enum Error {
     },
 }
 
-/// Binds `addr` and serves `/metrics` (and `/healthz`) until the task is aborted.
+/// What the pinger's endpoint answers: `/metrics`, and `/healthz` and
+/// `/readyz` (always ok while the process runs).
+struct Endpoint(Arc<Metrics>);
+
+impl http::Routes for Endpoint {
+    fn route(&self, method: &str, path: &str) -> http::Response {
+        match (method, path) {
+            ("GET", "/metrics") => http::Response {
+                code: 200,
+                content_type: http::OPENMETRICS,
+                body: self.0.encode(),
+            },
+            ("GET", "/healthz" | "/readyz") => http::Response::text(200, "ok\n"),
+            ("GET", _) => http::Response::text(404, "not found\n"),
+            _ => http::Response::text(405, "method not allowed\n"),
+        }
+    }
+}
+
+/// Binds `addr` and serves `/metrics` (and `/healthz`, `/readyz`) until the
+/// task is aborted (the server and its limits: [`combo_api::http`]).
 pub async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
@@ -182,53 +201,10 @@ pub async fn serve(
         .await
         .map_err(|source| Error::Bind { addr, source })?;
     tracing::info!(%addr, "serving metrics");
-    Ok(tokio::spawn(async move {
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    let m = metrics.clone();
-                    tokio::spawn(async move {
-                        let _ =
-                            tokio::time::timeout(Duration::from_secs(10), answer(stream, &m)).await;
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "metrics accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }))
-}
-
-async fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let request = String::from_utf8_lossy(&buf);
-    let path = request.split_whitespace().nth(1).unwrap_or("");
-    let (status, content_type, body) = match path.split('?').next() {
-        Some("/metrics") => (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.encode(),
-        ),
-        Some("/healthz") | Some("/readyz") => ("200 OK", "text/plain", "ok\n".to_string()),
-        _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await
+    Ok(tokio::spawn(http::serve(
+        listener,
+        Arc::new(Endpoint(metrics)),
+    )))
 }
 
 #[cfg(test)]
@@ -237,6 +213,9 @@ mod tests {
     use crate::round::{evaluate, Outcome, Thresholds};
     use crate::targets::Kind;
     use combo_api::pinger::Host;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
     fn report(outcomes: Vec<Outcome>) -> Report {
         let limits = Thresholds::default();
