@@ -383,3 +383,25 @@ pub fn operator_pid() -> Option<i32> {
             })
         })
 }
+
+/// Labels of the operator's pods.
+pub const OPERATOR_LABELS: &str =
+    "app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator";
+
+/// Sum of the container restart counts of the pods in `ns` matching the
+/// label selector `labels`.
+pub async fn restarts(c: &Client, ns: &str, labels: &str) -> Result<i32> {
+    let pods = Api::<Pod>::namespaced(c.clone(), ns)
+        .list(&kube::api::ListParams::default().labels(labels))
+        .await?;
+    Ok(pods
+        .items
+        .iter()
+        .flat_map(|p| {
+            p.status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+        })
+        .map(|cs| cs.restart_count)
+        .sum())
+}

@@ -11,34 +11,16 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use combo_api::Debugger;
 use combo_e2e::{
-    client, install_operator, namespace, operator_pid, record, wait_for, OPERATOR_NAMESPACE,
+    client, install_operator, namespace, operator_pid, record, restarts, wait_for, OPERATOR_LABELS,
+    OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
 const WAIT: Duration = Duration::from_secs(180);
 const DEBUGGERS: usize = 100;
-
-async fn operator_restarts(c: &Client) -> Result<i32> {
-    let pods = Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
-        .list(
-            &ListParams::default()
-                .labels("app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator"),
-        )
-        .await?;
-    Ok(pods
-        .items
-        .iter()
-        .flat_map(|p| {
-            p.status
-                .iter()
-                .flat_map(|s| s.container_statuses.iter().flatten())
-        })
-        .map(|cs| cs.restart_count)
-        .sum())
-}
 
 fn debuggers_yaml(n: usize) -> String {
     (0..n)
@@ -127,7 +109,7 @@ async fn the_operator_killed_while_reconciling_100_debuggers_converges_after_its
         Ok(operator_pid().is_some())
     })
     .await?;
-    let restarts = operator_restarts(&c).await?;
+    let restarted = restarts(&c, OPERATOR_NAMESPACE, OPERATOR_LABELS).await?;
     let before = operator_pid().context("the operator process")?;
 
     let file = std::env::temp_dir().join(format!("{}-debuggers.yaml", ns.name));
@@ -167,8 +149,10 @@ async fn the_operator_killed_while_reconciling_100_debuggers_converges_after_its
 
     let result = async {
         wait_for(WAIT, "the operator restarted", || async {
-            Ok(operator_restarts(&c).await? > restarts
-                && operator_pid().is_some_and(|p| p != before))
+            Ok(
+                restarts(&c, OPERATOR_NAMESPACE, OPERATOR_LABELS).await? > restarted
+                    && operator_pid().is_some_and(|p| p != before),
+            )
         })
         .await?;
         let converged = wait_for(

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context as _, Result};
 use combo_e2e::{
     apply_yaml, client, install_operator, kubectl_ok, namespace, record, running_and_ready,
-    wait_for, OPERATOR_NAMESPACE,
+    wait_for, OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -20,7 +20,6 @@ use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
 const WAIT: Duration = Duration::from_secs(120);
-const OPERATOR: &str = "app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator";
 /// Lease duration (15 s) plus a standby's check interval (5 s): the latest
 /// a standby may take over after the leader's last renewal.
 const HANDOVER: Duration = Duration::from_secs(20);
@@ -46,7 +45,7 @@ fn writes(ip: &str) -> Result<u64> {
 
 async fn replicas(c: &Client) -> Result<Vec<Pod>> {
     Ok(Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
-        .list(&ListParams::default().labels(OPERATOR))
+        .list(&ListParams::default().labels(OPERATOR_LABELS))
         .await?
         .items
         .into_iter()
@@ -99,15 +98,20 @@ async fn daemonset(c: &Client, ns: &str, name: &str) -> Result<()> {
     .await
 }
 
-async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<Duration> {
+fn scale(replicas: u32) -> Result<()> {
     kubectl_ok(&[
         "scale",
         "deployment/combo-operator",
         "-n",
         OPERATOR_NAMESPACE,
         "--replicas",
-        "2",
-    ])?;
+        &replicas.to_string(),
+    ])
+    .map(drop)
+}
+
+async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<Duration> {
+    scale(2)?;
     wait_for(WAIT, "two Ready operator replicas", || async {
         Ok(replicas(c)
             .await?
@@ -202,13 +206,6 @@ async fn of_two_replicas_one_writes_and_the_standby_takes_over_when_the_leader_i
         Err(_) => "two operator replicas, leader SIGKILLed".to_string(),
     };
     record("faults", &case, 1, u64::from(result.is_ok()), 0);
-    kubectl_ok(&[
-        "scale",
-        "deployment/combo-operator",
-        "-n",
-        OPERATOR_NAMESPACE,
-        "--replicas",
-        "1",
-    ])?;
+    scale(1)?;
     result.map(drop)
 }

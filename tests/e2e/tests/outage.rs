@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context as _, Result};
 use combo_e2e::{
-    client, cluster_dir, namespace, operator_pid, record, repo_root, wait_for, OPERATOR_NAMESPACE,
+    client, cluster_dir, namespace, operator_pid, record, repo_root, restarts, wait_for,
+    OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
 use common::{set_run_at, setup, wait_run};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
-use kube::{Api, Client};
+use kube::Api;
 
 /// `cluster.sh stop|start DIR NAME`.
 fn cluster(action: &str, process: &str) -> Result<()> {
@@ -30,23 +31,6 @@ fn cluster(action: &str, process: &str) -> Result<()> {
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(())
-}
-
-/// Sum of the restart counts of the pods in `ns` matching `labels`.
-async fn restarts(c: &Client, ns: &str, labels: &str) -> Result<i32> {
-    let pods = Api::<Pod>::namespaced(c.clone(), ns)
-        .list(&ListParams::default().labels(labels))
-        .await?;
-    Ok(pods
-        .items
-        .iter()
-        .flat_map(|p| {
-            p.status
-                .iter()
-                .flat_map(|s| s.container_statuses.iter().flatten())
-        })
-        .map(|cs| cs.restart_count)
-        .sum())
 }
 
 /// An RFC 3339 time `secs` from now, in UTC.
@@ -74,8 +58,6 @@ async fn api_back() -> Result<()> {
     .await
 }
 
-const OPERATOR: &str = "app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator";
-
 /// Stops `process` for `down`, with a run due in the middle of it, starts
 /// it again and checks what survived. Returns what went wrong.
 async fn outage(process: &str, down: Duration, ns: &str, debugger: &str) -> Result<()> {
@@ -83,7 +65,7 @@ async fn outage(process: &str, down: Duration, ns: &str, debugger: &str) -> Resu
     let selector = combo_api::keys::debugger_selector(debugger);
     let (pods_before, op_before) = (
         restarts(&c, ns, &selector).await?,
-        restarts(&c, OPERATOR_NAMESPACE, OPERATOR).await?,
+        restarts(&c, OPERATOR_NAMESPACE, OPERATOR_LABELS).await?,
     );
     let pid = operator_pid().context("the operator process")?;
     let run_at = in_seconds(down.as_secs() / 2)?;
@@ -103,7 +85,7 @@ async fn outage(process: &str, down: Duration, ns: &str, debugger: &str) -> Resu
         operator_pid()
     );
     ensure!(
-        restarts(&c, OPERATOR_NAMESPACE, OPERATOR).await? == op_before,
+        restarts(&c, OPERATOR_NAMESPACE, OPERATOR_LABELS).await? == op_before,
         "the operator container was not restarted"
     );
     ensure!(
