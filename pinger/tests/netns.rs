@@ -188,6 +188,67 @@ impl Drop for Routed {
 }
 
 #[test]
+fn a_peer_whose_link_goes_down_fails_while_the_others_keep_their_rhythm_and_recovers() {
+    let net = Routed::new();
+    let far_link = format!("{}b", &net.b.name[..8]);
+    let b = net.b.name.clone();
+    let link = move |state: &str| {
+        netns::run(&[
+            "ip", "netns", "exec", &b, "ip", "link", "set", &far_link, state,
+        ]);
+    };
+    let targets = icmp_targets(&["10.99.0.2", "127.0.0.1"]);
+    let (during_down, near_rounds, recovered) = net.a.block_on(move || async move {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut engine = Engine::new(settings(200, 400, 1), tx, 7, None);
+        engine.set_targets(&targets);
+        // Per round of the peer: whether its probe was answered.
+        let (mut far, mut near) = (Vec::new(), 0usize);
+        let (mut down_at, mut recovered) = (None, false);
+        while let Some(r) = rx.recv().await {
+            let answered = matches!(r.outcomes[..], [combo_pinger::round::Outcome::Ok(_)]);
+            match r.target.label().as_str() {
+                "127.0.0.1" => near += 1,
+                _ => far.push(answered),
+            }
+            // Three answered rounds, then the link goes down for five of
+            // the peer's rounds, then up again until a round is answered.
+            if down_at.is_none() && far.len() == 3 {
+                link("down");
+                down_at = Some((near, far.len()));
+            }
+            if let Some((_, at)) = down_at {
+                if far.len() == at + 5 {
+                    link("up");
+                }
+                if far.len() > at + 5 && far.last() == Some(&true) {
+                    recovered = true;
+                    break;
+                }
+                if far.len() > at + 60 {
+                    break;
+                }
+            }
+        }
+        drop(engine);
+        let (near_at, at) = down_at.expect("the link went down");
+        // Rounds that started once the link was down (one may have been
+        // in flight).
+        let during: Vec<bool> = far[at + 1..at + 5].to_vec();
+        (during, near - near_at, recovered)
+    });
+    assert_eq!(
+        during_down, [false; 4],
+        "the peer is not answered while its link is down"
+    );
+    assert!(
+        near_rounds >= 8,
+        "the other target kept its rhythm: {near_rounds} rounds meanwhile"
+    );
+    assert!(recovered, "the peer is answered again once its link is up");
+}
+
+#[test]
 fn the_gateway_of_the_real_default_route_and_the_resolv_conf_server_are_probed() {
     let net = Routed::new();
     net.b
