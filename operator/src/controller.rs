@@ -698,7 +698,7 @@ pub fn error_policy(dbg: Arc<Debugger>, err: &Error, ctx: Arc<Context>) -> Actio
 
 /// Delay after the `n`th consecutive failure. Pure.
 pub fn backoff(n: u32) -> Duration {
-    Duration::from_secs(1u64 << n.saturating_sub(1).min(9)).min(Duration::from_secs(300))
+    combo_api::retry::doubling(Duration::from_secs(1), Duration::from_secs(300), n)
 }
 
 #[cfg(test)]

@@ -61,9 +61,7 @@ pub fn spread_delay(node: &str, window: Duration) -> Duration {
 
 /// `first` doubled for each attempt after the first, at most `max`.
 fn doubling((first, max): (Duration, Duration), attempt: u32) -> Duration {
-    first
-        .saturating_mul(1 << attempt.clamp(1, 16).saturating_sub(1))
-        .min(max)
+    combo_api::retry::doubling(first, max, attempt)
 }
 
 /// How long attempt `attempt` (from 1) to write a summary may take.
