@@ -15,6 +15,7 @@ pub mod retry;
 pub mod runat;
 mod schema;
 pub mod summary;
+pub mod table;
 
 pub use debugger::{Category, Debugger, DebuggerSpec, DebuggerStatus, WorkloadType};
 pub use pinger::{Pinger, PingerSpec, PingerStatus};

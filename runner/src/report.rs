@@ -61,12 +61,7 @@ pub fn render(summary: &NodeSummary, format: Format) -> String {
 
 /// One row per item, failures marked `FAIL`, and a closing count line.
 pub fn table(summary: &NodeSummary) -> String {
-    let mut rows = vec![[
-        "CATEGORY".to_string(),
-        "ITEM".to_string(),
-        "STATUS".to_string(),
-        "MESSAGE".to_string(),
-    ]];
+    let mut rows = Vec::new();
     let mut total = 0;
     for (cat, items) in &summary.categories {
         for (item, r) in items {
@@ -75,22 +70,10 @@ pub fn table(summary: &NodeSummary) -> String {
                 Some(e) => ("FAIL", e.replace(['\n', '\r'], " ")),
                 None => ("ok", String::new()),
             };
-            rows.push([cat.clone(), item.clone(), status.to_string(), msg]);
+            rows.push(vec![cat.clone(), item.clone(), status.to_string(), msg]);
         }
     }
-    let width = |col: usize| {
-        rows.iter()
-            .map(|r| r[col].chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let (w0, w1, w2) = (width(0), width(1), width(2));
-    let mut out = String::new();
-    for r in &rows {
-        let line = format!("{:w0$}  {:w1$}  {:w2$}  {}", r[0], r[1], r[2], r[3]);
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let mut out = combo_api::table::table(&["CATEGORY", "ITEM", "STATUS", "MESSAGE"], &rows, 2);
     let failed = summary.failed().count();
     out.push_str(&format!(
         "\nrun {}: {total} items, {failed} failed\n",

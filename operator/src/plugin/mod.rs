@@ -12,29 +12,7 @@ use kube::ResourceExt;
 
 /// Formats rows as left-aligned columns separated by three spaces, like kubectl.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let last = cells.len().saturating_sub(1);
-        let mut out = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i == last {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<w$}   "));
-            }
-        }
-        out.trim_end().to_string() + "\n"
-    };
-    let mut out = line(header.to_vec());
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
-    }
-    out
+    combo_api::table::table(header, rows, 3)
 }
 
 /// The run id of a summary's `runAt`, or the value itself if it is not a time.
