@@ -28,7 +28,6 @@ use crate::schema;
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = schema::drop_empty_string_defaults)]
 pub struct DebuggerSpec {
     /// Kind of workload: `pod` (one Pod, restartPolicy Never) or `daemonset`
     /// (one pod per selected node).
@@ -129,7 +128,6 @@ pub struct DebuggerSpec {
 /// Observed state of a Debugger.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = schema::drop_empty_string_defaults)]
 pub struct DebuggerStatus {
     /// The generation of the spec this status describes.
     #[serde(default)]

@@ -31,7 +31,6 @@ pub const DNS_SERVER_PATTERN: &str = r"^(\[[0-9A-Fa-f:.%]+\](:[0-9]{1,5})?|[0-9A
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = schema::drop_empty_string_defaults)]
 pub struct PingerSpec {
     /// Pinger image; empty means the operator's `--pinger-image`.
     #[serde(default)]

@@ -24,18 +24,3 @@ pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
         "pattern": r"^([0-9]+(\.[0-9]+)?)(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$",
     })
 }
-
-/// Removes `default: ""` from every property: Kubernetes 1.20 reads an empty
-/// string default as null and rejects the CRD. serde still defaults the
-/// field to the empty string.
-pub(crate) fn drop_empty_string_defaults(schema: &mut Schema) {
-    if let Some(props) = schema.get_mut("properties").and_then(|p| p.as_object_mut()) {
-        for prop in props.values_mut() {
-            if let Some(obj) = prop.as_object_mut() {
-                if obj.get("default").and_then(|d| d.as_str()) == Some("") {
-                    obj.remove("default");
-                }
-            }
-        }
-    }
-}
