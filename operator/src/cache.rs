@@ -18,10 +18,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::Resource;
-use tokio::sync::watch;
 
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
 
+use crate::readiness::Readiness;
 use crate::render::spec_hash_of;
 use crate::reports::Reports;
 
@@ -67,34 +67,6 @@ fn key_of(meta: &ObjectMeta) -> Key {
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone().unwrap_or_default(),
     )
-}
-
-/// Whether a watch has listed once. Any number of tasks may wait for it.
-/// (kube's `Store::wait_until_ready` wakes only the task that polled it
-/// last, so concurrent reconciles waiting on it could wait forever.)
-#[derive(Clone, Debug)]
-pub struct Readiness(watch::Sender<bool>);
-
-impl Default for Readiness {
-    fn default() -> Self {
-        Readiness(watch::Sender::new(false))
-    }
-}
-
-impl Readiness {
-    /// Marks the watch as listed when `event` ends a list.
-    pub fn observe<K>(&self, event: &watcher::Event<K>) {
-        if matches!(event, watcher::Event::InitDone) {
-            self.0.send_replace(true);
-        }
-    }
-
-    /// Waits until the watch has listed once.
-    pub async fn wait(&self) {
-        let mut rx = self.0.subscribe();
-        // The sender lives as long as self.
-        let _ = rx.wait_for(|ready| *ready).await;
-    }
 }
 
 /// The summary ConfigMaps the watch has seen, reduced.
@@ -397,27 +369,6 @@ mod tests {
         assert!(Summary::of(&c).foreign_managers);
         c.metadata.managed_fields = Some(vec![entry("kubectl-create", "Update")]);
         assert!(Summary::of(&c).foreign_managers);
-    }
-
-    #[tokio::test]
-    async fn every_task_waiting_for_a_watch_wakes_when_it_has_listed() {
-        let ready = Readiness::default();
-        let waiters: Vec<_> = (0..8)
-            .map(|_| {
-                let r = ready.clone();
-                tokio::spawn(async move { r.wait().await })
-            })
-            .collect();
-        tokio::task::yield_now().await;
-        ready.observe::<ConfigMap>(&watcher::Event::Init);
-        ready.observe::<ConfigMap>(&watcher::Event::InitDone);
-        for w in waiters {
-            tokio::time::timeout(Duration::from_secs(5), w)
-                .await
-                .expect("every waiter wakes")
-                .unwrap();
-        }
-        ready.wait().await;
     }
 
     #[test]

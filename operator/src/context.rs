@@ -12,7 +12,7 @@ use crate::cache::Caches;
 use crate::coalesce::Coalesce;
 use crate::metrics::Metrics;
 use crate::pace::Pace;
-use crate::rbac::Namespaces;
+use crate::rbac;
 use crate::render::Images;
 
 /// Shared state of the controller.
@@ -25,15 +25,14 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Publishes Events on Debuggers.
     pub recorder: Recorder,
-    /// Every Debugger the controller sees: Pinger changes map through it,
-    /// and the workload RBAC of a namespace lists its Debuggers.
+    /// Every Debugger the controller sees: Pinger changes map through it.
     pub debuggers: Store<Debugger>,
     /// What reconciles read: the owned objects and Pingers the watches see.
     pub caches: Caches,
-    /// The workload RBAC of each namespace: what was last applied (a
-    /// reconcile reads or writes it only when that does not cover its
-    /// Debugger) and its background writer.
-    pub rbac: Namespaces,
+    /// The writer of each namespace's workload RBAC, with what it last
+    /// applied (a reconcile reads or writes it only when that does not
+    /// cover its Debugger).
+    pub rbac: Arc<rbac::Writer>,
     /// Holds statuses and Events back while workloads are being written.
     pub pace: Pace,
     /// The status last written per Debugger uid. A reconcile can run on a

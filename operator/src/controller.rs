@@ -19,7 +19,7 @@ use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
 
-use crate::cache::{self, Caches, Readiness, Slim};
+use crate::cache::{self, Caches, Slim};
 use crate::cli::RunArgs;
 use crate::context::Context;
 use crate::fetch::{self, Observed};
@@ -27,6 +27,7 @@ use crate::http::{self, Health};
 use crate::leader::{self, Elector};
 use crate::metrics::Metrics;
 use crate::pinger_status::{self, PingerContext};
+use crate::readiness::Readiness;
 use crate::render::{self, Images};
 use crate::status::{self, PodCounts};
 use crate::validate::{self, validate, Invalid};
@@ -237,6 +238,12 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         |_| (),
     );
     let users_store = store.clone();
+    let rbac = Arc::new(rbac::Writer {
+        client: client.clone(),
+        metrics: metrics.clone(),
+        debuggers: store.clone(),
+        namespaces: Default::default(),
+    });
     let ctx = Arc::new(Context {
         client: client.clone(),
         images: Images {
@@ -253,7 +260,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         ),
         debuggers: store,
         caches,
-        rbac: Default::default(),
+        rbac: rbac.clone(),
         pace: Default::default(),
         written: Default::default(),
         failures: Default::default(),
@@ -262,9 +269,8 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         runs_seen: Default::default(),
     });
     // Driven here, not spawned: it stops with the controller.
-    let cleaner = ctx.clone();
     let cleanup = async move {
-        rbac::clean_up_after(cleaner, gone_rx).await;
+        rbac::clean_up_after(rbac, gone_rx).await;
         std::future::pending::<()>().await
     };
     let pingers = Controller::new(api::<Pinger>(&client, ns), watcher::Config::default())
@@ -601,7 +607,7 @@ async fn converge(
         .summary
         .as_ref()
         .is_some_and(|s| s.foreign_managers);
-    rbac::ensure(ctx, dbg).await?;
+    rbac::ensure(&ctx.rbac, dbg).await?;
     let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
     let change = apply::workload(
         &ctx.client,

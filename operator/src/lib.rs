@@ -24,6 +24,7 @@ pub mod pace;
 pub mod pinger_status;
 pub mod plugin;
 pub mod rbac;
+pub mod readiness;
 pub mod render;
 pub mod reports;
 pub mod status;

@@ -24,7 +24,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::apply;
-use crate::context::Context;
+use crate::metrics::Metrics;
 use crate::render::{spec_hash, spec_hash_of, WORKLOAD_SERVICE_ACCOUNT};
 
 /// `app.kubernetes.io/component` of the workload RBAC.
@@ -175,19 +175,31 @@ impl Namespaces {
     }
 }
 
+/// The writer of the workload RBAC, with the handles it uses.
+pub struct Writer {
+    /// API client.
+    pub client: Client,
+    /// Counts the writes.
+    pub metrics: Arc<Metrics>,
+    /// Every Debugger: whether a namespace still has one.
+    pub debuggers: Store<Debugger>,
+    /// What is in place, per namespace.
+    pub namespaces: Namespaces,
+}
+
 /// Makes sure the workload RBAC of `dbg`'s namespace is in place. The
 /// first reconcile of a namespace in this process reads the Role and
 /// writes the three objects unless they are as rendered; it waits, since
 /// the workload's pods need the ServiceAccount. Later reconciles of the
 /// namespace write nothing.
-pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
+pub async fn ensure(ctx: &Writer, dbg: &Debugger) -> Result<(), apply::Error> {
     let ns = dbg.namespace().unwrap_or_default();
-    if ctx.rbac.in_place(&ns) {
+    if ctx.namespaces.in_place(&ns) {
         return Ok(());
     }
-    let lock = ctx.rbac.lock_of(&ns);
+    let lock = ctx.namespaces.lock_of(&ns);
     let _serialised = lock.lock().await;
-    if ctx.rbac.in_place(&ns) {
+    if ctx.namespaces.in_place(&ns) {
         return Ok(());
     }
     let desired = render(&ns);
@@ -206,7 +218,7 @@ pub async fn ensure(ctx: &Context, dbg: &Debugger) -> Result<(), apply::Error> {
         apply::apply(c, m, &ns, &desired.role, "Role").await?;
         apply::apply(c, m, &ns, &desired.binding, "RoleBinding").await?;
     }
-    ctx.rbac.set_in_place(&ns, true);
+    ctx.namespaces.set_in_place(&ns, true);
     Ok(())
 }
 
@@ -221,7 +233,7 @@ pub fn has_live_debugger(all: &[Arc<Debugger>], ns: &str) -> bool {
 /// until the sender is dropped; dropped itself, it cancels the removals
 /// still waiting (a replica that lost the Lease writes nothing more).
 pub async fn clean_up_after(
-    ctx: Arc<Context>,
+    ctx: Arc<Writer>,
     mut gone: tokio::sync::mpsc::UnboundedReceiver<String>,
 ) {
     let mut waiting = tokio::task::JoinSet::new();
@@ -232,7 +244,7 @@ pub async fn clean_up_after(
                 let ctx = ctx.clone();
                 waiting.spawn(async move {
                     tokio::time::sleep(CLEAN_UP_DELAY).await;
-                    clean_up(&ctx.client, &ctx.rbac, &ctx.debuggers, &ns).await;
+                    clean_up(&ctx.client, &ctx.namespaces, &ctx.debuggers, &ns).await;
                 });
             }
             Some(_) = waiting.join_next(), if !waiting.is_empty() => {}

@@ -10,7 +10,7 @@ use kube::runtime::watcher;
 use kube::ResourceExt;
 
 use crate::aggregate::NodeReport;
-use crate::cache::Readiness;
+use crate::readiness::Readiness;
 
 /// (namespace, Debugger name).
 type Owner = (String, String);
