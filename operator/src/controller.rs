@@ -670,14 +670,13 @@ fn remember_written(ctx: &Context, uid: String, status: DebuggerStatus) {
     let mut written = ctx.written.lock().expect("written lock");
     written.insert(uid, status);
     let known = ctx.debuggers.state();
-    if written.len() > 2 * known.len() + 16 {
-        let live: std::collections::HashSet<&str> = known
+    if written.len() > over_bound(known.len()) {
+        let live: std::collections::HashSet<String> = known
             .iter()
-            .filter_map(|d| d.metadata.uid.as_deref())
+            .filter_map(|d| d.metadata.uid.clone())
             .collect();
-        written.retain(|u, _| live.contains(u.as_str()));
-        let mut runs = ctx.runs_seen.lock().expect("runs lock");
-        runs.retain(|u, _| live.contains(u.as_str()));
+        retain_live(&mut written, &live);
+        retain_live(&mut ctx.runs_seen.lock().expect("runs lock"), &live);
     }
 }
 
@@ -699,7 +698,33 @@ pub fn error_policy(dbg: Arc<Debugger>, err: &Error, ctx: Arc<Context>) -> Actio
         .entry(ObjectRef::from_obj(dbg.as_ref()))
         .or_insert(0);
     *n = n.saturating_add(1);
-    Action::requeue(backoff(*n))
+    let pause = backoff(*n);
+    // A Debugger deleted while failing is never reconciled again, so its
+    // count is not removed by a success: forget the counts of Debuggers
+    // that are gone once they outnumber the live ones.
+    let known = ctx.debuggers.state();
+    if failures.len() > over_bound(known.len()) {
+        let live: std::collections::HashSet<ObjectRef<Debugger>> = known
+            .iter()
+            .map(|d| ObjectRef::from_obj(d.as_ref()))
+            .collect();
+        retain_live(&mut failures, &live);
+    }
+    Action::requeue(pause)
+}
+
+/// Size past which a per-Debugger record is pruned of Debuggers that are
+/// gone: twice the live ones, plus some slack. Pure.
+pub fn over_bound(live: usize) -> usize {
+    2 * live + 16
+}
+
+/// Keeps only the entries of `map` whose key is in `live`. Pure.
+pub fn retain_live<K: Eq + std::hash::Hash, V>(
+    map: &mut std::collections::HashMap<K, V>,
+    live: &std::collections::HashSet<K>,
+) {
+    map.retain(|k, _| live.contains(k));
 }
 
 /// Delay after the `n`th consecutive failure. Pure.
@@ -737,6 +762,24 @@ mod tests {
         p.metadata.namespace = Some("ops".into());
         let users: Vec<String> = users_of(&all, &p).into_iter().map(|r| r.name).collect();
         assert_eq!(users, ["a"]);
+    }
+
+    #[test]
+    fn records_of_debuggers_that_are_gone_are_pruned_past_the_bound() {
+        let live: std::collections::HashSet<String> =
+            ["a", "b"].into_iter().map(String::from).collect();
+        let mut failures: std::collections::HashMap<String, u32> = (0..over_bound(2) + 1)
+            .map(|i| (format!("gone-{i}"), 3))
+            .chain([("a".to_string(), 1)])
+            .collect();
+        assert!(failures.len() > over_bound(live.len()));
+        retain_live(&mut failures, &live);
+        assert_eq!(
+            failures.into_iter().collect::<Vec<_>>(),
+            [("a".to_string(), 1)]
+        );
+        assert_eq!(over_bound(0), 16);
+        assert_eq!(over_bound(10_000), 20_016);
     }
 
     #[test]
