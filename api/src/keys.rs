@@ -76,6 +76,20 @@ pub fn workload_labels(debugger: &str) -> std::collections::BTreeMap<String, Str
     .collect()
 }
 
+/// Name of the ServiceAccount, Role and RoleBinding of `debugger`'s pods:
+/// `kube-combo-workload.<debugger>`, shortened with a hash as report names
+/// are when longer than 253 characters.
+pub fn workload_account(debugger: &str) -> String {
+    crate::report::shortened(
+        &format!("{WORKLOAD_ACCOUNT_PREFIX}.{debugger}"),
+        crate::report::MAX_NAME,
+    )
+}
+
+/// Start of every workload ServiceAccount's name; alone, the name of the
+/// one ServiceAccount per namespace that earlier versions used.
+pub const WORKLOAD_ACCOUNT_PREFIX: &str = "kube-combo-workload";
+
 /// Label selector string matching the pods of `debugger`.
 pub fn debugger_selector(debugger: &str) -> String {
     format!("{LABEL_DEBUGGER}={debugger}")
@@ -94,5 +108,15 @@ mod tests {
         assert_eq!(labels[LABEL_DEBUGGER], "node-check");
         assert_eq!(debugger_selector("x"), "kubecombo.io/debugger=x");
         assert_eq!(field_manager_runner("node-1"), "combo-runner/node-1");
+    }
+
+    #[test]
+    fn a_workload_account_is_named_after_its_debugger_and_fits_a_name() {
+        assert_eq!(workload_account("d"), "kube-combo-workload.d");
+        let long = "a".repeat(253);
+        let (x, y) = (workload_account(&long), workload_account(&"b".repeat(253)));
+        assert_eq!(x.len(), 253);
+        assert!(x.starts_with("kube-combo-workload.aaa"), "{x}");
+        assert_ne!(x, y);
     }
 }

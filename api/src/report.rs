@@ -55,7 +55,7 @@ pub struct DebuggerReportSpec {
 pub const MAX_REPORT_RESULT_BYTES: usize = 3072;
 
 /// Longest object name Kubernetes takes (a DNS subdomain).
-const MAX_NAME: usize = 253;
+pub(crate) const MAX_NAME: usize = 253;
 /// Longest label value.
 const MAX_LABEL_VALUE: usize = 63;
 /// Hex digits of the hash that ends a shortened name or label value.
@@ -77,7 +77,9 @@ pub fn node_label_value(node: &str) -> String {
     shortened(node, MAX_LABEL_VALUE)
 }
 
-fn shortened(full: &str, max: usize) -> String {
+/// `full` when it is at most `max` bytes long, else cut and ended with `-`
+/// and 10 hex digits of its FNV-1a hash, as [`report_name`] describes.
+pub(crate) fn shortened(full: &str, max: usize) -> String {
     if full.len() <= max {
         return full.to_string();
     }

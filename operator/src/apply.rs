@@ -69,7 +69,7 @@ pub fn controlled_by(meta: &ObjectMeta, dbg: &Debugger) -> bool {
 }
 
 /// Whether `meta` has a controller other than `dbg`.
-fn controlled_by_other(meta: &ObjectMeta, dbg: &Debugger) -> bool {
+pub fn controlled_by_other(meta: &ObjectMeta, dbg: &Debugger) -> bool {
     meta.owner_references
         .iter()
         .flatten()

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use combo_api::{Debugger, Pinger};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::rbac::v1::Role;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -199,6 +200,8 @@ pub struct Caches {
     pub pods: Store<Pod>,
     /// Pingers.
     pub pingers: Store<Pinger>,
+    /// The workload Roles (see [`crate::rbac`]), metadata only.
+    pub roles: Store<Role>,
     /// Summary ConfigMaps, reduced.
     pub summaries: Summaries,
     /// DebuggerReports by Debugger.
@@ -209,24 +212,33 @@ pub struct Caches {
     pub recent_pods: Recent<Arc<Pod>>,
     /// Summary ConfigMaps written, until the watch shows them.
     pub recent_summaries: Recent<Summary>,
-    /// Whether the DaemonSet, Pod and Pinger watches have listed once.
-    pub listed: [Readiness; 3],
+    /// Workload Roles written, until the watch shows them.
+    pub recent_roles: Recent<Arc<Role>>,
+    /// Whether the DaemonSet, Pod, Pinger and Role watches have listed once.
+    pub listed: [Readiness; 4],
 }
 
 impl Caches {
     /// Caches around the given stores.
     /// Empty caches around the given stores; the watches fill them, set
     /// `listed` and feed deletions to the `recent_*` records.
-    pub fn new(daemonsets: Store<DaemonSet>, pods: Store<Pod>, pingers: Store<Pinger>) -> Self {
+    pub fn new(
+        daemonsets: Store<DaemonSet>,
+        pods: Store<Pod>,
+        pingers: Store<Pinger>,
+        roles: Store<Role>,
+    ) -> Self {
         Caches {
             daemonsets,
             pods,
             pingers,
+            roles,
             summaries: Default::default(),
             reports: Default::default(),
             recent_daemonsets: Default::default(),
             recent_pods: Default::default(),
             recent_summaries: Default::default(),
+            recent_roles: Default::default(),
             listed: Default::default(),
         }
     }
@@ -238,6 +250,7 @@ impl Caches {
             self.listed[0].wait(),
             self.listed[1].wait(),
             self.listed[2].wait(),
+            self.listed[3].wait(),
             self.summaries.ready.wait(),
             self.reports.ready.wait(),
         );
@@ -273,6 +286,15 @@ impl Slim for Pod {
     fn slim(&mut self) {
         self.metadata.managed_fields = None;
         self.spec = None;
+    }
+}
+
+impl Slim for Role {
+    /// Metadata (owner, spec hash) without managedFields; the rules are
+    /// rendered, and the hash stands for them.
+    fn slim(&mut self) {
+        self.metadata.managed_fields = None;
+        self.rules = None;
     }
 }
 

@@ -12,7 +12,6 @@ use crate::cache::Caches;
 use crate::coalesce::Coalesce;
 use crate::metrics::Metrics;
 use crate::pace::Pace;
-use crate::rbac;
 use crate::render::Images;
 
 /// Shared state of the controller.
@@ -29,10 +28,6 @@ pub struct Context {
     pub debuggers: Store<Debugger>,
     /// What reconciles read: the owned objects and Pingers the watches see.
     pub caches: Caches,
-    /// The writer of each namespace's workload RBAC, with what it last
-    /// applied (a reconcile reads or writes it only when that does not
-    /// cover its Debugger).
-    pub rbac: Arc<rbac::Writer>,
     /// Holds statuses and Events back while workloads are being written.
     pub pace: Pace,
     /// The status last written per Debugger uid. A reconcile can run on a

@@ -12,6 +12,7 @@ use combo_api::{Debugger, DebuggerReport, DebuggerStatus, Pinger};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::rbac::v1::Role;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Event, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -177,16 +178,10 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     // status is written here, and reacting to that write would only read
     // everything again to find nothing to do.
     let (store, writer) = reflector::store();
-    let (gone_tx, gone_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let debuggers = watcher(api::<Debugger>(&client, ns), watcher::Config::default())
         .default_backoff()
         .modify(cache::slim)
         .reflect(writer)
-        .inspect_ok(move |e| {
-            if let watcher::Event::Delete(d) = e {
-                let _ = gone_tx.send(d.namespace().unwrap_or_default());
-            }
-        })
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default());
     let main = Controller::for_stream(debuggers, store.clone())
@@ -197,7 +192,8 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     let (ds_store, ds_writer) = reflector::store();
     let (pod_store, pod_writer) = reflector::store();
     let (pinger_store, pinger_writer) = reflector::store();
-    let caches = Caches::new(ds_store, pod_store, pinger_store);
+    let (role_store, role_writer) = reflector::store();
+    let caches = Caches::new(ds_store, pod_store, pinger_store, role_store);
     let recent = caches.recent_daemonsets.clone();
     let daemonsets = cached_watch(
         api::<DaemonSet>(&client, ns),
@@ -215,7 +211,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         move |e| recent.observe(e),
     );
     let (summaries, recent) = (caches.summaries.clone(), caches.recent_summaries.clone());
-    let config_maps = watcher(api::<ConfigMap>(&client, ns), owned)
+    let config_maps = watcher(api::<ConfigMap>(&client, ns), owned.clone())
         .default_backoff()
         .inspect_ok(move |e| {
             summaries.observe(e);
@@ -237,13 +233,28 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         caches.listed[2].clone(),
         |_| (),
     );
+    let recent = caches.recent_roles.clone();
+    let role_events = cached_watch(
+        api::<Role>(&client, ns),
+        owned.clone(),
+        role_writer,
+        caches.listed[3].clone(),
+        move |e| recent.observe(e),
+    );
     let users_store = store.clone();
-    let rbac = Arc::new(rbac::Writer {
-        client: client.clone(),
-        metrics: metrics.clone(),
-        debuggers: store.clone(),
-        namespaces: Default::default(),
-    });
+    // Driven here, not spawned: it stops with the controller.
+    let retire = {
+        let legacy = rbac::retire_legacy(
+            client.clone(),
+            store.clone(),
+            caches.roles.clone(),
+            caches.daemonsets.clone(),
+        );
+        async move {
+            legacy.await;
+            std::future::pending::<()>().await
+        }
+    };
     let ctx = Arc::new(Context {
         client: client.clone(),
         images: Images {
@@ -260,7 +271,6 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         ),
         debuggers: store,
         caches,
-        rbac: rbac.clone(),
         pace: Default::default(),
         written: Default::default(),
         failures: Default::default(),
@@ -268,11 +278,6 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         status_writes: Default::default(),
         runs_seen: Default::default(),
     });
-    // Driven here, not spawned: it stops with the controller.
-    let cleanup = async move {
-        rbac::clean_up_after(rbac, gone_rx).await;
-        std::future::pending::<()>().await
-    };
     let pingers = Controller::new(api::<Pinger>(&client, ns), watcher::Config::default())
         .shutdown_on_signal()
         .run(
@@ -294,6 +299,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         .owns_stream(daemonsets)
         .owns_stream(pods)
         .owns_stream(config_maps)
+        .owns_stream(role_events)
         .watches_stream(report_events, |r| reports::debugger_of(&r))
         .watches_stream(pinger_events, move |pinger| {
             users_of(&users_store.state(), &pinger)
@@ -307,7 +313,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         });
     tokio::select! {
         _ = async { futures::join!(debuggers, pingers) } => {}
-        () = cleanup => {}
+        () = retire => {}
     }
     for (reference, event) in held.pace.drain() {
         if let Err(e) = held.recorder.publish(&event, &reference).await {
@@ -607,7 +613,7 @@ async fn converge(
         .summary
         .as_ref()
         .is_some_and(|s| s.foreign_managers);
-    rbac::ensure(&ctx.rbac, dbg).await?;
+    rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg).await?;
     let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
     let change = apply::workload(
         &ctx.client,

@@ -1,21 +1,23 @@
-//! The workload pods' ServiceAccount `kube-combo-workload`, its Role and
-//! RoleBinding, one set per namespace that has Debuggers.
+//! The workload pods' ServiceAccount, Role and RoleBinding: one set per
+//! Debugger, all three named `kube-combo-workload.<debugger>` and owned by
+//! it, so the garbage collector removes them with it.
 //!
-//! The operator creates them so that a Debugger works in any namespace
-//! without extra manifests. The Role grants only what docs/security.md,
-//! "The workload pods", lists: read Debuggers and Pingers, watch pods, get
-//! and apply DebuggerReports, create Events; nothing on ConfigMaps. It is the same
-//! for every Debugger, so the three objects do not grow with the number
-//! of Debuggers in a namespace: they carry no owner. The operator deletes
-//! them when the last Debugger of the namespace is gone
-//! ([`clean_up_after`]).
+//! The Role grants only what docs/security.md, "The workload pods", lists:
+//! read its own Debugger and the Pinger it names (by name), watch pods, get
+//! and apply DebuggerReports, create Events; nothing on ConfigMaps. It
+//! changes only with the Pinger's name; the Role's spec hash tells whether
+//! the three are in place, from the Role cache, so a reconcile with nothing
+//! to change writes nothing.
+//!
+//! Earlier versions used one set per namespace named `kube-combo-workload`;
+//! [`retire_legacy`] deletes it once no pod of the namespace runs as it.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use combo_api::keys::{self, GROUP};
+use combo_api::keys::{self, GROUP, WORKLOAD_ACCOUNT_PREFIX};
 use combo_api::Debugger;
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -24,19 +26,19 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::apply;
+use crate::cache::{lookup, Caches, Slim};
 use crate::metrics::Metrics;
-use crate::render::{spec_hash, spec_hash_of, WORKLOAD_SERVICE_ACCOUNT};
+use crate::render::{spec_hash, spec_hash_of};
 
 /// `app.kubernetes.io/component` of the workload RBAC.
-const COMPONENT: &str = "workload";
-/// How long after a Debugger's deletion its namespace is checked for
-/// Debuggers left; a Debugger created meanwhile keeps the RBAC.
-const CLEAN_UP_DELAY: Duration = Duration::from_secs(2);
+pub const COMPONENT: &str = "workload";
+/// How often [`retire_legacy`] looks for a namespace's old shared set.
+const LEGACY_CHECK_EVERY: Duration = Duration::from_secs(10);
 
-/// The three objects of one namespace.
+/// The three objects of one Debugger.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadRbac {
-    /// `kube-combo-workload` ServiceAccount.
+    /// The ServiceAccount its pods run as.
     pub service_account: ServiceAccount,
     /// Its Role.
     pub role: Role,
@@ -46,58 +48,76 @@ pub struct WorkloadRbac {
     pub hash: String,
 }
 
-/// Renders the workload RBAC of `namespace`. Pure.
-pub fn render(namespace: &str) -> WorkloadRbac {
+/// Renders the workload RBAC of `dbg`. Pure.
+pub fn render(dbg: &Debugger) -> WorkloadRbac {
+    let debugger = dbg.name_any();
+    let name = keys::workload_account(&debugger);
+    let namespace = dbg.namespace().unwrap_or_default();
     let meta = ObjectMeta {
-        name: Some(WORKLOAD_SERVICE_ACCOUNT.into()),
-        namespace: Some(namespace.into()),
-        labels: Some(BTreeMap::from([
-            (
-                keys::LABEL_NAME.to_string(),
-                keys::LABEL_NAME_VALUE.to_string(),
-            ),
-            (
-                "app.kubernetes.io/component".to_string(),
-                COMPONENT.to_string(),
-            ),
-        ])),
+        name: Some(name.clone()),
+        namespace: Some(namespace.clone()),
+        labels: Some(
+            [
+                (keys::LABEL_NAME, keys::LABEL_NAME_VALUE),
+                ("app.kubernetes.io/component", COMPONENT),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ),
+        owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
         ..ObjectMeta::default()
     };
-    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
-        api_groups: Some(groups.iter().map(|s| s.to_string()).collect()),
-        resources: Some(resources.iter().map(|s| s.to_string()).collect()),
+    let list = |items: &[&str]| Some(items.iter().map(|s| s.to_string()).collect());
+    let rule = |groups: &[&str], resources: &[&str], names: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: list(groups),
+        resources: list(resources),
+        // No names means every name: only rules that name their objects
+        // carry any.
+        resource_names: (!names.is_empty()).then(|| list(names)).flatten(),
         verbs: verbs.iter().map(|s| s.to_string()).collect(),
         ..PolicyRule::default()
     };
+    let read = ["get", "list", "watch"];
+    let mut rules = vec![rule(&[GROUP], &["debuggers"], &[&debugger], &read)];
+    if dbg.spec.enable_pinger && !dbg.spec.pinger.is_empty() {
+        rules.push(rule(&[GROUP], &["pingers"], &[&dbg.spec.pinger], &read));
+    }
+    rules.extend([
+        rule(&[""], &["pods"], &[], &read),
+        // A server-side apply that creates the report needs create too.
+        rule(
+            &[GROUP],
+            &["debuggerreports"],
+            &[],
+            &["get", "create", "patch"],
+        ),
+        rule(
+            &["", "events.k8s.io"],
+            &["events"],
+            &[],
+            &["create", "patch"],
+        ),
+    ]);
     let service_account = ServiceAccount {
         metadata: meta.clone(),
         ..ServiceAccount::default()
     };
     let role = Role {
         metadata: meta.clone(),
-        rules: Some(vec![
-            rule(
-                &[GROUP],
-                &["debuggers", "pingers"],
-                &["get", "list", "watch"],
-            ),
-            rule(&[""], &["pods"], &["get", "list", "watch"]),
-            // A server-side apply that creates the report needs create too.
-            rule(&[GROUP], &["debuggerreports"], &["get", "create", "patch"]),
-            rule(&["", "events.k8s.io"], &["events"], &["create", "patch"]),
-        ]),
+        rules: Some(rules),
     };
     let binding = RoleBinding {
         metadata: meta,
         role_ref: RoleRef {
             api_group: "rbac.authorization.k8s.io".into(),
             kind: "Role".into(),
-            name: WORKLOAD_SERVICE_ACCOUNT.into(),
+            name: name.clone(),
         },
         subjects: Some(vec![Subject {
             kind: "ServiceAccount".into(),
-            name: WORKLOAD_SERVICE_ACCOUNT.into(),
-            namespace: Some(namespace.into()),
+            name,
+            namespace: Some(namespace),
             ..Subject::default()
         }]),
     };
@@ -119,169 +139,140 @@ pub fn render(namespace: &str) -> WorkloadRbac {
     }
 }
 
-/// The namespaces whose workload RBAC this process has written or found
-/// in place, each with a lock that serialises its writes and deletion.
-/// Bounded by the namespaces with Debuggers: a namespace is forgotten when
-/// its RBAC is deleted.
-#[derive(Default)]
-pub struct Namespaces(std::sync::Mutex<BTreeMap<String, Namespace>>);
-
-#[derive(Default)]
-struct Namespace {
-    in_place: bool,
-    lock: Arc<tokio::sync::Mutex<()>>,
-}
-
-impl Namespaces {
-    fn in_place(&self, ns: &str) -> bool {
-        self.0
-            .lock()
-            .expect("rbac lock")
-            .get(ns)
-            .is_some_and(|n| n.in_place)
-    }
-
-    fn set_in_place(&self, ns: &str, in_place: bool) {
-        self.0
-            .lock()
-            .expect("rbac lock")
-            .entry(ns.to_string())
-            .or_default()
-            .in_place = in_place;
-    }
-
-    fn lock_of(&self, ns: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.0
-            .lock()
-            .expect("rbac lock")
-            .entry(ns.to_string())
-            .or_default()
-            .lock
-            .clone()
-    }
-
-    fn forget(&self, ns: &str) {
-        self.0.lock().expect("rbac lock").remove(ns);
-    }
-
-    /// Namespaces known.
-    pub fn len(&self) -> usize {
-        self.0.lock().expect("rbac lock").len()
-    }
-
-    /// Whether no namespace is known.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// The writer of the workload RBAC, with the handles it uses.
-pub struct Writer {
-    /// API client.
-    pub client: Client,
-    /// Counts the writes.
-    pub metrics: Arc<Metrics>,
-    /// Every Debugger: whether a namespace still has one.
-    pub debuggers: Store<Debugger>,
-    /// What is in place, per namespace.
-    pub namespaces: Namespaces,
-}
-
-/// Makes sure the workload RBAC of `dbg`'s namespace is in place. The
-/// first reconcile of a namespace in this process reads the Role and
-/// writes the three objects unless they are as rendered; it waits, since
-/// the workload's pods need the ServiceAccount. Later reconciles of the
-/// namespace write nothing.
-pub async fn ensure(ctx: &Writer, dbg: &Debugger) -> Result<(), apply::Error> {
+/// Makes sure the workload RBAC of `dbg` is in place: when the cached Role
+/// is missing or not as rendered, applies the three objects (in this order:
+/// binding a Role needs the Role). A Role of that name controlled by
+/// something else is not taken over.
+pub async fn ensure(
+    client: &Client,
+    metrics: &Metrics,
+    caches: &Caches,
+    dbg: &Debugger,
+) -> Result<(), apply::Error> {
+    let desired = render(dbg);
     let ns = dbg.namespace().unwrap_or_default();
-    if ctx.namespaces.in_place(&ns) {
-        return Ok(());
+    let name = desired.role.metadata.name.clone().unwrap_or_default();
+    let current = caches
+        .recent_roles
+        .merge(&ns, &name, lookup(&caches.roles, &ns, &name), |r| {
+            &r.metadata
+        });
+    if let Some(role) = current {
+        if apply::controlled_by_other(&role.metadata, dbg) {
+            return Err(apply::Error::NotOwned { kind: "Role", name });
+        }
+        if spec_hash_of(&role.metadata) == Some(desired.hash.as_str()) {
+            return Ok(());
+        }
     }
-    let lock = ctx.namespaces.lock_of(&ns);
-    let _serialised = lock.lock().await;
-    if ctx.namespaces.in_place(&ns) {
-        return Ok(());
-    }
-    let desired = render(&ns);
-    let current = Api::<Role>::namespaced(ctx.client.clone(), &ns)
-        .get_opt(WORKLOAD_SERVICE_ACCOUNT)
-        .await
-        .map_err(|source| apply::Error::Write {
-            kind: "Role",
-            name: WORKLOAD_SERVICE_ACCOUNT.into(),
-            source,
-        })?;
-    if current.as_ref().and_then(|r| spec_hash_of(&r.metadata)) != Some(desired.hash.as_str()) {
-        let (c, m) = (&ctx.client, &ctx.metrics);
-        // In this order: binding a Role needs the Role to exist.
-        apply::apply(c, m, &ns, &desired.service_account, "ServiceAccount").await?;
-        apply::apply(c, m, &ns, &desired.role, "Role").await?;
-        apply::apply(c, m, &ns, &desired.binding, "RoleBinding").await?;
-    }
-    ctx.namespaces.set_in_place(&ns, true);
+    apply::apply(
+        client,
+        metrics,
+        &ns,
+        &desired.service_account,
+        "ServiceAccount",
+    )
+    .await?;
+    let mut role = apply::apply(client, metrics, &ns, &desired.role, "Role").await?;
+    apply::apply(client, metrics, &ns, &desired.binding, "RoleBinding").await?;
+    role.slim();
+    caches
+        .recent_roles
+        .record(&role.metadata.clone(), Arc::new(role));
     Ok(())
 }
 
-/// Whether `ns` has a Debugger that is not being deleted. Pure.
-pub fn has_live_debugger(all: &[Arc<Debugger>], ns: &str) -> bool {
-    all.iter()
-        .any(|d| d.namespace().as_deref() == Some(ns) && d.meta().deletion_timestamp.is_none())
+/// Whether the shared set `kube-combo-workload` of `ns` (earlier versions)
+/// is used by no pod any more: every Debugger of `ns` has a Role of its own,
+/// and every DaemonSet of `ns` has rolled its pods out to its current
+/// template. (Pod workloads are replaced in the reconcile that writes their
+/// Debugger's Role.) A Debugger whose spec is invalid keeps its old
+/// workload, and with it the shared set. Pure.
+pub fn legacy_unused(
+    ns: &str,
+    debuggers: &[Arc<Debugger>],
+    roles: &[Arc<Role>],
+    daemonsets: &[Arc<DaemonSet>],
+) -> bool {
+    let has_role = |d: &Debugger| {
+        let name = keys::workload_account(&d.name_any());
+        roles
+            .iter()
+            .any(|r| r.namespace().as_deref() == Some(ns) && r.name_any() == name)
+    };
+    let rolled_out = |ds: &DaemonSet| {
+        let s = ds.status.clone().unwrap_or_default();
+        s.observed_generation == ds.metadata.generation
+            && s.updated_number_scheduled.unwrap_or(0) == s.desired_number_scheduled
+    };
+    debuggers
+        .iter()
+        .filter(|d| d.namespace().as_deref() == Some(ns) && d.meta().deletion_timestamp.is_none())
+        .all(|d| has_role(d))
+        && daemonsets
+            .iter()
+            .filter(|d| d.namespace().as_deref() == Some(ns))
+            .all(|d| rolled_out(d))
 }
 
-/// Receives the namespaces of deleted Debuggers and removes the workload
-/// RBAC of each that has no Debugger left, [`CLEAN_UP_DELAY`] later. Runs
-/// until the sender is dropped; dropped itself, it cancels the removals
-/// still waiting (a replica that lost the Lease writes nothing more).
-pub async fn clean_up_after(
-    ctx: Arc<Writer>,
-    mut gone: tokio::sync::mpsc::UnboundedReceiver<String>,
+/// Namespaces that still have the shared set of earlier versions, known by
+/// its Role. Pure.
+pub fn legacy_namespaces(roles: &[Arc<Role>]) -> Vec<String> {
+    roles
+        .iter()
+        .filter(|r| r.name_any() == WORKLOAD_ACCOUNT_PREFIX && r.owner_references().is_empty())
+        .filter_map(|r| r.namespace())
+        .collect()
+}
+
+/// Deletes the shared workload set of earlier versions in each namespace
+/// where [`legacy_unused`] holds, checking every 10 s. Runs until dropped
+/// (a replica that loses the Lease drops it with its controller).
+pub async fn retire_legacy(
+    client: Client,
+    debuggers: Store<Debugger>,
+    roles: Store<Role>,
+    daemonsets: Store<DaemonSet>,
 ) {
-    let mut waiting = tokio::task::JoinSet::new();
+    for store_ready in [
+        debuggers.wait_until_ready().await,
+        roles.wait_until_ready().await,
+        daemonsets.wait_until_ready().await,
+    ] {
+        if store_ready.is_err() {
+            return;
+        }
+    }
     loop {
-        tokio::select! {
-            ns = gone.recv() => {
-                let Some(ns) = ns else { break };
-                let ctx = ctx.clone();
-                waiting.spawn(async move {
-                    tokio::time::sleep(CLEAN_UP_DELAY).await;
-                    clean_up(&ctx.client, &ctx.namespaces, &ctx.debuggers, &ns).await;
-                });
+        let (all_roles, all_debuggers, all_daemonsets) =
+            (roles.state(), debuggers.state(), daemonsets.state());
+        for ns in legacy_namespaces(&all_roles) {
+            if !legacy_unused(&ns, &all_debuggers, &all_roles, &all_daemonsets) {
+                continue;
             }
-            Some(_) = waiting.join_next(), if !waiting.is_empty() => {}
+            // In this order: the binding goes before what it binds.
+            let result = async {
+                delete_legacy::<RoleBinding>(&client, &ns).await?;
+                delete_legacy::<Role>(&client, &ns).await?;
+                delete_legacy::<ServiceAccount>(&client, &ns).await
+            }
+            .await;
+            match result {
+                Ok(()) => {
+                    info!(namespace = %ns, "removed the shared workload RBAC of an earlier version")
+                }
+                Err(e) => {
+                    warn!(namespace = %ns, error = %e, "removing the shared workload RBAC failed")
+                }
+            }
         }
-    }
-    while waiting.join_next().await.is_some() {}
-}
-
-/// Deletes the workload RBAC of `ns` if no Debugger is left there. Under
-/// the namespace's lock, and marked as not in place first: a Debugger
-/// created meanwhile writes it again.
-async fn clean_up(client: &Client, rbac: &Namespaces, debuggers: &Store<Debugger>, ns: &str) {
-    let lock = rbac.lock_of(ns);
-    let _serialised = lock.lock().await;
-    rbac.set_in_place(ns, false);
-    if has_live_debugger(&debuggers.state(), ns) {
-        return;
-    }
-    // In this order: the binding goes before what it binds.
-    let result = async {
-        delete_workload::<RoleBinding>(client, ns).await?;
-        delete_workload::<Role>(client, ns).await?;
-        delete_workload::<ServiceAccount>(client, ns).await
-    }
-    .await;
-    match result {
-        Ok(()) => {
-            info!(namespace = %ns, "removed the workload RBAC of a namespace without Debuggers");
-            rbac.forget(ns);
-        }
-        Err(e) => warn!(namespace = %ns, error = %e, "removing the workload RBAC failed"),
+        tokio::time::sleep(LEGACY_CHECK_EVERY).await;
     }
 }
 
 /// Deletes the `kube-combo-workload` object of kind `K` in `ns`; one
 /// already gone is fine.
-async fn delete_workload<K>(client: &Client, ns: &str) -> Result<(), kube::Error>
+async fn delete_legacy<K>(client: &Client, ns: &str) -> Result<(), kube::Error>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -289,7 +280,7 @@ where
         + std::fmt::Debug,
 {
     match Api::<K>::namespaced(client.clone(), ns)
-        .delete(WORKLOAD_SERVICE_ACCOUNT, &Default::default())
+        .delete(WORKLOAD_ACCOUNT_PREFIX, &Default::default())
         .await
     {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
@@ -301,83 +292,156 @@ where
 mod tests {
     use super::*;
     use combo_api::DebuggerSpec;
+    use k8s_openapi::api::apps::v1::DaemonSetStatus;
 
-    fn dbg(ns: &str, name: &str, deleting: bool) -> Arc<Debugger> {
-        let mut d = Debugger::new(name, DebuggerSpec::default());
+    fn dbg(ns: &str, name: &str, pinger: Option<&str>) -> Debugger {
+        let mut d = Debugger::new(
+            name,
+            DebuggerSpec {
+                enable_pinger: pinger.is_some(),
+                pinger: pinger.unwrap_or_default().into(),
+                ..DebuggerSpec::default()
+            },
+        );
         d.metadata.namespace = Some(ns.into());
-        if deleting {
-            d.metadata.deletion_timestamp =
-                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-                ));
-        }
-        Arc::new(d)
+        d.metadata.uid = Some(format!("uid-{name}"));
+        d
+    }
+
+    fn rules(r: &WorkloadRbac) -> Vec<String> {
+        r.role
+            .rules
+            .clone()
+            .unwrap()
+            .into_iter()
+            .map(|p| {
+                format!(
+                    "{} [{}] {}",
+                    p.resources.unwrap().join(","),
+                    p.resource_names.unwrap_or_default().join(","),
+                    p.verbs.join(",")
+                )
+            })
+            .collect()
     }
 
     #[test]
-    fn the_workload_rbac_is_the_same_for_every_debugger_and_has_no_owner() {
-        let r = render("ops");
-        assert_eq!(r, render("ops"));
-        assert_ne!(r.hash, render("dev").hash);
+    fn each_debugger_has_its_own_set_owned_by_it() {
+        let d = dbg("ops", "a", None);
+        let r = render(&d);
+        assert_eq!(r, render(&d));
+        assert_ne!(r.hash, render(&dbg("ops", "b", None)).hash);
         for meta in [
             &r.service_account.metadata,
             &r.role.metadata,
             &r.binding.metadata,
         ] {
-            assert_eq!(meta.owner_references, None);
+            assert_eq!(meta.name.as_deref(), Some("kube-combo-workload.a"));
+            let owner = &meta.owner_references.as_ref().unwrap()[0];
+            assert_eq!((owner.name.as_str(), owner.controller), ("a", Some(true)));
             assert_eq!(spec_hash_of(meta), Some(r.hash.as_str()));
         }
+        let subject = &r.binding.subjects.as_ref().unwrap()[0];
         assert_eq!(
-            r.binding.subjects.unwrap()[0].name,
-            WORKLOAD_SERVICE_ACCOUNT
+            (subject.name.as_str(), subject.namespace.as_deref()),
+            ("kube-combo-workload.a", Some("ops"))
         );
-        assert_eq!(r.binding.role_ref.name, WORKLOAD_SERVICE_ACCOUNT);
+        assert_eq!(r.binding.role_ref.name, "kube-combo-workload.a");
     }
 
     #[test]
-    fn the_role_grants_reads_report_writes_and_events_and_nothing_on_configmaps() {
-        let rules: Vec<(Vec<String>, Vec<String>)> = render("ops")
-            .role
-            .rules
-            .unwrap()
-            .into_iter()
-            .map(|p| (p.resources.unwrap(), p.verbs))
-            .collect();
-        let as_text = |v: &[String]| v.join(",");
-        let got: Vec<(String, String)> = rules
-            .iter()
-            .map(|(r, v)| (as_text(r), as_text(v)))
-            .collect();
+    fn the_role_names_its_debugger_and_pinger_and_grants_nothing_on_configmaps() {
+        let with = render(&dbg("ops", "a", Some("p")));
         assert_eq!(
-            got,
+            rules(&with),
             [
-                ("debuggers,pingers".into(), "get,list,watch".into()),
-                ("pods".into(), "get,list,watch".into()),
-                ("debuggerreports".into(), "get,create,patch".into()),
-                ("events".into(), "create,patch".into()),
+                "debuggers [a] get,list,watch",
+                "pingers [p] get,list,watch",
+                "pods [] get,list,watch",
+                "debuggerreports [] get,create,patch",
+                "events [] create,patch",
             ]
         );
-        assert!(rules
-            .iter()
-            .all(|(r, _)| !r.iter().any(|x| x == "configmaps")));
+        // Without a Pinger no rule on Pingers at all: a rule without names
+        // would grant every one.
+        let without = render(&dbg("ops", "a", None));
+        assert_eq!(
+            rules(&without),
+            [
+                "debuggers [a] get,list,watch",
+                "pods [] get,list,watch",
+                "debuggerreports [] get,create,patch",
+                "events [] create,patch",
+            ]
+        );
+        assert_ne!(with.hash, without.hash, "a Pinger change rewrites the Role");
+        assert!(rules(&with).iter().all(|r| !r.contains("configmaps")));
+    }
+
+    fn role(ns: &str, name: &str, owned: bool) -> Arc<Role> {
+        let mut r = Role::default();
+        r.metadata.namespace = Some(ns.into());
+        r.metadata.name = Some(name.into());
+        if owned {
+            r.metadata.owner_references = dbg(ns, "x", None)
+                .controller_owner_ref(&())
+                .map(|o| vec![o]);
+        }
+        Arc::new(r)
+    }
+
+    fn daemonset(
+        ns: &str,
+        generation: i64,
+        observed: i64,
+        updated: i32,
+        desired: i32,
+    ) -> Arc<DaemonSet> {
+        let mut d = DaemonSet::default();
+        d.metadata.namespace = Some(ns.into());
+        d.metadata.generation = Some(generation);
+        d.status = Some(DaemonSetStatus {
+            observed_generation: Some(observed),
+            updated_number_scheduled: Some(updated),
+            desired_number_scheduled: desired,
+            ..DaemonSetStatus::default()
+        });
+        Arc::new(d)
     }
 
     #[test]
-    fn a_namespace_keeps_its_rbac_while_a_live_debugger_is_left() {
-        let all = vec![dbg("ops", "a", false), dbg("dev", "b", true)];
-        assert!(has_live_debugger(&all, "ops"));
-        assert!(!has_live_debugger(&all, "dev"), "only one being deleted");
-        assert!(!has_live_debugger(&all, "other"));
-    }
-
-    #[test]
-    fn a_namespace_is_forgotten_once_its_rbac_is_removed() {
-        let n = Namespaces::default();
-        n.set_in_place("ops", true);
-        n.set_in_place("dev", true);
-        assert!(n.in_place("ops"));
-        n.forget("ops");
-        assert!(!n.in_place("ops"));
-        assert_eq!(n.len(), 1);
+    fn the_shared_set_of_a_namespace_goes_once_no_pod_can_use_it() {
+        let legacy = role("ops", "kube-combo-workload", false);
+        let roles = vec![
+            legacy.clone(),
+            role("ops", "kube-combo-workload.a", true),
+            role("dev", "kube-combo-workload", false),
+        ];
+        assert_eq!(legacy_namespaces(&roles), ["ops", "dev"]);
+        assert!(
+            legacy_namespaces(&[role("ops", "kube-combo-workload", true)]).is_empty(),
+            "a Role of that name with an owner is not the shared one"
+        );
+        let a = Arc::new(dbg("ops", "a", None));
+        let b = Arc::new(dbg("ops", "b", None));
+        let only_a = vec![a.clone()];
+        let done = vec![daemonset("ops", 2, 2, 3, 3)];
+        assert!(legacy_unused("ops", &only_a, &roles, &done));
+        assert!(
+            !legacy_unused("ops", &[a, b], &roles, &done),
+            "b has no Role of its own yet"
+        );
+        assert!(
+            !legacy_unused("ops", &only_a, &roles, &[daemonset("ops", 2, 2, 1, 3)]),
+            "two old pods left"
+        );
+        assert!(
+            !legacy_unused("ops", &only_a, &roles, &[daemonset("ops", 3, 2, 3, 3)]),
+            "the new template is not seen yet"
+        );
+        assert!(
+            legacy_unused("ops", &only_a, &roles, &[daemonset("dev", 3, 2, 0, 3)]),
+            "another namespace's DaemonSet does not count"
+        );
     }
 }

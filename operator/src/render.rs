@@ -23,8 +23,6 @@ use serde::Serialize;
 /// Annotation carrying the hash of everything the operator rendered into an
 /// object; equal hashes mean an apply would change nothing, so none is sent.
 pub const ANNOTATION_SPEC_HASH: &str = "kubecombo.io/spec-hash";
-/// ServiceAccount of workload pods, one per namespace (see `rbac`).
-pub const WORKLOAD_SERVICE_ACCOUNT: &str = "kube-combo-workload";
 /// Where the host root filesystem is mounted with enableSys.
 pub const HOST_ROOT_MOUNT: &str = "/host";
 /// Where the user's scripts ConfigMap is mounted.
@@ -223,7 +221,9 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
     PodSpec {
         containers,
         volumes: (!volumes.is_empty()).then_some(volumes),
-        service_account_name: Some(WORKLOAD_SERVICE_ACCOUNT.into()),
+        service_account_name: Some(keys::workload_account(
+            dbg.metadata.name.as_deref().unwrap_or_default(),
+        )),
         restart_policy: Some(if is_pod { "Never" } else { "Always" }.into()),
         host_network: spec.host_network.then_some(true),
         dns_policy: spec

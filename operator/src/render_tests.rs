@@ -82,7 +82,7 @@ fn default_spec_renders_a_daemonset_named_after_the_debugger() {
     assert_eq!(pod.restart_policy.as_deref(), Some("Always"));
     assert_eq!(
         pod.service_account_name.as_deref(),
-        Some(WORKLOAD_SERVICE_ACCOUNT)
+        Some("kube-combo-workload.node-check")
     );
     assert_eq!(pod.containers.len(), 1);
     assert_eq!(pod.containers[0].name, "runner");

@@ -14,7 +14,7 @@ use combo_e2e::{
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::Role;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
@@ -174,7 +174,7 @@ async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()
     assert_eq!(names, ["runner", "pinger"]);
     assert_eq!(
         pod.service_account_name.as_deref(),
-        Some("kube-combo-workload")
+        Some("kube-combo-workload.node-check")
     );
     let labels = ds
         .spec
@@ -194,7 +194,7 @@ async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()
     let summary: ConfigMap =
         eventually_within(&c, &ns.name, "node-check-summary", Duration::from_secs(20)).await?;
     assert_eq!(summary.owner_references()[0].name, "node-check");
-    let sa: Option<ServiceAccount> = get(&c, &ns.name, "kube-combo-workload").await?;
+    let sa: Option<ServiceAccount> = get(&c, &ns.name, "kube-combo-workload.node-check").await?;
     assert!(
         sa.is_some(),
         "workload ServiceAccount created in the Debugger's namespace"
@@ -621,7 +621,9 @@ async fn versions(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, S
         .await?
         .context("cm")?;
     out.extend([rv("ConfigMap", &cm.metadata)]);
-    let role: Role = get(c, ns, "kube-combo-workload").await?.context("role")?;
+    let role: Role = get(c, ns, &format!("kube-combo-workload.{name}"))
+        .await?
+        .context("role")?;
     out.extend([rv("Role", &role.metadata)]);
     Ok(out)
 }
@@ -680,14 +682,63 @@ async fn an_operator_restart_changes_no_object() -> Result<()> {
     })
     .await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let mut after = versions(&c, &ns.name, "steady").await?;
-    // The Role legitimately changes: it now also names probe's summary ConfigMap.
-    after.insert("Role".into(), before["Role"].clone());
+    let after = versions(&c, &ns.name, "steady").await?;
     assert_eq!(
         before, after,
         "a restart writes nothing for an unchanged Debugger"
     );
     Ok(())
+}
+
+/// The per-namespace workload set of earlier versions, as they wrote it.
+const LEGACY_RBAC: &str = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: kube-combo-workload\n  labels: {app.kubernetes.io/name: kube-combo, app.kubernetes.io/component: workload}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: kube-combo-workload\n  labels: {app.kubernetes.io/name: kube-combo, app.kubernetes.io/component: workload}\nrules:\n- apiGroups: [kubecombo.io]\n  resources: [debuggers]\n  verbs: [get]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: kube-combo-workload\n  labels: {app.kubernetes.io/name: kube-combo, app.kubernetes.io/component: workload}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: kube-combo-workload}\nsubjects:\n- {kind: ServiceAccount, name: kube-combo-workload}\n";
+
+/// Whether ServiceAccount, Role and RoleBinding `name` exist, in that order.
+async fn rbac_set(c: &Client, ns: &str, name: &str) -> Result<[bool; 3]> {
+    Ok([
+        get::<ServiceAccount>(c, ns, name).await?.is_some(),
+        get::<Role>(c, ns, name).await?.is_some(),
+        get::<RoleBinding>(c, ns, name).await?.is_some(),
+    ])
+}
+
+#[tokio::test]
+async fn each_debugger_has_its_own_workload_rbac_and_the_shared_one_goes_once_unused() -> Result<()>
+{
+    install_operator();
+    let ns = namespace("rbac-own").await;
+    let c = client().await;
+    apply(&ns.name, Manifest::Yaml(LEGACY_RBAC))?;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&debugger_yaml("moved", "cpu: 100m\n")),
+    )?;
+    let want = nodes().len() as i32;
+    wait_for(WAIT, "moved is ready", || async {
+        let d: Option<Debugger> = get(&c, &ns.name, "moved").await?;
+        Ok(d.and_then(|d| d.status)
+            .is_some_and(|s| s.ready_pods == want && s.desired_pods == want))
+    })
+    .await?;
+    assert_eq!(
+        rbac_set(&c, &ns.name, "kube-combo-workload.moved").await?,
+        [true; 3]
+    );
+    // Its pods run as its own account, so the shared set is unused now.
+    wait_for(
+        WAIT,
+        "the shared set of earlier versions is deleted",
+        || async { Ok(rbac_set(&c, &ns.name, "kube-combo-workload").await? == [false; 3]) },
+    )
+    .await?;
+    // Its own set goes with it (the garbage collector follows the owner).
+    kubectl_ok(&["delete", "debugger", "moved", "-n", &ns.name])?;
+    wait_for(
+        WAIT,
+        "the Debugger's own set is deleted with it",
+        || async { Ok(rbac_set(&c, &ns.name, "kube-combo-workload.moved").await? == [false; 3]) },
+    )
+    .await
 }
 
 #[tokio::test]

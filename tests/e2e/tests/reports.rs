@@ -159,7 +159,7 @@ async fn the_workload_account_may_apply_reports_but_not_touch_configmaps() -> Re
     let ns = namespace("reports-rbac").await;
     let c = client().await;
     setup(&c, &ns.name, "acct").await?;
-    let who = format!("system:serviceaccount:{}:kube-combo-workload", ns.name);
+    let who = format!("system:serviceaccount:{}:kube-combo-workload.acct", ns.name);
     let can = |verb: &str, resource: &str| {
         let out = kubectl(&[
             "auth", "can-i", verb, resource, "-n", &ns.name, "--as", &who,
