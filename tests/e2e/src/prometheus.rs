@@ -1,7 +1,7 @@
-//! A real Prometheus for the end-to-end tests (docs/testing.md, "Prometheus
-//! end to end"): the scrape job the Prometheus Operator would make of the
-//! shipped PodMonitor, the shipped rules with shorter `for:` durations, and
-//! the process, stopped when dropped.
+//! A real Prometheus for the end-to-end tests: the scrape job the Prometheus
+//! Operator would make of the shipped PodMonitor, the shipped rules with
+//! shorter `for:` durations, and the process, stopped when dropped
+//! (docs/testing.md, "Prometheus end to end").
 //!
 //! Debian's `prometheus` is built without Kubernetes service discovery, so
 //! the pods reach it through a file ([`crate::pod_sd`]) that carries the
