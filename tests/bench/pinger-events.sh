@@ -5,14 +5,16 @@
 # Warning Events each prober recorded, per hour and what that implies at
 # 5,000 nodes with the default maxPeers; measures, does not assert.
 #
-#   COMBO_E2E_DIR=DIR tests/bench/pinger-events.sh [LOSS_SECONDS] [DEAD_SECONDS]
+#   COMBO_E2E_DIR=DIR [LOSSY=all] tests/bench/pinger-events.sh [LOSS_SECONDS] [DEAD_SECONDS]
 #
+# LOSSY=all puts the drop in every pinger pod's namespace instead (echo
+# requests on their way out): every link loses 1 %, for more rounds to count.
 # DIR is a running tests/e2e/cluster.sh cluster of simulated nodes (every
 # pod has a network namespace of its own, reachable from this machine).
 # Defaults: 600 s of loss, 330 s dead (one repeat of the dead peer's Event
 # is due after 5 minutes). Needs root, nft, kubectl, curl, python3.
 set -euo pipefail
-loss_secs=${1:-600} dead_secs=${2:-330}
+loss_secs=${1:-600} dead_secs=${2:-330} lossy_all=${LOSSY:-one}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=${COMBO_E2E_DIR:?COMBO_E2E_DIR=DIR of a tests/e2e/cluster.sh cluster}
 export KUBECONFIG=$dir/kubeconfig
@@ -21,11 +23,18 @@ ns=bench-events-$$
 selector=kubecombo.io/debugger=events
 loss_table=kcbench_loss dead_table=kcbench_dead
 netns=
+lossy_netns=()
 
 nft_in() { ip netns exec "$netns" nft "$@"; }
+unloss() {
+    local n
+    for n in "${lossy_netns[@]}"; do
+        ip netns exec "$n" nft delete table inet "$loss_table" 2>/dev/null || true
+    done
+}
 cleanup() {
+    unloss
     if [[ -n $netns ]]; then
-        nft_in delete table inet "$loss_table" 2>/dev/null || true
         nft_in delete table inet "$dead_table" 2>/dev/null || true
     fi
     kubectl delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
@@ -111,10 +120,10 @@ for line in sys.stdin:
     if m and (me == lossy or m[1] == lossy):
         sent += float(m[3])
         lost += float(m[3]) if m[2] != "ok" else 0
-print(sys.argv[3], int(sent), int(lost), end=" ")' "$ip" "$lossy_ip" "$name"
+print(sys.argv[3], int(sent), int(lost), end=" ")' "$ip" "$([[ $lossy_all == all ]] && echo "$ip" || echo "$lossy_ip")" "$name"
         # Failed rounds on those links, from the pinger's log ("round failed").
         log=$dir/pods/$ns/$name/pinger.log
-        if [[ $name == "$lossy" ]]; then
+        if [[ $name == "$lossy" || $lossy_all == all ]]; then
             grep -c 'round failed target=icmp ' "$log" || true
         else
             grep -c "round failed target=icmp $lossy_ip " "$log" || true
@@ -122,21 +131,34 @@ print(sys.argv[3], int(sent), int(lost), end=" ")' "$ip" "$lossy_ip" "$name"
     done <"/tmp/$ns.pods"
 }
 
-echo "cluster: $nodes simulated nodes; Pinger defaults; lossy peer $lossy ($lossy_ip, node-1)"
-echo "1 % random drop of echo requests in and out of $netns for $loss_secs s"
+echo "cluster: $nodes simulated nodes; Pinger defaults"
 events >"/tmp/$ns.events0"
 probes >"/tmp/$ns.probes0"
-nft_in -f - <<NFT
+if [[ $lossy_all == all ]]; then
+    echo "1 % random drop of echo requests out of every pinger pod's namespace for $loss_secs s"
+    while read -r _ _ uid _; do
+        lossy_netns+=("kcp-${uid:0:8}")
+        ip netns exec "kcp-${uid:0:8}" nft -f - <<NFT
+table inet $loss_table {
+    chain output { type filter hook output priority 0; icmp type echo-request numgen random mod 100 < 1 drop; }
+}
+NFT
+    done <"/tmp/$ns.pods"
+else
+    echo "1 % random drop of echo requests in and out of $lossy's namespace ($lossy_ip, node-1) for $loss_secs s"
+    lossy_netns=("$netns")
+    nft_in -f - <<NFT
 table inet $loss_table {
     chain input { type filter hook input priority 0; icmp type echo-request numgen random mod 100 < 1 drop; }
     chain output { type filter hook output priority 0; icmp type echo-request numgen random mod 100 < 1 drop; }
 }
 NFT
+fi
 sleep "$loss_secs"
-nft_in delete table inet "$loss_table"
+unloss
 events >"/tmp/$ns.events1"
 probes >"/tmp/$ns.probes1"
-python3 - "/tmp/$ns" "$loss_secs" "$lossy" <<'PY'
+python3 - "/tmp/$ns" "$loss_secs" "$([[ $lossy_all == all ]] || echo "$lossy")" <<'PY'
 import sys
 base, secs, lossy = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def table(path, cols):
