@@ -8,7 +8,7 @@
 //! labels Kubernetes discovery (role pod) gives them; the relabeling, the
 //! scraping and the rules are Prometheus's own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -193,6 +193,20 @@ pub fn parse_scalar(body: &str) -> Result<Option<f64>> {
     Ok(Some(value.parse()?))
 }
 
+/// The values of `label` over the series of an instant query's answer.
+pub fn parse_label_values(body: &str, label: &str) -> Result<BTreeSet<String>> {
+    let answer: serde_json::Value = serde_json::from_str(body)?;
+    if answer["status"] != "success" {
+        bail!("query: {answer}");
+    }
+    Ok(answer["data"]["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|series| series["metric"][label].as_str().map(str::to_string))
+        .collect())
+}
+
 /// A Prometheus server (Debian's `prometheus`) on a loopback port, with its
 /// configuration and data in a directory of its own. Dropping it kills the
 /// process by its pid and removes the directory.
@@ -276,6 +290,11 @@ impl Prometheus {
     /// The value of an instant query that yields one number.
     pub fn scalar(&self, query: &str) -> Result<Option<f64>> {
         parse_scalar(&self.get("/api/v1/query", &[("query", query)])?)
+    }
+
+    /// The values of `label` over the series an instant query yields.
+    pub fn label_values(&self, query: &str, label: &str) -> Result<BTreeSet<String>> {
+        parse_label_values(&self.get("/api/v1/query", &[("query", query)])?, label)
     }
 
     /// The pending and firing alerts.
@@ -383,5 +402,10 @@ spec:
         assert_eq!(parse_scalar(scalar).unwrap(), Some(7.0));
         let empty = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
         assert_eq!(parse_scalar(empty).unwrap(), None);
+        let vector = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"pod":"a"},"value":[1,"0"]},{"metric":{"pod":"b"},"value":[1,"1"]},{"metric":{},"value":[1,"1"]}]}}"#;
+        assert_eq!(
+            parse_label_values(vector, "pod").unwrap(),
+            BTreeSet::from(["a".to_string(), "b".to_string()])
+        );
     }
 }
