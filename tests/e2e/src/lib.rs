@@ -15,6 +15,9 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod pod_sd;
+pub mod prometheus;
+
 /// Root of the repository.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -190,6 +193,66 @@ pub fn node_netns(node: &str) -> String {
 /// The network namespace of a pod, by its UID.
 pub fn pod_netns(pod_uid: &str) -> String {
     format!("kcp-{}", &pod_uid[..pod_uid.len().min(8)])
+}
+
+/// An nftables ruleset loaded into a network namespace the test cluster
+/// made (`ip netns exec <netns> nft -f -`); its table is deleted when
+/// dropped, so a failing test leaves no rule behind.
+pub struct NftTable {
+    netns: String,
+    table: String,
+}
+
+impl NftTable {
+    /// Loads `table inet <name> { <body> }` into `netns`.
+    pub fn load(netns: &str, name: &str, body: &str) -> Result<Self> {
+        use std::io::Write as _;
+        let mut nft = Command::new("ip")
+            .args(["netns", "exec", netns, "nft", "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        nft.stdin
+            .take()
+            .context("nft stdin")?
+            .write_all(format!("table inet {name} {{\n{body}\n}}\n").as_bytes())?;
+        let out = nft.wait_with_output()?;
+        if !out.status.success() {
+            bail!("nft in {netns}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(NftTable {
+            netns: netns.to_string(),
+            table: name.to_string(),
+        })
+    }
+
+    /// Cuts a namespace off: everything but loopback is dropped both ways.
+    pub fn cut_off(netns: &str, name: &str) -> Result<Self> {
+        Self::load(
+            netns,
+            name,
+            "chain input { type filter hook input priority 0; policy drop; iifname \"lo\" accept; }\n\
+             chain output { type filter hook output priority 0; policy drop; oifname \"lo\" accept; }",
+        )
+    }
+}
+
+impl Drop for NftTable {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.netns,
+                "nft",
+                "delete",
+                "table",
+                "inet",
+            ])
+            .arg(&self.table)
+            .output();
+    }
 }
 
 /// What a container of a pod printed (stdout and stderr), as the node

@@ -12,7 +12,7 @@ use anyhow::{bail, Context as _, Result};
 use combo_api::keys;
 use combo_e2e::{
     apply_yaml, client, install_operator, namespace, node_netns, nodes, pod_netns, project_binary,
-    running_and_ready, wait_for,
+    running_and_ready, wait_for, NftTable,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
@@ -109,50 +109,16 @@ async fn pod_events(client: &Client, ns: &str, pod: &str) -> Result<Vec<(String,
         .collect())
 }
 
-/// An nftables table in a node's namespace; deleted on drop.
-struct DropRule {
-    netns: String,
-    table: String,
-}
-
-impl DropRule {
-    fn random_echo_drop(node: &str, table: &str, percent: u32) -> Result<Self> {
-        let netns = node_netns(node);
-        let ruleset = format!(
-            "table inet {table} {{\n chain lossy {{\n  type filter hook forward priority 0;\n  icmp type echo-request numgen random mod 100 < {percent} drop\n }}\n}}\n"
-        );
-        let path = std::env::temp_dir().join(format!("{table}.nft"));
-        std::fs::write(&path, ruleset)?;
-        let out = Command::new("ip")
-            .args(["netns", "exec", &netns, "nft", "-f"])
-            .arg(&path)
-            .output()?;
-        let _ = std::fs::remove_file(path);
-        if !out.status.success() {
-            bail!("nft: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(DropRule {
-            netns,
-            table: table.to_string(),
-        })
-    }
-}
-
-impl Drop for DropRule {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.netns,
-                "nft",
-                "delete",
-                "table",
-                "inet",
-                &self.table,
-            ])
-            .output();
-    }
+/// Drops `percent` % of the echo requests forwarded through a node's
+/// namespace, at random; the table goes when the guard is dropped.
+fn random_echo_drop(node: &str, table: &str, percent: u32) -> Result<NftTable> {
+    NftTable::load(
+        &node_netns(node),
+        table,
+        &format!(
+            "chain lossy {{ type filter hook forward priority 0; icmp type echo-request numgen random mod 100 < {percent} drop; }}"
+        ),
+    )
 }
 
 #[tokio::test]
@@ -203,7 +169,7 @@ async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edi
     // Loss in node-1's namespace: its pod's peer rounds fail.
     let lossy_node = &node_names[0];
     let lossy_pod = pods[lossy_node].name_any();
-    let rule = DropRule::random_echo_drop(
+    let rule = random_echo_drop(
         lossy_node,
         &format!("kcpe_{}", ns.name.replace('-', "_")),
         60,
