@@ -122,7 +122,11 @@ async fn prometheus_fires_the_shipped_alerts_while_a_peer_is_cut_off_and_resolve
     let ns = namespace("prometheus").await;
     let client = client().await;
     let node_names = nodes();
-    assert!(node_names.len() >= 2, "the test needs two simulated nodes");
+    // The peer alert wants three probers failing: two peers and the watcher.
+    assert!(
+        node_names.len() >= 3,
+        "the test needs three simulated nodes"
+    );
     apply_yaml(&ns.name, MESH)?;
     wait_for(WAIT, "a ready pinger pod on every node", || async {
         Ok(ready_pods(&client, &ns.name, "mesh").await?.len() == node_names.len())
