@@ -459,7 +459,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         if newly_reported(current.status.as_ref(), &new) {
             news.push(events::for_invalid(invalid));
         }
-    } else if changed || !news.is_empty() || summary.is_some() {
+    } else if changed || !news.is_empty() || summary.is_some() || ctx.pace.holds(&uid) {
         // A valid Debugger's summary ConfigMap, status and Events wait
         // while workloads are being written (see `pace`).
         match ctx.pace.hold(&uid, &dbg.object_ref(&()), news) {

@@ -73,7 +73,19 @@ impl Pace {
         reference: &ObjectReference,
         events: Vec<Event>,
     ) -> Result<Duration, Vec<Event>> {
-        let now = Instant::now();
+        self.hold_at(uid, reference, events, Instant::now())
+    }
+
+    /// [`Pace::hold`] at `now`. Entries waiting longer than a minute belong
+    /// to Debuggers that are gone, and are forgotten here: the record is
+    /// bounded by the Debuggers that wait.
+    fn hold_at(
+        &self,
+        uid: &str,
+        reference: &ObjectReference,
+        events: Vec<Event>,
+        now: Instant,
+    ) -> Result<Duration, Vec<Event>> {
         let last = *self.last_write.lock().expect("pace lock");
         let mut waiting = self.waiting.lock().expect("pace lock");
         waiting.retain(|_, w| now.saturating_duration_since(w.since) < FORGET);
@@ -96,6 +108,12 @@ impl Pace {
                 Err(all)
             }
         }
+    }
+
+    /// Whether Debugger `uid` has Events held: its next reconcile hands
+    /// them out once writes pause, even when it has nothing new.
+    pub fn holds(&self, uid: &str) -> bool {
+        self.waiting.lock().expect("pace lock").contains_key(uid)
     }
 
     /// The Events held for Debugger `uid`, oldest first, handed out now
@@ -123,6 +141,22 @@ impl Pace {
 mod tests {
     use super::*;
     use kube::runtime::events::EventType;
+
+    #[test]
+    fn a_debugger_waiting_a_minute_is_forgotten_at_the_next_hold() {
+        let pace = Pace::default();
+        let start = Instant::now();
+        pace.wrote();
+        let r = ObjectReference::default();
+        assert!(pace.hold_at("gone", &r, vec![event("A")], start).is_ok());
+        assert!(pace.holds("gone"));
+        // Another Debugger waits a minute later: the first one's entry goes.
+        let later = start + FORGET + Duration::from_secs(1);
+        *pace.last_write.lock().unwrap() = Some(later);
+        assert!(pace.hold_at("live", &r, vec![event("B")], later).is_ok());
+        assert!(!pace.holds("gone") && pace.holds("live"));
+        assert_eq!(pace.waiting.lock().unwrap().len(), 1);
+    }
 
     fn event(reason: &str) -> Event {
         Event {

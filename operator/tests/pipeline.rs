@@ -1,0 +1,359 @@
+//! The reconcile pipeline of one Debugger, in-process, against a stand-in
+//! API server that records every request: for each case the requests the
+//! operator makes, in order, and nothing else. The caches are filled by
+//! hand, as the watches would fill them.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use combo_api::{Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType};
+use combo_operator::cache::Caches;
+use combo_operator::context::Context;
+use combo_operator::controller::{reconcile, Error};
+use combo_operator::metrics::Metrics;
+use combo_operator::render::Images;
+use http_body_util::BodyExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::rbac::v1::Role;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::watcher::Event;
+use kube::Client;
+use serde_json::{json, Value};
+
+/// "method path" (no query) and body of every request, in order.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+/// The "method path" of the requests from the `from`th on.
+fn requests(seen: &Seen, from: usize) -> Vec<String> {
+    seen.lock().unwrap()[from..]
+        .iter()
+        .map(|(r, _)| r.clone())
+        .collect()
+}
+
+/// The body of the last request to `request`.
+fn last_body(seen: &Seen, request: &str) -> String {
+    let seen = seen.lock().unwrap();
+    let found = seen.iter().rev().find(|(r, _)| r == request);
+    found.map(|(_, b)| b.clone()).unwrap_or_default()
+}
+
+/// What the stand-in answers a request with: `Some((code, body))` replaces
+/// the default (the request's own body with a resourceVersion and uid, or
+/// an empty list for a GET).
+type Script = Arc<dyn Fn(&str, &str) -> Option<(u16, Value)> + Send + Sync>;
+
+fn stand_in(script: Script) -> (Client, Seen) {
+    let seen: Seen = Default::default();
+    let log = seen.clone();
+    let api_server =
+        tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let (log, script) = (log.clone(), script.clone());
+            async move {
+                let method = req.method().to_string();
+                let path = req.uri().path().to_string();
+                let body = req.into_body().collect().await.unwrap().to_bytes();
+                log.lock().unwrap().push((
+                    format!("{method} {path}"),
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+                let (code, json) = script(&method, &path).unwrap_or_else(|| {
+                if method == "GET" {
+                    (200, json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": []}))
+                } else {
+                    let mut obj: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+                    if path.ends_with("/status") {
+                        // A status apply answers with the whole object.
+                        obj["metadata"]["name"] = "d".into();
+                        obj["metadata"]["namespace"] = "ops".into();
+                        obj["spec"] = json!({});
+                    }
+                    obj["metadata"]["resourceVersion"] = "1".into();
+                    obj["metadata"]["uid"] = "written".into();
+                    (200, obj)
+                }
+            });
+                let mut resp = http::Response::new(kube::client::Body::from(
+                    serde_json::to_vec(&json).unwrap(),
+                ));
+                *resp.status_mut() = http::StatusCode::from_u16(code).unwrap();
+                Ok::<_, std::convert::Infallible>(resp)
+            }
+        });
+    (Client::new(api_server, "ops"), seen)
+}
+
+/// The watches' writers, to fill the caches by hand.
+struct Watches {
+    debuggers: Writer<Debugger>,
+    daemonsets: Writer<DaemonSet>,
+    pingers: Writer<Pinger>,
+}
+
+fn context(client: Client) -> (Arc<Context>, Watches) {
+    let (debuggers, dw) = reflector::store::<Debugger>();
+    let (daemonsets, dsw) = reflector::store::<DaemonSet>();
+    let (pods, mut pw) = reflector::store::<Pod>();
+    let (pingers, pgw) = reflector::store::<Pinger>();
+    let (roles, mut rw) = reflector::store::<Role>();
+    let caches = Caches::new(daemonsets, pods, pingers, roles);
+    // Every watch has listed (nothing).
+    for listed in &caches.listed {
+        listed.observe(&Event::<Pod>::InitDone);
+    }
+    caches.summaries.observe(&Event::<ConfigMap>::InitDone);
+    caches.reports.observe(&Event::<DebuggerReport>::InitDone);
+    pw.apply_watcher_event(&Event::InitDone);
+    rw.apply_watcher_event(&Event::InitDone);
+    let ctx = Context {
+        client: client.clone(),
+        images: Images {
+            runner: "reg/runner:1".into(),
+            pinger: "reg/pinger:1".into(),
+        },
+        metrics: Arc::new(Metrics::default()),
+        recorder: Recorder::new(
+            client,
+            Reporter {
+                controller: "combo-operator".into(),
+                instance: None,
+            },
+        ),
+        debuggers,
+        caches,
+        pace: Default::default(),
+        written: Default::default(),
+        failures: Default::default(),
+        summary_writes: Default::default(),
+        status_writes: Default::default(),
+        runs_seen: Default::default(),
+    };
+    let watches = Watches {
+        debuggers: dw,
+        daemonsets: dsw,
+        pingers: pgw,
+    };
+    (Arc::new(ctx), watches)
+}
+
+impl Watches {
+    /// The Debugger watch shows `dbg`, as it does for every Debugger the
+    /// controller reconciles.
+    fn show(&mut self, dbg: &Debugger) {
+        self.debuggers
+            .apply_watcher_event(&Event::Apply(dbg.clone()));
+    }
+}
+
+fn debugger(spec: DebuggerSpec) -> Debugger {
+    let mut d = Debugger::new("d", spec);
+    d.metadata.namespace = Some("ops".into());
+    d.metadata.uid = Some("uid-d".into());
+    d.metadata.generation = Some(1);
+    d
+}
+
+/// Reconciles `dbg` as the controller would (again after each requeue),
+/// until it has made no request for 2.5 s (longer than the 2 s status
+/// coalescing); returns the requests made and the last result.
+async fn settle(
+    ctx: &Arc<Context>,
+    seen: &Seen,
+    dbg: &Debugger,
+) -> (Vec<String>, Result<(), String>) {
+    let start = seen.lock().unwrap().len();
+    let mut quiet_since = std::time::Instant::now();
+    let mut last = Ok(());
+    let mut count = start;
+    let mut rounds = 0;
+    while quiet_since.elapsed() < Duration::from_millis(2500) {
+        rounds += 1;
+        assert!(rounds < 60, "never settles: {:?}", &requests(seen, start));
+        last = reconcile(Arc::new(dbg.clone()), ctx.clone())
+            .await
+            .map(drop)
+            .map_err(|e: Error| e.to_string());
+        let now = seen.lock().unwrap().len();
+        if now != count {
+            count = now;
+            quiet_since = std::time::Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    (requests(seen, start), last)
+}
+
+const SA: &str = "PATCH /api/v1/namespaces/ops/serviceaccounts/kube-combo-workload.d";
+const ROLE: &str =
+    "PATCH /apis/rbac.authorization.k8s.io/v1/namespaces/ops/roles/kube-combo-workload.d";
+const BINDING: &str =
+    "PATCH /apis/rbac.authorization.k8s.io/v1/namespaces/ops/rolebindings/kube-combo-workload.d";
+const DAEMONSET: &str = "PATCH /apis/apps/v1/namespaces/ops/daemonsets/d";
+const EVENT: &str = "POST /apis/events.k8s.io/v1/namespaces/ops/events";
+const STATUS: &str = "PATCH /apis/kubecombo.io/v1/namespaces/ops/debuggers/d/status";
+const SUMMARY: &str = "PATCH /api/v1/namespaces/ops/configmaps/d-summary";
+
+fn no_script() -> Script {
+    Arc::new(|_, _| None)
+}
+
+#[tokio::test]
+async fn a_new_debugger_gets_its_rbac_then_its_workload_then_event_status_and_summary() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger(DebuggerSpec::default());
+    watches.show(&dbg);
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(
+        requests,
+        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, SUMMARY]
+    );
+    // Nothing changed: a reconcile writes nothing more.
+    let (again, _) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(again, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn an_invalid_spec_writes_its_status_and_event_and_no_workload() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let invalid = debugger(DebuggerSpec {
+        workload_type: WorkloadType::Daemonset,
+        node_name: "node-1".into(),
+        ..DebuggerSpec::default()
+    });
+    watches.show(&invalid);
+    let (requests, result) = settle(&ctx, &seen, &invalid).await;
+    assert!(result.unwrap_err().contains("invalid spec"));
+    assert_eq!(requests, [EVENT, STATUS]);
+}
+
+#[tokio::test]
+async fn a_missing_pinger_is_reported_and_its_arrival_brings_the_workload() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let with_pinger = debugger(DebuggerSpec {
+        enable_pinger: true,
+        pinger: "p".into(),
+        ..DebuggerSpec::default()
+    });
+    watches.show(&with_pinger);
+    let (requests, result) = settle(&ctx, &seen, &with_pinger).await;
+    assert!(result.unwrap_err().contains("not found"));
+    assert_eq!(requests, [EVENT, STATUS]);
+
+    let mut pinger = Pinger::new("p", Default::default());
+    pinger.metadata.namespace = Some("ops".into());
+    watches.pingers.apply_watcher_event(&Event::Apply(pinger));
+    let (requests, result) = settle(&ctx, &seen, &with_pinger).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(
+        requests,
+        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, SUMMARY]
+    );
+}
+
+#[tokio::test]
+async fn a_refused_workload_is_reported_and_retried() {
+    let refusal: Script = Arc::new(|method, path| {
+        (method == "PATCH" && path.ends_with("/daemonsets/d")).then(|| {
+            (
+                422,
+                json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
+                    "message": "DaemonSet.apps \"d\" is invalid: privileged disallowed",
+                    "reason": "Invalid", "code": 422}),
+            )
+        })
+    });
+    let (client, seen) = stand_in(refusal);
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger(DebuggerSpec::default());
+    watches.show(&dbg);
+    let first = reconcile(Arc::new(dbg.clone()), ctx.clone()).await;
+    assert!(first.is_err());
+    // The refusal is reported: an Event and the status, once; the retry
+    // (the controller's backoff) writes the workload again and nothing else.
+    assert_eq!(
+        requests(&seen, 0),
+        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS]
+    );
+    assert!(last_body(&seen, STATUS).contains("WorkloadRefused"));
+    let second = reconcile(Arc::new(dbg), ctx.clone()).await;
+    assert!(second.is_err());
+    assert_eq!(requests(&seen, 6), [DAEMONSET]);
+}
+
+#[tokio::test]
+async fn a_report_arriving_rewrites_the_summary_and_status_only() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger(DebuggerSpec::default());
+    watches.show(&dbg);
+    assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
+
+    let mut report = DebuggerReport::new(
+        "d.node-1",
+        DebuggerReportSpec {
+            debugger: "d".into(),
+            node: "node-1".into(),
+            run_at: "2026-11-24T06:00:00Z".into(),
+            finished_at: "2026-11-24T06:00:02Z".into(),
+            ..Default::default()
+        },
+    );
+    report.metadata.namespace = Some("ops".into());
+    report.metadata.labels = Some(
+        [
+            ("kubecombo.io/debugger".to_string(), "d".to_string()),
+            ("kubecombo.io/node".to_string(), "node-1".to_string()),
+        ]
+        .into(),
+    );
+    ctx.caches.reports.observe(&Event::Apply(report));
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(requests, [STATUS, SUMMARY]);
+}
+
+#[tokio::test]
+async fn a_deleted_workload_is_written_again() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger(DebuggerSpec::default());
+    watches.show(&dbg);
+    assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
+    // The watch shows the DaemonSet as written, then deleted.
+    let written: DaemonSet = {
+        let mut ds = DaemonSet::default();
+        ds.metadata.name = Some("d".into());
+        ds.metadata.namespace = Some("ops".into());
+        ds
+    };
+    watches
+        .daemonsets
+        .apply_watcher_event(&Event::Apply(written.clone()));
+    watches
+        .daemonsets
+        .apply_watcher_event(&Event::Delete(written.clone()));
+    ctx.caches
+        .recent_daemonsets
+        .observe(&Event::Delete(written));
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
+    // The Event repeats the first one's reason: the recorder counts it in
+    // that Event's series.
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(requests[0], DAEMONSET);
+    assert!(
+        requests[1].starts_with("PATCH /apis/events.k8s.io/v1/namespaces/ops/events/d."),
+        "{requests:?}"
+    );
+    assert!(
+        last_body(&seen, &requests[1]).contains("\"count\":2"),
+        "{}",
+        last_body(&seen, &requests[1])
+    );
+}
