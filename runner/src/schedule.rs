@@ -194,4 +194,93 @@ mod tests {
             Decision::Run(RunId::at(t("2026-11-22T06:00:00Z")))
         );
     }
+
+    #[test]
+    fn a_timestamp_far_in_the_past_runs_once_and_then_stays_idle() {
+        let now = t("2026-11-24T03:00:00Z");
+        let epoch = RunAt::parse("1970-01-01T00:00:00Z").unwrap();
+        let id = RunId::at(t("1970-01-01T00:00:00Z"));
+        assert_eq!(
+            decide(&epoch, DS, now, now, History::default()),
+            Decision::Run(id)
+        );
+        assert_eq!(
+            decide(&epoch, DS, now, now, ran("1970-01-01T00:00:00Z")),
+            Decision::Idle
+        );
+    }
+
+    #[test]
+    fn a_timestamp_far_in_the_future_waits_for_it() {
+        let now = t("2026-11-24T03:00:00Z");
+        let far = t("9999-12-31T23:59:59Z");
+        let at = RunAt::parse("9999-12-31T23:59:59Z").unwrap();
+        assert_eq!(
+            decide(&at, DS, now, now, History::default()),
+            Decision::Wait(far)
+        );
+        // An offset that moves it past the year 9999 in UTC is still a time.
+        assert!(RunAt::parse("9999-12-31T23:59:59-01:00").is_ok());
+    }
+
+    #[test]
+    fn a_leap_day_cron_fires_only_in_leap_years() {
+        let leap = RunAt::parse("0 6 29 2 *").unwrap();
+        // From 2026 the next 29 February is in 2028.
+        assert_eq!(
+            decide(
+                &leap,
+                DS,
+                t("2026-11-24T03:00:00Z"),
+                t("2026-11-24T03:00:00Z"),
+                History::default()
+            ),
+            Decision::Wait(t("2028-02-29T06:00:00Z"))
+        );
+        // At the fire time it runs; the next one is four years on (2100 is
+        // not a leap year, but that is far).
+        let fire = t("2028-02-29T06:00:00Z");
+        assert_eq!(
+            decide(&leap, DS, fire, fire, History::default()),
+            Decision::Run(RunId::at(fire))
+        );
+        assert_eq!(
+            decide(&leap, DS, fire, fire, ran("2028-02-29T06:00:00Z")),
+            Decision::Wait(t("2032-02-29T06:00:00Z"))
+        );
+        // A leap-day timestamp is a valid time; 29 February of 2027 is not.
+        assert!(RunAt::parse("2028-02-29T00:00:00Z").is_ok());
+        assert!(RunAt::parse("2027-02-29T00:00:00Z").is_err());
+    }
+
+    #[test]
+    fn a_cron_that_never_fires_leaves_the_runner_idle() {
+        // 30 February parses as cron fields but never comes.
+        let never = RunAt::parse("0 0 30 2 *").unwrap();
+        let now = t("2026-11-24T03:00:00Z");
+        assert_eq!(
+            decide(&never, DS, now, now, History::default()),
+            Decision::Idle
+        );
+    }
+
+    #[test]
+    fn invalid_cron_fields_are_refused_with_the_value_named() {
+        for bad in [
+            "60 * * * *",
+            "* 24 * * *",
+            "* * 0 * *",
+            "* * 32 * *",
+            "* * * 13 *",
+            "* * * * 8",
+            "*/0 * * * *",
+            "a b c d e",
+            "* * * * * *",
+            "1-",
+        ] {
+            let e = RunAt::parse(bad).expect_err(bad);
+            assert_eq!(e.value, bad);
+            assert!(e.to_string().contains(bad), "{e}");
+        }
+    }
 }
