@@ -3,8 +3,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use combo_api::keys::FIELD_MANAGER_OPERATOR;
 use combo_api::{Debugger, DebuggerStatus};
-use kube::runtime::events::Recorder;
+use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Client;
 
@@ -43,4 +44,39 @@ pub struct Context {
     /// The newest run seen per Debugger uid: when it changes, reports of
     /// nodes that left are removed. Dropped with the Debugger.
     pub runs_seen: Mutex<HashMap<String, String>>,
+}
+
+impl Context {
+    /// A context around the given handles, with no state kept yet. Events
+    /// are recorded by `combo-operator` (`instance`: this replica).
+    pub fn new(
+        client: Client,
+        images: Images,
+        metrics: Arc<Metrics>,
+        instance: Option<String>,
+        debuggers: Store<Debugger>,
+        caches: Caches,
+    ) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: FIELD_MANAGER_OPERATOR.into(),
+                instance,
+            },
+        );
+        Context {
+            client,
+            images,
+            metrics,
+            recorder,
+            debuggers,
+            caches,
+            pace: Default::default(),
+            written: Default::default(),
+            failures: Default::default(),
+            summary_writes: Default::default(),
+            status_writes: Default::default(),
+            runs_seen: Default::default(),
+        }
+    }
 }

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use combo_api::keys::{self, FIELD_MANAGER_OPERATOR};
+use combo_api::keys;
 use combo_api::{Debugger, DebuggerReport, DebuggerStatus, Pinger};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::rbac::v1::Role;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::events::{Event, Recorder, Reporter};
+use kube::runtime::events::Event;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -255,29 +255,18 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
             std::future::pending::<()>().await
         }
     };
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        images: Images {
-            runner: args.runner_image.clone(),
-            pinger: args.pinger_image.clone(),
-        },
+    let images = Images {
+        runner: args.runner_image.clone(),
+        pinger: args.pinger_image.clone(),
+    };
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        images,
         metrics,
-        recorder: Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: FIELD_MANAGER_OPERATOR.into(),
-                instance: Some(identity),
-            },
-        ),
-        debuggers: store,
+        Some(identity),
+        store,
         caches,
-        pace: Default::default(),
-        written: Default::default(),
-        failures: Default::default(),
-        summary_writes: Default::default(),
-        status_writes: Default::default(),
-        runs_seen: Default::default(),
-    });
+    ));
     let pingers = Controller::new(api::<Pinger>(&client, ns), watcher::Config::default())
         .shutdown_on_signal()
         .run(

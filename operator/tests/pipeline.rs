@@ -16,7 +16,6 @@ use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::rbac::v1::Role;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher::Event;
 use kube::Client;
@@ -107,29 +106,12 @@ fn context(client: Client) -> (Arc<Context>, Watches) {
     caches.reports.observe(&Event::<DebuggerReport>::InitDone);
     pw.apply_watcher_event(&Event::InitDone);
     rw.apply_watcher_event(&Event::InitDone);
-    let ctx = Context {
-        client: client.clone(),
-        images: Images {
-            runner: "reg/runner:1".into(),
-            pinger: "reg/pinger:1".into(),
-        },
-        metrics: Arc::new(Metrics::default()),
-        recorder: Recorder::new(
-            client,
-            Reporter {
-                controller: "combo-operator".into(),
-                instance: None,
-            },
-        ),
-        debuggers,
-        caches,
-        pace: Default::default(),
-        written: Default::default(),
-        failures: Default::default(),
-        summary_writes: Default::default(),
-        status_writes: Default::default(),
-        runs_seen: Default::default(),
+    let images = Images {
+        runner: "reg/runner:1".into(),
+        pinger: "reg/pinger:1".into(),
     };
+    let metrics = Arc::new(Metrics::default());
+    let ctx = Context::new(client, images, metrics, None, debuggers, caches);
     let watches = Watches {
         debuggers: dw,
         daemonsets: dsw,
