@@ -204,14 +204,17 @@ impl Scheduler {
     /// The run this node last completed, from its report; retried while
     /// the API server does not answer.
     async fn read_completed(&self) -> Option<RunId> {
-        let mut pause = Duration::from_millis(200);
-        for _ in 0..8 {
+        for attempt in 1..=8 {
             match self.publisher.read_completed(&self.id.debugger).await {
                 Ok(r) => return r,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read this node's report");
+                    let pause = combo_api::retry::doubling(
+                        Duration::from_millis(200),
+                        Duration::from_secs(5),
+                        attempt,
+                    );
                     tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(5));
                 }
             }
         }

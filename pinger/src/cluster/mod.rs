@@ -4,6 +4,8 @@
 
 mod peers;
 mod publish;
+#[cfg(test)]
+mod stand_in;
 mod table;
 mod table_watch;
 mod watch;

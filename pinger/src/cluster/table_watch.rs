@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use combo_api::retry::doubling;
 use futures::{AsyncBufReadExt, StreamExt};
 use kube::Client;
 use serde_json::Value;
@@ -39,7 +40,7 @@ enum Error {
 /// each list and [`Update::Peer`] for each change.
 pub async fn peers(client: Client, namespace: String, selector: String, tx: mpsc::Sender<Update>) {
     let path = format!("/api/v1/namespaces/{namespace}/pods");
-    let mut backoff = Duration::from_millis(500);
+    let mut attempt = 0;
     loop {
         match follow(&client, &path, &selector, &tx).await {
             Err(Error::Closed) => return,
@@ -48,12 +49,12 @@ pub async fn peers(client: Client, namespace: String, selector: String, tx: mpsc
                 continue;
             }
             Err(e) => {
-                tracing::warn!(error = %e, source = ?std::error::Error::source(&e), %selector, retry_in = ?backoff, "watching peer pods failed");
+                attempt += 1;
+                tracing::warn!(error = %e, source = ?std::error::Error::source(&e), %selector, retry_in = ?backoff(attempt), "watching peer pods failed");
             }
             Ok(()) => {}
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(30));
+        tokio::time::sleep(backoff(attempt)).await;
     }
 }
 
@@ -118,6 +119,12 @@ async fn follow(
     }
 }
 
+/// The pause before list `attempt` (from 1) after a failure: 0.5 s
+/// doubling to 30 s.
+fn backoff(attempt: u32) -> Duration {
+    doubling(Duration::from_millis(500), Duration::from_secs(30), attempt)
+}
+
 /// Percent-encodes a label selector for a query string.
 fn encode(s: &str) -> String {
     s.bytes()
@@ -133,6 +140,124 @@ fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::stand_in::{self, Answer};
+    use serde_json::json;
+
+    fn columns() -> Value {
+        json!([{"name": "Name"}, {"name": "Ready"}, {"name": "Status"}, {"name": "IP"}])
+    }
+
+    /// The next update, or None when none comes within a minute (of paused
+    /// time).
+    async fn next(rx: &mut mpsc::Receiver<Update>) -> Option<Update> {
+        tokio::time::timeout(Duration::from_secs(60), rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn malformed_rows_and_events_are_skipped_and_good_ones_kept() {
+        let list = json!({
+            "kind": "Table",
+            "metadata": {"resourceVersion": "5"},
+            "columnDefinitions": columns(),
+            "rows": [
+                {"cells": ["a", "1/1", "Running", "10.0.0.1"]},
+                {"cells": ["b", "1/1", "Running", "not-an-ip"]},
+                {"cells": ["c", 1, true, null]},
+                {"cells": ["", "1/1", "Running", "10.0.0.3"]},
+                {"cells": ["d"]},
+                {"cells": "x"},
+                "a string row",
+                {"cells": ["e", "x/y", "Running", "10.0.0.5"]},
+                {"cells": ["g", "0/0", "Running", "10.0.0.7"]},
+                {"cells": ["h\n$(touch /tmp/x)", "1/1", "Running", "10.0.0.8"]}
+            ]
+        });
+        let good = json!({"type": "ADDED", "object": {
+            "kind": "Table", "metadata": {"resourceVersion": "6"},
+            "rows": [{"cells": ["f", "1/1", "Running", "10.0.0.6"]}]}});
+        let watch = [
+            "not json at all".to_string(),
+            json!({"type": "ADDED", "object": {"rows": "nope"}}).to_string(),
+            json!({"type": "MODIFIED", "object": 42}).to_string(),
+            json!({"type": "SOMETHING", "object": {}}).to_string(),
+            json!({"object": {"rows": []}}).to_string(),
+            good.to_string(),
+        ]
+        .join("\n");
+        let mut bytes = watch.into_bytes();
+        // A line that is not UTF-8.
+        bytes.extend_from_slice(b"\n\xff\xfe{\n");
+        let (client, seen) =
+            stand_in::client(vec![Answer::Body(list.to_string()), Answer::Bytes(bytes)]);
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(peers(
+            client,
+            "ops".into(),
+            "kubecombo.io/debugger=d".into(),
+            tx,
+        ));
+
+        let Some(Update::Peers(all)) = next(&mut rx).await else {
+            panic!("no peer list");
+        };
+        // Only the well-formed, running and ready rows with an address; a
+        // name with shell characters is only ever a map key.
+        assert_eq!(
+            all.into_iter()
+                .map(|(n, ip)| format!("{n}={ip}"))
+                .collect::<Vec<_>>(),
+            ["a=10.0.0.1", "h\n$(touch /tmp/x)=10.0.0.8"]
+        );
+        match next(&mut rx).await {
+            Some(Update::Peer(name, Some(ip))) => {
+                assert_eq!((name.as_str(), ip.to_string().as_str()), ("f", "10.0.0.6"))
+            }
+            other => panic!("expected peer f, got {other:?}"),
+        }
+        // After the broken stream: listed again (the script has no more
+        // answers, so that request stays open), nothing more sent.
+        assert!(next(&mut rx).await.is_none());
+        assert!(!task.is_finished(), "the watch keeps going");
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.len() >= 3, "{seen:?}");
+        assert!(
+            seen[1].contains("watch=1") && seen[1].contains("resourceVersion=5"),
+            "{seen:?}"
+        );
+        task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_list_that_is_not_a_pod_table_is_retried_with_backoff() {
+        let good = json!({
+            "kind": "Table", "metadata": {"resourceVersion": "9"},
+            "columnDefinitions": columns(),
+            "rows": [{"cells": ["a", "1/1", "Running", "10.0.0.1"]}]
+        });
+        let (client, seen) = stand_in::client(vec![
+            Answer::Body("[1, 2, 3]".into()),
+            Answer::Body(
+                json!({"kind": "Table", "columnDefinitions": [{"name": "Name"}]}).to_string(),
+            ),
+            Answer::Body(json!({"kind": "Table", "columnDefinitions": columns()}).to_string()),
+            Answer::Body("{".into()),
+            Answer::Body(good.to_string()),
+        ]);
+        let (tx, mut rx) = mpsc::channel(16);
+        let start = tokio::time::Instant::now();
+        let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), tx));
+        let Some(Update::Peers(all)) = next(&mut rx).await else {
+            panic!("no peer list after the bad ones");
+        };
+        assert_eq!(all.len(), 1);
+        // Four failures: 0.5 + 1 + 2 + 4 s of backoff.
+        assert_eq!(start.elapsed(), Duration::from_millis(7500));
+        assert_eq!(seen.lock().unwrap().len(), 5 + 1, "the watch follows");
+        task.abort();
+    }
 
     #[test]
     fn selectors_are_percent_encoded_for_the_query() {

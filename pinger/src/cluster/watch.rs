@@ -82,3 +82,50 @@ pub async fn own_pod(api: Api<Pod>, me: String, tx: mpsc::Sender<Update>) {
 fn own_uid(pod: &Pod, me: &str) -> Option<String> {
     (pod.name_any() == me).then(|| pod.uid()).flatten()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::stand_in::{self, Answer};
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn list(items: serde_json::Value) -> Answer {
+        Answer::Body(
+            json!({"apiVersion": "kubecombo.io/v1", "kind": "PingerList",
+                "metadata": {"resourceVersion": "3"}, "items": items})
+            .to_string(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_malformed_pinger_is_an_error_retried_and_the_good_one_follows() {
+        let pinger = |spec: serde_json::Value| {
+            json!({"apiVersion": "kubecombo.io/v1", "kind": "Pinger",
+                "metadata": {"name": "p", "namespace": "ops", "resourceVersion": "3"},
+                "spec": spec})
+        };
+        let (client, seen) = stand_in::client(vec![
+            list(json!([pinger(json!({"count": "many"}))])),
+            Answer::Body("not json".into()),
+            list(json!([{"kind": "Pinger"}])),
+            list(json!([pinger(json!({"ping": ["127.0.0.1"], "count": 2}))])),
+        ]);
+        let (tx, mut rx) = mpsc::channel(4);
+        let task = tokio::spawn(pinger_watch(client, tx));
+        let update = tokio::time::timeout(Duration::from_secs(600), rx.recv())
+            .await
+            .expect("an update within 10 minutes");
+        match update {
+            Some(Update::Spec(Some(spec))) => assert_eq!(spec.count, 2),
+            other => panic!("expected the good spec, got {other:?}"),
+        }
+        assert!(seen.lock().unwrap().len() >= 4);
+        assert!(!task.is_finished());
+        task.abort();
+    }
+
+    async fn pinger_watch(client: kube::Client, tx: mpsc::Sender<Update>) {
+        pinger(Api::namespaced(client, "ops"), "p".into(), tx).await
+    }
+}
