@@ -3,9 +3,17 @@
 //! Each failure episode of a target gets its own [`Recorder`], so its repeats
 //! fold into one Event series (kube's Recorder patches `series.count`), and a
 //! new episode after a recovery starts a new Event.
+//!
+//! An Event the API server does not take (it is away, or times out) is tried
+//! again, 1 s doubling to 60 s, until it is published or a newer decision
+//! about the same target replaces it: failures seen while the API server was
+//! away are recorded once it is back.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use combo_api::retry::doubling;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -14,6 +22,12 @@ use kube::Client;
 use crate::engine::Report;
 use crate::events::{Decision, REASON_RECOVERED};
 use crate::targets::Target;
+
+/// How long one attempt to publish an Event may take.
+const PUBLISH_TIMEOUT: Duration = Duration::from_secs(10);
+/// First and longest pause between attempts to publish an Event.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// Event note limit of the API server.
 const NOTE_MAX: usize = 1024;
@@ -24,6 +38,10 @@ pub struct Publisher {
     reporter: Reporter,
     pod: ObjectReference,
     recorders: HashMap<Target, Recorder>,
+    /// The newest decision's number per target: a retry of an older one
+    /// stops when it is not the newest any more.
+    newest: Arc<Mutex<HashMap<Target, u64>>>,
+    next: u64,
 }
 
 impl Publisher {
@@ -43,6 +61,8 @@ impl Publisher {
                 ..ObjectReference::default()
             },
             recorders: HashMap::new(),
+            newest: Default::default(),
+            next: 0,
         }
     }
 
@@ -65,24 +85,47 @@ impl Publisher {
             .clone();
         let event = event(decision, report);
         let pod = self.pod.clone();
-        let reason = event.reason.clone();
-        let target = target.to_string();
+        self.next += 1;
+        let number = self.next;
+        self.newest
+            .lock()
+            .expect("newest lock")
+            .insert(target.clone(), number);
+        let newest = self.newest.clone();
+        let target = target.clone();
         tokio::spawn(async move {
-            match tokio::time::timeout(Duration::from_secs(10), recorder.publish(&event, &pod))
-                .await
-            {
-                Ok(Ok(())) => tracing::info!(%target, %reason, "event published"),
-                Ok(Err(e)) => tracing::warn!(%target, %reason, error = %e, "event not published"),
-                Err(_) => {
-                    tracing::warn!(%target, %reason, "event not published: API server timeout")
+            let still_newest =
+                || newest.lock().expect("newest lock").get(&target).copied() == Some(number);
+            let mut attempt = 0;
+            loop {
+                let reason = &event.reason;
+                match tokio::time::timeout(PUBLISH_TIMEOUT, recorder.publish(&event, &pod)).await {
+                    Ok(Ok(())) => {
+                        tracing::info!(%target, %reason, retries = attempt, "event published");
+                        return;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(%target, %reason, error = %e, "event not published yet")
+                    }
+                    Err(_) => {
+                        tracing::warn!(%target, %reason, "event not published yet: API server timeout")
+                    }
+                }
+                attempt += 1;
+                tokio::time::sleep(doubling(RETRY_FIRST, RETRY_MAX, attempt)).await;
+                if !still_newest() {
+                    tracing::info!(%target, %reason, "event dropped: a newer decision replaced it");
+                    return;
                 }
             }
         });
     }
 
-    /// Drops the state of a target no longer probed.
+    /// Drops the state of a target no longer probed (an Event still being
+    /// retried for it stops).
     pub fn forget(&mut self, target: &Target) {
         self.recorders.remove(target);
+        self.newest.lock().expect("newest lock").remove(target);
     }
 }
 
@@ -150,6 +193,63 @@ mod tests {
             outcomes,
             limits,
         }
+    }
+
+    fn event_json() -> String {
+        serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "solo.1", "namespace": "ops"},
+            "eventTime": "2026-11-24T00:00:00.000000Z"})
+        .to_string()
+    }
+
+    /// Lets the background publishing run for `secs` of paused time.
+    async fn run_for(secs: u64) {
+        for _ in 0..secs * 10 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_the_api_server_does_not_take_is_published_once_it_does() {
+        use crate::cluster::stand_in::{self, Answer};
+        // Two answers the client cannot read (as from a proxy while the API
+        // server is away), then the API server's.
+        let (client, seen) = stand_in::client(vec![
+            Answer::Body("<html>502</html>".into()),
+            Answer::Body("".into()),
+            Answer::Body(event_json()),
+        ]);
+        let mut p = Publisher::new(client, "ops", "solo");
+        let r = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
+        p.publish(Decision::Failed, &r);
+        run_for(10).await;
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(seen
+            .iter()
+            .all(|u| u.starts_with("/apis/events.k8s.io/v1/namespaces/ops/events")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retried_event_stops_when_a_newer_decision_replaces_it() {
+        use crate::cluster::stand_in::{self, Answer};
+        let (client, seen) = stand_in::client(
+            (0..3)
+                .map(|_| Answer::Body("unreadable".into()))
+                .chain([Answer::Body(event_json())])
+                .collect(),
+        );
+        let mut p = Publisher::new(client, "ops", "solo");
+        let r = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
+        p.publish(Decision::Failed, &r);
+        run_for(2).await;
+        // The target recovers before the failure could be published: the
+        // recovery is the news; the failure is not sent again.
+        p.publish(Decision::Recovered, &r);
+        run_for(120).await;
+        let seen = seen.lock().unwrap().len();
+        // failure, failure retry, recovery (unreadable), recovery (taken).
+        assert_eq!(seen, 4);
     }
 
     #[test]

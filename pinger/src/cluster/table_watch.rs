@@ -19,6 +19,9 @@ use super::watch::Update;
 /// Seconds a watch request lasts before the server ends it and it resumes.
 const WATCH_SECONDS: u32 = 290;
 
+/// Pods per page of a list.
+const LIST_PAGE: u32 = 500;
+
 /// Why a list or watch stopped.
 #[derive(Debug, thiserror::Error)]
 enum Error {
@@ -73,13 +76,34 @@ async fn follow(
     tx: &mpsc::Sender<Update>,
 ) -> Result<(), Error> {
     let query = format!("labelSelector={}&includeObject=None", encode(selector));
-    let list: Value = client.request(request(format!("{path}?{query}"))).await?;
-    let mut cols = Columns::from_table(&list).ok_or(Error::Columns)?;
-    let mut version = table::resource_version(&list).ok_or(Error::NoVersion)?;
-    let all: BTreeMap<String, std::net::IpAddr> = table::rows(&list, cols)
-        .into_iter()
-        .filter_map(|r| Some((r.name, r.peer_ip?)))
-        .collect();
+    // Listed in pages, as kubectl lists: a page's text and parsed form are
+    // what the pinger holds at once, not the whole namespace's.
+    let mut all: BTreeMap<String, std::net::IpAddr> = BTreeMap::new();
+    let mut next_page: Option<String> = None;
+    let (mut cols, mut version) = loop {
+        let mut uri = format!("{path}?{query}&limit={LIST_PAGE}");
+        if let Some(token) = &next_page {
+            uri.push_str(&format!("&continue={}", encode(token)));
+        }
+        let page: Value = client.request(request(uri)).await?;
+        let cols = Columns::from_table(&page).ok_or(Error::Columns)?;
+        all.extend(
+            table::rows(&page, cols)
+                .into_iter()
+                .filter_map(|r| Some((r.name, r.peer_ip?))),
+        );
+        next_page = page
+            .pointer("/metadata/continue")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
+        if next_page.is_none() {
+            break (
+                cols,
+                table::resource_version(&page).ok_or(Error::NoVersion)?,
+            );
+        }
+    };
     tx.send(Update::Peers(all))
         .await
         .map_err(|_| Error::Closed)?;
@@ -225,6 +249,46 @@ mod tests {
         assert!(seen.len() >= 3, "{seen:?}");
         assert!(
             seen[1].contains("watch=1") && seen[1].contains("resourceVersion=5"),
+            "{seen:?}"
+        );
+        task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_list_is_read_in_pages_and_the_watch_starts_from_the_last() {
+        let page = |rows: Value, cont: &str, version: &str| {
+            Answer::Body(
+                json!({"kind": "Table", "columnDefinitions": columns(), "rows": rows,
+                    "metadata": {"continue": cont, "resourceVersion": version}})
+                .to_string(),
+            )
+        };
+        let (client, seen) = stand_in::client(vec![
+            page(
+                json!([{"cells": ["a", "1/1", "Running", "10.0.0.1"]}]),
+                "t/1",
+                "7",
+            ),
+            page(
+                json!([{"cells": ["b", "1/1", "Running", "10.0.0.2"]}]),
+                "",
+                "7",
+            ),
+        ]);
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), tx));
+        let Some(Update::Peers(all)) = next(&mut rx).await else {
+            panic!("no peer list");
+        };
+        assert_eq!(all.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen[0].contains("limit=500") && !seen[0].contains("continue"),
+            "{seen:?}"
+        );
+        assert!(seen[1].contains("continue=t%2F1"), "{seen:?}");
+        assert!(
+            seen[2].contains("watch=1") && seen[2].contains("resourceVersion=7"),
             "{seen:?}"
         );
         task.abort();

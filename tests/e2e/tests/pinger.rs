@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use combo_api::keys;
 use combo_e2e::{
-    apply_yaml, client, install_operator, namespace, node_netns, nodes, pod_netns, project_binary,
-    running_and_ready, wait_for, NftTable,
+    apply_yaml, client, install_operator, kubectl_ok, namespace, node_netns, nodes, pod_netns,
+    project_binary, running_and_ready, wait_for, NftTable,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
@@ -331,9 +331,12 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
+    // A TCP target that answers until the API server is away, then fails.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let tcp = listener.local_addr()?.to_string();
     let spec = |targets: &str| {
         format!(
-            "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: solo\nspec:\n  metricsPort: {port}\n  intervalSeconds: 1\n  timeoutMs: 500\n  count: 1\n  peers: false\n  ping: [{targets}]\n"
+            "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: solo\nspec:\n  metricsPort: {port}\n  intervalSeconds: 1\n  timeoutMs: 500\n  count: 1\n  peers: false\n  ping: [{targets}]\n  tcpPing: [\"{tcp}\"]\n"
         )
     };
     apply_yaml(&ns.name, &spec("\"127.0.0.1\""))?;
@@ -376,7 +379,14 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
     )
     .await?;
 
+    let tcp_up = format!(r#"combo_pinger_target_up{{kind="tcp",target="{tcp}"}}"#);
+    wait_for(WAIT, "the TCP target up", || async {
+        Ok(sample(&http_metrics(port)?, &tcp_up) == Some(1.0))
+    })
+    .await?;
+
     proxy.cut();
+    drop(listener);
     let before = sample(&http_metrics(port)?, ok).context("counter")?;
     wait_for(
         WAIT,
@@ -384,8 +394,31 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
         || async { Ok(sample(&http_metrics(port)?, ok).is_some_and(|n| n >= before + 5.0)) },
     )
     .await?;
+    // The TCP target failed meanwhile: the metrics say so at once, and its
+    // Warning was due (two failed rounds) while no Event could be written.
+    assert_eq!(sample(&http_metrics(port)?, &tcp_up), Some(0.0));
 
     proxy.restore();
+    // The failure seen during the outage is recorded once the API server
+    // is back.
+    wait_for(
+        WAIT,
+        "the outage's TcpPingFailed Event after reconnecting",
+        || async {
+            let out = kubectl_ok(&[
+                "get",
+                "events",
+                "-n",
+                &ns.name,
+                "--field-selector",
+                "involvedObject.name=solo-local,reason=TcpPingFailed",
+                "-o",
+                "name",
+            ])?;
+            Ok(!out.trim().is_empty())
+        },
+    )
+    .await?;
     apply_yaml(&ns.name, &spec("\"127.0.0.1\", \"127.0.0.3\""))?;
     wait_for(
         WAIT,
