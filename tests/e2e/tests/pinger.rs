@@ -327,6 +327,8 @@ fn http_metrics(port: u16) -> Result<String> {
 
 #[tokio::test]
 async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects() -> Result<()> {
+    // The CRDs (the local pinger needs no operator, but its Pinger does).
+    install_operator();
     let ns = namespace("pinger-offline").await;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
