@@ -146,9 +146,15 @@ impl<T> Default for Recent<T> {
 impl<T: Clone> Recent<T> {
     /// Keeps `obj`, written just now.
     pub fn record(&self, meta: &ObjectMeta, obj: T) {
+        self.record_at(meta, obj, Instant::now());
+    }
+
+    /// Keeps `obj`, written at `now`, and forgets every record older than
+    /// [`RECENT_TTL`]: the record holds what was written in the last 30 s.
+    fn record_at(&self, meta: &ObjectMeta, obj: T, now: Instant) {
         let mut e = self.entries.lock().expect("recent lock");
-        e.retain(|_, (_, at)| at.elapsed() < RECENT_TTL);
-        e.insert(key_of(meta), (obj, Instant::now()));
+        e.retain(|_, (_, at)| now.saturating_duration_since(*at) < RECENT_TTL);
+        e.insert(key_of(meta), (obj, now));
     }
 
     /// What to read for `ns`/`name`: `watched` once it shows the spec hash
@@ -391,6 +397,20 @@ mod tests {
         assert!(Summary::of(&c).foreign_managers);
         c.metadata.managed_fields = Some(vec![entry("kubectl-create", "Update")]);
         assert!(Summary::of(&c).foreign_managers);
+    }
+
+    #[test]
+    fn records_older_than_the_ttl_are_forgotten_at_the_next_write() {
+        let r: Recent<ConfigMap> = Recent::default();
+        let start = Instant::now();
+        for name in ["a", "b", "c"] {
+            r.record_at(&cm(name, "h", &[]).metadata, cm(name, "h", &[]), start);
+        }
+        assert_eq!(r.entries.lock().unwrap().len(), 3);
+        let later = start + RECENT_TTL + Duration::from_secs(1);
+        r.record_at(&cm("d", "h", &[]).metadata, cm("d", "h", &[]), later);
+        let e = r.entries.lock().unwrap();
+        assert_eq!(e.keys().map(|(_, n)| n.as_str()).collect::<Vec<_>>(), ["d"]);
     }
 
     #[test]

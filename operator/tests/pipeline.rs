@@ -339,3 +339,33 @@ async fn a_deleted_workload_is_written_again() {
         last_body(&seen, &requests[1])
     );
 }
+
+#[tokio::test]
+async fn failure_counts_stay_bounded_by_the_live_debuggers() {
+    use combo_operator::controller::{error_policy, over_bound};
+    let (client, _seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let live = debugger(DebuggerSpec::default());
+    watches.show(&live);
+    let transient = || {
+        Error::Status(kube::Error::Api(
+            kube::core::Status::failure("etcd is away", "")
+                .with_code(500)
+                .boxed(),
+        ))
+    };
+    error_policy(Arc::new(live.clone()), &transient(), ctx.clone());
+    // 100 Debuggers fail and are deleted while failing: never reconciled
+    // again, so no success removes their counts.
+    for i in 0..100 {
+        let mut gone = debugger(DebuggerSpec::default());
+        gone.metadata.name = Some(format!("gone-{i}"));
+        gone.metadata.uid = Some(format!("uid-gone-{i}"));
+        error_policy(Arc::new(gone), &transient(), ctx.clone());
+        let counted = ctx.failures.lock().unwrap().len();
+        assert!(counted <= over_bound(1) + 1, "{counted} counts kept");
+    }
+    let failures = ctx.failures.lock().unwrap();
+    let own = kube::runtime::reflector::ObjectRef::from_obj(&live);
+    assert_eq!(failures.get(&own), Some(&1), "the live one's count is kept");
+}
