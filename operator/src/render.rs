@@ -11,8 +11,8 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
-    HostPathVolumeSource, ObjectFieldSelector, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
-    SecurityContext, Volume, VolumeMount,
+    HostPathVolumeSource, ObjectFieldSelector, Pod, PodSecurityContext, PodSpec, PodTemplateSpec,
+    ResourceRequirements, SecurityContext, Sysctl, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -230,6 +230,13 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
             .host_network
             .then(|| "ClusterFirstWithHostNet".to_string()),
         host_pid: spec.enable_sys.then_some(true),
+        security_context: (spec.enable_pinger && !spec.host_network).then(|| PodSecurityContext {
+            sysctls: Some(vec![Sysctl {
+                name: PING_GROUP_RANGE.into(),
+                value: format!("{PINGER_USER} {PINGER_USER}"),
+            }]),
+            ..PodSecurityContext::default()
+        }),
         node_selector: (!spec.selector.is_empty()).then(|| spec.selector.clone()),
         tolerations: (!spec.tolerations.is_empty()).then(|| spec.tolerations.clone()),
         affinity: spec.affinity.clone(),
@@ -289,14 +296,24 @@ fn runner(dbg: &Debugger, images: &Images) -> Container {
     }
 }
 
+/// The user and group the pinger runs as in a pod of its own network
+/// namespace (distroless' `nonroot`).
+pub const PINGER_USER: i64 = 65532;
+
+/// The pod sysctl that lets [`PINGER_USER`]'s group open unprivileged ICMP
+/// sockets in the pod's network namespace (a safe sysctl since Kubernetes
+/// 1.18).
+pub const PING_GROUP_RANGE: &str = "net.ipv4.ping_group_range";
+
 fn pinger_container(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Container {
     let image = pinger.map(|p| p.spec.image.as_str()).unwrap_or_default();
-    Container {
-        name: keys::CONTAINER_PINGER.into(),
-        image: Some(or_default(image, &images.pinger)),
-        env: Some(common_env(dbg)),
-        resources: Some(resources(dbg)),
-        security_context: Some(SecurityContext {
+    // In its own network namespace the pinger runs as a non-root user with
+    // no capability: the pod's ping_group_range lets it open unprivileged
+    // ICMP sockets. With hostNetwork no pod sysctl may be set and the
+    // host's range applies, so it runs as root with only NET_RAW, for a
+    // raw socket when the host's range leaves it out.
+    let security_context = if dbg.spec.host_network {
+        SecurityContext {
             privileged: Some(false),
             allow_privilege_escalation: Some(false),
             capabilities: Some(Capabilities {
@@ -304,7 +321,27 @@ fn pinger_container(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) ->
                 drop: Some(vec!["ALL".into()]),
             }),
             ..SecurityContext::default()
-        }),
+        }
+    } else {
+        SecurityContext {
+            privileged: Some(false),
+            allow_privilege_escalation: Some(false),
+            run_as_non_root: Some(true),
+            run_as_user: Some(PINGER_USER),
+            run_as_group: Some(PINGER_USER),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Capabilities::default()
+            }),
+            ..SecurityContext::default()
+        }
+    };
+    Container {
+        name: keys::CONTAINER_PINGER.into(),
+        image: Some(or_default(image, &images.pinger)),
+        env: Some(common_env(dbg)),
+        resources: Some(resources(dbg)),
+        security_context: Some(security_context),
         ..Container::default()
     }
 }

@@ -152,7 +152,39 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
     let c = &pod.containers[1];
     assert_eq!(c.name, "pinger");
     assert_eq!(c.image.as_deref(), Some("reg/combo-pinger:v1"));
-    let caps = c.security_context.clone().unwrap().capabilities.unwrap();
+    // In the pod's own network namespace: non-root, no capability, and
+    // the pod's ping_group_range covers its group.
+    let sc = c.security_context.clone().unwrap();
+    assert_eq!(
+        (sc.run_as_non_root, sc.run_as_user, sc.run_as_group),
+        (Some(true), Some(65532), Some(65532))
+    );
+    let caps = sc.capabilities.unwrap();
+    assert_eq!(caps.add, None);
+    assert_eq!(caps.drop, Some(vec!["ALL".to_string()]));
+    let sysctls = pod.security_context.clone().unwrap().sysctls.unwrap();
+    assert_eq!(
+        (sysctls[0].name.as_str(), sysctls[0].value.as_str()),
+        ("net.ipv4.ping_group_range", "65532 65532")
+    );
+    // With hostNetwork no pod sysctl may be set: root with NET_RAW only.
+    let host = ds(workload(
+        &debugger(DebuggerSpec {
+            host_network: true,
+            ..spec.clone()
+        }),
+        Some(&pinger("")),
+        &images(),
+    ))
+    .spec
+    .unwrap()
+    .template
+    .spec
+    .unwrap();
+    assert!(host.security_context.is_none());
+    let sc = host.containers[1].security_context.clone().unwrap();
+    assert_eq!((sc.run_as_non_root, sc.run_as_user), (None, None));
+    let caps = sc.capabilities.unwrap();
     assert_eq!(caps.add, Some(vec!["NET_RAW".to_string()]));
     assert_eq!(caps.drop, Some(vec!["ALL".to_string()]));
     assert_eq!(env_of(c)["PINGER_NAME"], "mesh");

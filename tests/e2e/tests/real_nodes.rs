@@ -481,6 +481,38 @@ fn nft(netns: &str, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// The real user id and effective capabilities (`CapEff`, hex) of the
+/// process running `binary` for pod `pod`, read from /proc on this machine
+/// (the real nodes' containers are its processes).
+fn process_of(binary: &str, pod: &str) -> Result<(String, String)> {
+    for entry in std::fs::read_dir("/proc")? {
+        let dir = entry?.path();
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
+            continue;
+        };
+        if !String::from_utf8_lossy(&cmdline).contains(binary) {
+            continue;
+        }
+        let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+        let wanted = format!("POD_NAME={pod}");
+        if !environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes()) {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status"))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+        };
+        return Ok((
+            field("Uid:").context("Uid")?,
+            field("CapEff:").context("CapEff")?,
+        ));
+    }
+    anyhow::bail!("no {binary} process of pod {pod}")
+}
+
 async fn events_of(c: &Client, ns: &str, pod: &str, reason: &str) -> Result<Vec<Event>> {
     let api: Api<Event> = Api::namespaced(c.clone(), ns);
     let lp = ListParams::default().fields(&format!("involvedObject.name={pod},reason={reason}"));
@@ -507,7 +539,8 @@ async fn a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered() -> 
         .and_then(|s| s.pod_ip.clone())
         .context("peer IP")?;
 
-    // The pinger container adds NET_RAW and nothing privileged.
+    // The pinger container runs as a non-root user with no capability (the
+    // pod's ping_group_range lets it open ICMP sockets), nothing privileged.
     let spec = prober.spec.as_ref().context("spec")?;
     let pinger = spec
         .containers
@@ -524,7 +557,13 @@ async fn a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered() -> 
         .as_ref()
         .and_then(|c| c.add.clone())
         .unwrap_or_default();
-    assert_eq!(added, ["NET_RAW"], "the pinger adds only NET_RAW");
+    assert!(added.is_empty(), "the pinger adds no capability: {added:?}");
+    assert_eq!(sc.run_as_non_root, Some(true));
+    // What the kernel says of the running process, not just the spec.
+    let prober_name = prober.metadata.name.clone().context("name")?;
+    let (uid, caps) = process_of("combo-pinger", &prober_name)?;
+    assert_eq!(uid, "65532", "the pinger process runs as 65532");
+    assert_eq!(caps, "0000000000000000", "no effective capability");
 
     let netns = real_node_netns(&nodes[1]);
     let guard = NftTable {
