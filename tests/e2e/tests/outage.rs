@@ -15,7 +15,7 @@ use combo_e2e::{
     client, cluster_dir, namespace, operator_pid, record, repo_root, restarts, wait_for,
     OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
-use common::{set_run_at, setup, wait_run};
+use common::{set_run_at, setup, wait_run_within};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::Api;
@@ -77,8 +77,19 @@ async fn outage(process: &str, down: Duration, ns: &str, debugger: &str) -> Resu
     api_back().await?;
 
     let c = client().await;
-    // The run due during the outage: every node's report, then its key.
-    wait_run(&c, ns, &format!("{debugger}-summary"), &run_at).await?;
+    // The run due during the outage: every node's report, then its key. A
+    // runner's attempts that failed meanwhile back off (each attempt may
+    // take up to 60 s, pauses grow to 30 s), and a loaded machine's API
+    // server takes a while to relist every watch after etcd is back:
+    // allow 5 minutes.
+    wait_run_within(
+        &c,
+        ns,
+        &format!("{debugger}-summary"),
+        &run_at,
+        Duration::from_secs(300),
+    )
+    .await?;
     ensure!(
         operator_pid() == Some(pid),
         "the operator process kept running (pid {pid}, now {:?})",

@@ -86,9 +86,20 @@ pub async fn wait_run(
     cm: &str,
     run_at: &str,
 ) -> Result<BTreeMap<String, NodeSummary>> {
+    wait_run_within(c, ns, cm, run_at, WAIT).await
+}
+
+/// [`wait_run`] for at most `within`.
+pub async fn wait_run_within(
+    c: &Client,
+    ns: &str,
+    cm: &str,
+    run_at: &str,
+    within: Duration,
+) -> Result<BTreeMap<String, NodeSummary>> {
     let want = nodes();
     wait_for(
-        WAIT,
+        within,
         &format!("every node's summary for {run_at}"),
         || async {
             let s = summaries(c, ns, cm).await?;
