@@ -163,24 +163,26 @@ async fn prometheus_fires_the_shipped_alerts_while_a_peer_is_cut_off_and_resolve
     let q = |expr: &str| expr.replace("NS", &ns.name);
     wait_for(
         WAIT,
-        &format!("Prometheus scraping {scraped} pingers with {targets} targets up"),
+        &format!("Prometheus scraping {scraped} pingers with {targets} targets up and no alert"),
         || async {
             let up =
                 prometheus.scalar(&q(r#"count(up{namespace="NS",container="pinger"} == 1)"#))?;
             let all = prometheus.scalar(&q(r#"count(up{namespace="NS"})"#))?;
             let ok =
                 prometheus.scalar(&q(r#"count(combo_pinger_target_up{namespace="NS"} == 1)"#))?;
+            // A first round that failed while the pods were starting may
+            // have left a pending alert: it goes at the next evaluation.
+            let quiet = prometheus
+                .alerts()?
+                .iter()
+                .all(|a| a.label("namespace") != ns.name);
             Ok(up == Some(scraped as f64)
                 && all == Some(scraped as f64)
-                && ok == Some(targets as f64))
+                && ok == Some(targets as f64)
+                && quiet)
         },
     )
     .await?;
-    let before = prometheus.alerts()?;
-    assert!(
-        before.iter().all(|a| a.label("namespace") != ns.name),
-        "alerts before the cut: {before:?}"
-    );
 
     // Its probers, as Prometheus labels them: the watcher and the peers that
     // chose it (all of them up to maxPeers + 1 nodes).
