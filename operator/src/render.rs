@@ -273,9 +273,28 @@ fn runner(dbg: &Debugger, images: &Images) -> Container {
             ..VolumeMount::default()
         });
     }
+    // With enableSys the scripts act on the host as root. Without it, the
+    // runner of kube-combo's own image runs as a non-root user with no
+    // capability: that image makes its errlog directories writable by that
+    // user. An image the Debugger names may not, so it keeps root there,
+    // unprivileged and confined to its container (docs/security.md,
+    // "enableSys").
     let security_context = if spec.enable_sys {
         SecurityContext {
             privileged: Some(true),
+            ..SecurityContext::default()
+        }
+    } else if spec.image.is_empty() {
+        SecurityContext {
+            privileged: Some(false),
+            allow_privilege_escalation: Some(false),
+            run_as_non_root: Some(true),
+            run_as_user: Some(RUNNER_USER),
+            run_as_group: Some(RUNNER_USER),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Capabilities::default()
+            }),
             ..SecurityContext::default()
         }
     } else {
@@ -299,6 +318,10 @@ fn runner(dbg: &Debugger, images: &Images) -> Container {
 /// The user and group the pinger runs as in a pod of its own network
 /// namespace (distroless' `nonroot`).
 pub const PINGER_USER: i64 = 65532;
+
+/// The user and group the runner of kube-combo's image runs as without
+/// enableSys; the image's errlog directories belong to it.
+pub const RUNNER_USER: i64 = 65532;
 
 /// The pod sysctl that lets [`PINGER_USER`]'s group open unprivileged ICMP
 /// sockets in the pod's network namespace (a safe sysctl since Kubernetes

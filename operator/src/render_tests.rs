@@ -345,6 +345,57 @@ fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
 }
 
 #[test]
+fn without_enable_sys_the_runner_of_the_operators_image_is_non_root_without_capabilities() {
+    let runner_sc = |spec: DebuggerSpec| {
+        pod_spec(&debugger(spec), None, &images()).containers[0]
+            .security_context
+            .clone()
+            .unwrap()
+    };
+    let sc = runner_sc(DebuggerSpec::default());
+    assert_eq!(
+        (
+            sc.privileged,
+            sc.allow_privilege_escalation,
+            sc.run_as_non_root,
+            sc.run_as_user,
+            sc.run_as_group
+        ),
+        (
+            Some(false),
+            Some(false),
+            Some(true),
+            Some(65532),
+            Some(65532)
+        )
+    );
+    let caps = sc.capabilities.unwrap();
+    assert_eq!(caps.add, None);
+    assert_eq!(caps.drop, Some(vec!["ALL".to_string()]));
+    // An image of the Debugger's own may not let that user write its
+    // errlogs: root, unprivileged.
+    let own = runner_sc(DebuggerSpec {
+        image: "my/runner:1".into(),
+        ..DebuggerSpec::default()
+    });
+    assert_eq!(
+        (
+            own.privileged,
+            own.allow_privilege_escalation,
+            own.run_as_user,
+            own.run_as_non_root
+        ),
+        (Some(false), Some(false), None, None)
+    );
+    // enableSys: root and privileged, whatever the image.
+    let sys = runner_sc(DebuggerSpec {
+        enable_sys: true,
+        ..DebuggerSpec::default()
+    });
+    assert_eq!((sys.privileged, sys.run_as_user), (Some(true), None));
+}
+
+#[test]
 fn enable_config_map_mounts_the_scripts_executable_and_read_only() {
     let d = debugger(DebuggerSpec {
         enable_config_map: true,

@@ -285,3 +285,159 @@ fn reap_orphans() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stand_in::{stand_in, Answer};
+    use crate::testdir::TestDir;
+    use clap::Parser;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    fn debugger(run_at: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger",
+            "metadata": {"name": "dbg", "namespace": "ops", "uid": "uid-1", "resourceVersion": "2"},
+            "spec": {"runAt": run_at, "categories": ["disk"]}})
+    }
+
+    fn list(item: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerList",
+            "metadata": {"resourceVersion": "2"}, "items": [item]})
+    }
+
+    /// A status code and a body; `None` never answers.
+    type Reply = Option<(u16, Vec<u8>)>;
+
+    /// Answers one kind of request from a list, in order, the last one
+    /// from then on.
+    #[derive(Clone)]
+    struct Script(Arc<AtomicUsize>, Arc<Vec<Reply>>);
+
+    impl Script {
+        fn new(answers: Vec<Reply>) -> Script {
+            Script(Default::default(), Arc::new(answers))
+        }
+
+        fn next(&self) -> Option<Answer> {
+            let i = self.0.fetch_add(1, Ordering::SeqCst).min(self.1.len() - 1);
+            self.1[i]
+                .clone()
+                .map(|(code, bytes)| Answer::Raw(code, bytes))
+        }
+    }
+
+    fn bytes(v: serde_json::Value) -> Vec<u8> {
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[tokio::test]
+    async fn malformed_debuggers_and_reports_are_errors_and_the_next_good_one_runs() {
+        let scripts = TestDir::new("malformed");
+        scripts.script("disk/ok.sh", "exit 0");
+        let run_at = "2026-11-24T06:00:00Z";
+        let not_found = json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
+            "reason": "NotFound", "code": 404, "message": "not found"});
+        // The Debugger: first a list whose item has fields of the wrong
+        // type, then one whose runAt is not a schedule; its watch sends a
+        // wrongly typed object and a line that is not JSON before a good
+        // Debugger.
+        let lists = Script::new(vec![
+            Some((200, bytes(list(debugger(json!(5)))))),
+            Some((200, bytes(list(debugger(json!("every tuesday")))))),
+        ]);
+        let watch_lines = [
+            json!({"type": "MODIFIED", "object": {"apiVersion": "kubecombo.io/v1",
+                "kind": "Debugger", "metadata": {"name": "dbg"}, "spec": {"categories": "disk"}}})
+            .to_string(),
+            "}{ not json".to_string(),
+            json!({"type": "MODIFIED", "object": debugger(json!(run_at))}).to_string(),
+        ]
+        .join("\n")
+            + "\n";
+        let watches = Script::new(vec![Some((200, watch_lines.into_bytes())), None]);
+        // This node's report: first not JSON, then a runAt that is no time.
+        let reads = Script::new(vec![
+            Some((200, b"\x00\xff garbage".to_vec())),
+            Some((
+                200,
+                bytes(
+                    json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
+                    "metadata": {"name": "dbg.node-1", "namespace": "ops"},
+                    "spec": {"debugger": "dbg", "node": "node-1", "runAt": "yesterday"}}),
+                ),
+            )),
+            Some((404, bytes(not_found.clone()))),
+        ]);
+        let (client, seen) = stand_in(
+            move |_, method, uri| {
+                if uri.contains("/debuggers?") && uri.contains("watch=true") {
+                    watches.next()
+                } else if uri.contains("/debuggers?") {
+                    lists.next()
+                } else if uri.contains("/debuggerreports/") && method == "GET" {
+                    reads.next()
+                } else if uri.contains("/debuggerreports/") {
+                    Some(Answer::Json(
+                        200,
+                        json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
+                            "metadata": {"name": "dbg.node-1", "namespace": "ops"},
+                            "spec": {"debugger": "dbg", "node": "node-1", "runAt": run_at}}),
+                    ))
+                } else {
+                    Some(Answer::Json(404, not_found.clone()))
+                }
+            },
+            Default::default(),
+        );
+        let args = Args::parse_from([
+            "combo-runner",
+            "--scripts",
+            scripts.path().to_str().unwrap(),
+        ]);
+        let id = Identity {
+            node: "node-1".into(),
+            pod: "runner-x".into(),
+            namespace: "ops".into(),
+            debugger: "dbg".into(),
+        };
+        let runner = tokio::spawn(serve(args, id, client));
+        let written = async {
+            loop {
+                let patch = seen
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .find(|(m, u, _)| m == "PATCH" && u.contains("/debuggerreports/dbg.node-1?"))
+                    .cloned();
+                if let Some(p) = patch {
+                    return p;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let (_, _, body) = tokio::time::timeout(Duration::from_secs(30), written)
+            .await
+            .expect("the good Debugger's run is reported");
+        assert!(!runner.is_finished(), "the runner keeps running");
+        runner.abort();
+        assert!(body.contains(run_at), "{body}");
+        assert!(body.contains("\"uid\":\"uid-1\""), "{body}");
+        let seen = seen.lock().unwrap();
+        let count =
+            |f: &dyn Fn(&(String, String, String)) -> bool| seen.iter().filter(|r| f(r)).count();
+        assert_eq!(
+            count(&|(_, u, _)| u.contains("/debuggers?") && !u.contains("watch=true")),
+            2,
+            "the list with a malformed item is retried once"
+        );
+        assert_eq!(
+            count(&|(m, u, _)| m == "GET" && u.contains("/debuggerreports/")),
+            2,
+            "the unreadable report is read again; a runAt that is no time means no run completed"
+        );
+        // No run for the invalid runAt or the malformed objects: one report.
+        assert_eq!(count(&|(m, _, _)| m == "PATCH"), 1);
+    }
+}

@@ -16,4 +16,6 @@ pub mod report;
 pub mod run;
 pub mod schedule;
 #[cfg(test)]
+mod stand_in;
+#[cfg(test)]
 mod testdir;

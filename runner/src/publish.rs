@@ -357,11 +357,11 @@ pub fn spawn_writer(publisher: Publisher) -> mpsc::UnboundedSender<Pending> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stand_in::{stand_in, Answer};
     use combo_api::ItemResult;
     use combo_api::{DebuggerReport, DebuggerReportSpec};
-    use http_body_util::BodyExt;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
     fn owner() -> Owner {
         Owner {
@@ -486,55 +486,6 @@ mod tests {
         assert_ne!(order(run), order("2026-11-22T07:00:00Z"));
     }
 
-    /// Sets its flag when dropped.
-    struct DropFlag(Arc<AtomicBool>);
-    impl Drop for DropFlag {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
-
-    type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
-
-    /// A stand-in API server that records (method, URI, body) of every
-    /// request and answers request `n` (from 0) with `answer(n, uri)`:
-    /// a status code and a JSON body, or `None` to never answer.
-    fn stand_in(
-        answer: impl Fn(usize, &str) -> Option<(u16, serde_json::Value)> + Clone + Send + 'static,
-        hung: Arc<AtomicBool>,
-    ) -> (Client, Seen) {
-        let seen: Seen = Default::default();
-        let log = seen.clone();
-        let api_server = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-            let (log, answer, hung) = (log.clone(), answer.clone(), hung.clone());
-            async move {
-                let (method, uri) = (req.method().to_string(), req.uri().to_string());
-                let body = req.into_body().collect().await.unwrap().to_bytes();
-                let n = {
-                    let mut log = log.lock().unwrap();
-                    log.push((
-                        method,
-                        uri.clone(),
-                        String::from_utf8_lossy(&body).into_owned(),
-                    ));
-                    log.len() - 1
-                };
-                let Some((code, json)) = answer(n, &uri) else {
-                    // Never answers; the writer must give up on it.
-                    let _dropped = DropFlag(hung);
-                    tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
-                    unreachable!("the attempt was abandoned")
-                };
-                let mut resp = http::Response::new(kube::client::Body::from(
-                    serde_json::to_vec(&json).unwrap(),
-                ));
-                *resp.status_mut() = http::StatusCode::from_u16(code).unwrap();
-                Ok::<_, std::convert::Infallible>(resp)
-            }
-        });
-        (Client::new(api_server, "ops"), seen)
-    }
-
     fn report_json() -> serde_json::Value {
         serde_json::json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
             "metadata": {"name": "dbg.node-1", "namespace": "ops"},
@@ -556,7 +507,7 @@ mod tests {
     async fn an_attempt_without_answer_is_abandoned_and_the_newest_result_written() {
         let abandoned = Arc::new(AtomicBool::new(false));
         let (client, requests) = stand_in(
-            |n, _| (n > 0).then(|| (200, report_json())),
+            |n, _, _| (n > 0).then(|| Answer::Json(200, report_json())),
             abandoned.clone(),
         );
         let publisher = Publisher::new(client, "ops".into(), "node-1".into(), "runner-x".into());
@@ -600,19 +551,19 @@ mod tests {
                 "message": message, "reason": "", "code": code})
         };
         let (client, requests) = stand_in(
-            move |n, uri| {
+            move |n, _, uri| {
                 Some(if uri.contains("/events") {
-                    (
+                    Answer::Json(
                         201,
                         serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
                         "metadata": {"name": "e", "namespace": "ops"}, "eventTime": null}),
                     )
                 } else if uri.contains("/pods/") {
-                    (404, refusal(404, "pods \"runner-x\" not found"))
+                    Answer::Json(404, refusal(404, "pods \"runner-x\" not found"))
                 } else if n == 0 {
-                    (429, refusal(429, "too many requests"))
+                    Answer::Json(429, refusal(429, "too many requests"))
                 } else {
-                    (
+                    Answer::Json(
                         422,
                         refusal(422, "DebuggerReport is invalid: spec.node: Invalid value"),
                     )
