@@ -22,6 +22,33 @@ pub fn fnv1a_hex(bytes: &[u8]) -> String {
     format!("{:016x}", fnv1a(&[bytes]))
 }
 
+/// [`fnv1a`] as a [`std::hash::Hasher`], for hash maps keyed by small
+/// values the process picks itself (addresses, sequence numbers), where
+/// `std`'s DoS-resistant hasher costs more than the lookup.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(OFFSET)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(PRIME);
+        }
+    }
+}
+
+/// Builds [`Fnv`] hashers: `HashMap<K, V, FnvBuild>`.
+pub type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,6 +60,15 @@ mod tests {
         assert_eq!(fnv1a(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(&[b"foobar"]), 0x8594_4171_f739_67e8);
         assert_eq!(fnv1a_hex(b"a"), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn the_hasher_gives_fnv1a_of_the_bytes_written() {
+        use std::hash::Hasher;
+        let mut h = Fnv::default();
+        h.write(b"foo");
+        h.write(b"bar");
+        assert_eq!(h.finish(), fnv1a(&[b"foobar"]));
     }
 
     #[test]

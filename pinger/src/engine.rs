@@ -8,10 +8,14 @@
 //! spread over the first half of the interval, and run concurrently. A round
 //! that takes longer than the interval (a timeout above it) delays only that
 //! target's next round.
+//!
+//! Every round and probe starts on a [`TICK`] boundary, so the probes that
+//! fall due together go out in one batch (see `probe::icmp`) and the
+//! process wakes once per tick, not once per probe.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use futures::future::join_all;
 use tokio::sync::{mpsc, watch};
@@ -134,6 +138,19 @@ impl Drop for Engine {
     }
 }
 
+/// The grid probes are started on.
+pub const TICK: Duration = Duration::from_millis(10);
+
+/// `t` rounded up to the next [`TICK`] boundary of this process.
+pub fn on_tick(t: tokio::time::Instant) -> tokio::time::Instant {
+    static ORIGIN: std::sync::OnceLock<tokio::time::Instant> = std::sync::OnceLock::new();
+    let origin = *ORIGIN.get_or_init(tokio::time::Instant::now);
+    let since = t.saturating_duration_since(origin).as_nanos();
+    let tick = TICK.as_nanos();
+    let up = since.div_ceil(tick) * tick;
+    origin + Duration::from_nanos(u64::try_from(up).unwrap_or(u64::MAX))
+}
+
 async fn run_target(
     target: Target,
     settings: watch::Receiver<Arc<Settings>>,
@@ -143,7 +160,7 @@ async fn run_target(
 ) {
     let label = Arc::new(target.label());
     let first = settings.borrow().interval.mul_f64(phase);
-    let mut next = tokio::time::Instant::now() + first;
+    let mut next = on_tick(tokio::time::Instant::now() + first);
     for round in 1.. {
         tokio::time::sleep_until(next).await;
         let s = settings.borrow().clone();
@@ -163,7 +180,7 @@ async fn run_target(
             return;
         }
         let now = tokio::time::Instant::now();
-        next = (next + s.interval).max(now);
+        next = on_tick((next + s.interval).max(now));
     }
 }
 
@@ -182,12 +199,12 @@ async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
         return vec![s.probers.probe(target.kind, &resolved, s.timeout).await];
     }
     let spacing = probe_spacing(s.interval, count);
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     let probes = (0..count).map(|i| {
         let resolved = &resolved;
         async move {
             if i > 0 {
-                tokio::time::sleep_until((start + spacing * i).into()).await;
+                tokio::time::sleep_until(on_tick(start + spacing * i)).await;
             }
             s.probers.probe(target.kind, resolved, s.timeout).await
         }
@@ -198,6 +215,18 @@ async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn starts_are_rounded_up_to_the_tick_grid() {
+        let t0 = on_tick(tokio::time::Instant::now());
+        assert_eq!(on_tick(t0), t0, "a boundary stays");
+        assert_eq!(on_tick(t0 + Duration::from_millis(1)), t0 + TICK);
+        assert_eq!(on_tick(t0 + TICK + Duration::from_nanos(1)), t0 + TICK * 2);
+        assert_eq!(
+            on_tick(t0 + Duration::from_secs(5)),
+            t0 + Duration::from_secs(5)
+        );
+    }
 
     #[test]
     fn probes_of_a_round_are_spread_over_half_the_interval_at_most_a_second_apart() {

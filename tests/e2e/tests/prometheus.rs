@@ -161,28 +161,43 @@ async fn prometheus_fires_the_shipped_alerts_while_a_peer_is_cut_off_and_resolve
     let scraped = n + 1;
     let targets = n * (n - 1).min(MAX_PEERS) + 1;
     let q = |expr: &str| expr.replace("NS", &ns.name);
+    let seen = std::sync::Mutex::new(String::new());
     wait_for(
         WAIT,
-        &format!("Prometheus scraping {scraped} pingers with {targets} targets up and no alert"),
+        &format!(
+            "Prometheus scraping {scraped} pingers with {targets} targets up and no alert firing"
+        ),
         || async {
             let up =
                 prometheus.scalar(&q(r#"count(up{namespace="NS",container="pinger"} == 1)"#))?;
             let all = prometheus.scalar(&q(r#"count(up{namespace="NS"})"#))?;
             let ok =
                 prometheus.scalar(&q(r#"count(combo_pinger_target_up{namespace="NS"} == 1)"#))?;
-            // A first round that failed while the pods were starting may
-            // have left a pending alert: it goes at the next evaluation.
-            let quiet = prometheus
+            // A round that failed while the pods were starting (or the
+            // machine was busy) may leave a pending alert; none may fire.
+            let alerts: Vec<(String, String, String)> = prometheus
                 .alerts()?
                 .iter()
-                .all(|a| a.label("namespace") != ns.name);
+                .filter(|a| a.label("namespace") == ns.name)
+                .map(|a| {
+                    (
+                        a.label("alertname").to_string(),
+                        a.label("target").to_string(),
+                        a.state.clone(),
+                    )
+                })
+                .collect();
+            let quiet = alerts.iter().all(|(_, _, state)| state != "firing");
+            *seen.lock().unwrap() =
+                format!("pingers up {up:?} of {all:?}, targets up {ok:?}, alerts {alerts:?}");
             Ok(up == Some(scraped as f64)
                 && all == Some(scraped as f64)
                 && ok == Some(targets as f64)
                 && quiet)
         },
     )
-    .await?;
+    .await
+    .with_context(|| format!("last seen: {}", seen.lock().unwrap()))?;
 
     // Its probers, as Prometheus labels them: the watcher and the peers that
     // chose it (all of them up to maxPeers + 1 nodes).
