@@ -164,7 +164,10 @@ pub async fn run(args: Args) -> ExitCode {
                     metrics.record(&r);
                     let at = chrono::DateTime::<chrono::Utc>::from(r.started);
                     let _ = writeln!(stdout, "{} {}", at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true), round_line(&r));
-                    totals.entry(r.target.clone()).or_default().add(&r);
+                    match totals.get_mut(&r.target) {
+                        Some(t) => t.add(&r),
+                        None => totals.entry(r.target.clone()).or_default().add(&r),
+                    }
                 }
                 None => break,
             },

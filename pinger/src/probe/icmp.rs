@@ -15,8 +15,7 @@
 //! rounds fall on the same tick cost one system call each way and no timer
 //! of their own. Replies are decoded by surge-ping.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
@@ -233,9 +232,20 @@ struct Shared {
     outgoing: Vec<Request>,
     /// Probes waiting for their reply, by (address, sequence).
     waiting: HashMap<(IpAddr, u16), Waiter, FnvBuild>,
-    /// Their deadlines, earliest first (entries of answered probes are
-    /// dropped when they come up).
-    deadlines: BinaryHeap<Reverse<(Instant, IpAddr, u16)>>,
+    /// Their deadlines, earliest first. An answered probe's entry goes with
+    /// its waiter, so the receiver's timer is set only for probes still
+    /// waiting: when every reply is in, the process sleeps until the next
+    /// tick instead of waking at each answered probe's old deadline.
+    deadlines: BTreeSet<(Instant, IpAddr, u16)>,
+}
+
+impl Shared {
+    /// Takes the waiter of a probe, and its deadline.
+    fn take(&mut self, key: (IpAddr, u16)) -> Option<Waiter> {
+        let w = self.waiting.remove(&key)?;
+        self.deadlines.remove(&(w.deadline, key.0, key.1));
+        Some(w)
+    }
 }
 
 struct Request {
@@ -261,7 +271,7 @@ struct Forget<'a> {
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
-        self.channel.lock().waiting.remove(&self.key);
+        self.channel.lock().take(self.key);
     }
 }
 
@@ -350,6 +360,9 @@ impl Channel {
         let (tx, rx) = oneshot::channel();
         let deadline = Instant::now() + timeout;
         let mut s = self.lock();
+        // A probe that still waits on this sequence number (65536 probes
+        // to one address ago) is given up.
+        s.take((to, seq));
         s.waiting.insert(
             (to, seq),
             Waiter {
@@ -360,9 +373,9 @@ impl Channel {
         );
         let sooner = s
             .deadlines
-            .peek()
-            .is_none_or(|Reverse((first, _, _))| deadline < *first);
-        s.deadlines.push(Reverse((deadline, to, seq)));
+            .first()
+            .is_none_or(|(first, _, _)| deadline < *first);
+        s.deadlines.insert((deadline, to, seq));
         s.outgoing.push(Request { to, seq, packet });
         if s.outgoing.len() == 1 {
             self.queued.notify_one();
@@ -377,20 +390,13 @@ impl Channel {
     /// the next deadline.
     fn expire(&self, now: Instant) -> Option<Instant> {
         let mut s = self.lock();
-        while let Some(Reverse((deadline, to, seq))) = s.deadlines.peek().copied() {
+        while let Some(&(deadline, to, seq)) = s.deadlines.first() {
             if deadline > now {
                 return Some(deadline);
             }
-            s.deadlines.pop();
-            // Only if it is still that probe: not answered, and not a newer
-            // probe that reused the sequence number.
-            if s.waiting
-                .get(&(to, seq))
-                .is_some_and(|w| w.deadline == deadline)
-            {
-                if let Some(w) = s.waiting.remove(&(to, seq)) {
-                    let _ = w.reply.send(Outcome::Timeout);
-                }
+            s.deadlines.pop_first();
+            if let Some(w) = s.waiting.remove(&(to, seq)) {
+                let _ = w.reply.send(Outcome::Timeout);
             }
         }
         None
@@ -442,7 +448,7 @@ impl Channel {
                         // The first request of the chunk failed (no route,
                         // for one): that probe's outcome; go on with the rest.
                         let r = &rest[0];
-                        if let Some(w) = self.lock().waiting.remove(&(r.to, r.seq)) {
+                        if let Some(w) = self.lock().take((r.to, r.seq)) {
                             let _ = w.reply.send(super::io_outcome(&e));
                         }
                         rest = &rest[1..];
@@ -492,7 +498,7 @@ impl Channel {
                 let Some(a) = answer_of(&buf[..r.len], from, self.raw, self.ident) else {
                     continue;
                 };
-                let Some(w) = s.waiting.remove(&(a.to, a.seq)) else {
+                let Some(w) = s.take((a.to, a.seq)) else {
                     continue;
                 };
                 let outcome = match (a.error, w.sent) {
@@ -776,6 +782,36 @@ mod tests {
         icmp.retain(|ip| *ip == b);
         assert_eq!(icmp.next_sequence(a), 1);
         assert_eq!(icmp.next_sequence(b), 2);
+    }
+
+    #[test]
+    fn an_answered_probe_takes_its_deadline_with_it() {
+        let mut s = Shared::default();
+        let now = Instant::now();
+        let mut replies = Vec::new();
+        for (last, seq) in [(1u8, 7u16), (2, 8)] {
+            let to = IpAddr::from([127, 0, 0, last]);
+            let (tx, rx) = oneshot::channel();
+            let deadline = now + Duration::from_millis(u64::from(seq));
+            s.waiting.insert(
+                (to, seq),
+                Waiter {
+                    sent: None,
+                    deadline,
+                    reply: tx,
+                },
+            );
+            s.deadlines.insert((deadline, to, seq));
+            replies.push(rx);
+        }
+        let first = IpAddr::from([127, 0, 0, 1]);
+        assert!(s.take((first, 7)).is_some());
+        assert!(s.take((first, 7)).is_none(), "taken once");
+        // Only the probe still waiting sets the receiver's timer.
+        let left: Vec<_> = s.deadlines.iter().map(|&(_, to, seq)| (to, seq)).collect();
+        assert_eq!(left, vec![(IpAddr::from([127, 0, 0, 2]), 8)]);
+        assert!(s.take((IpAddr::from([127, 0, 0, 2]), 8)).is_some());
+        assert!(s.deadlines.is_empty() && s.waiting.is_empty());
     }
 
     #[test]
