@@ -7,7 +7,7 @@
 //! kept as the API server returned it until the watch shows that spec hash,
 //! for at most [`RECENT_TTL`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -121,6 +121,76 @@ impl Summaries {
     }
 }
 
+/// The names of the objects of one kind the watch has seen (the workload
+/// ServiceAccounts and RoleBindings, whose content the operator never
+/// reads): whether one of them is in place. It holds what exists, so it
+/// shrinks with every deletion and with every re-list. Clones share it.
+#[derive(Clone, Default)]
+pub struct Names {
+    state: Arc<Mutex<NameState>>,
+    /// Whether the watch has listed once.
+    pub ready: Readiness,
+}
+
+#[derive(Default)]
+struct NameState {
+    live: HashSet<Key>,
+    /// Filled while the watch (re)lists; replaces `live` when it is done.
+    listing: Option<HashSet<Key>>,
+}
+
+impl Names {
+    /// Applies one watch event.
+    pub fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
+        {
+            let mut s = self.state.lock().expect("names lock");
+            match event {
+                watcher::Event::Apply(o) => {
+                    s.live.insert(key_of(o.meta()));
+                }
+                watcher::Event::Delete(o) => {
+                    s.live.remove(&key_of(o.meta()));
+                }
+                watcher::Event::Init => s.listing = Some(HashSet::new()),
+                watcher::Event::InitApply(o) => {
+                    s.listing
+                        .get_or_insert_with(HashSet::new)
+                        .insert(key_of(o.meta()));
+                }
+                watcher::Event::InitDone => {
+                    if let Some(listed) = s.listing.take() {
+                        s.live = listed;
+                    }
+                }
+            }
+        }
+        self.ready.observe(event);
+    }
+
+    /// Notes `ns`/`name` as written just now, before the watch shows it.
+    pub fn note(&self, ns: &str, name: &str) {
+        let mut s = self.state.lock().expect("names lock");
+        s.live.insert((ns.to_string(), name.to_string()));
+    }
+
+    /// Whether `ns`/`name` exists, as far as the watch and the operator's
+    /// own writes tell.
+    pub fn contains(&self, ns: &str, name: &str) -> bool {
+        let s = self.state.lock().expect("names lock");
+        s.live.contains(&(ns.to_string(), name.to_string()))
+    }
+
+    /// How many names are kept.
+    pub fn len(&self) -> usize {
+        self.state.lock().expect("names lock").live.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Objects the operator wrote, as the API server returned them. Clones
 /// share the record.
 pub struct Recent<T> {
@@ -220,6 +290,10 @@ pub struct Caches {
     pub recent_summaries: Recent<Summary>,
     /// Workload Roles written, until the watch shows them.
     pub recent_roles: Recent<Arc<Role>>,
+    /// The workload ServiceAccounts that exist, by name.
+    pub accounts: Names,
+    /// The workload RoleBindings that exist, by name.
+    pub bindings: Names,
     /// Whether the DaemonSet, Pod, Pinger and Role watches have listed once.
     pub listed: [Readiness; 4],
 }
@@ -245,6 +319,8 @@ impl Caches {
             recent_pods: Default::default(),
             recent_summaries: Default::default(),
             recent_roles: Default::default(),
+            accounts: Default::default(),
+            bindings: Default::default(),
             listed: Default::default(),
         }
     }
@@ -259,6 +335,8 @@ impl Caches {
             self.listed[3].wait(),
             self.summaries.ready.wait(),
             self.reports.ready.wait(),
+            self.accounts.ready.wait(),
+            self.bindings.ready.wait(),
         );
     }
 }
@@ -351,6 +429,43 @@ mod tests {
             ),
             ..ConfigMap::default()
         }
+    }
+
+    type Account = k8s_openapi::api::core::v1::ServiceAccount;
+
+    fn account(name: &str) -> Account {
+        Account {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ops".into()),
+                ..ObjectMeta::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn names_follow_the_watch_and_shrink_with_deletions_and_relists() {
+        let n = Names::default();
+        n.observe(&watcher::Event::<Account>::Init);
+        n.observe(&watcher::Event::InitApply(account("a")));
+        n.observe(&watcher::Event::InitApply(account("b")));
+        assert!(!n.contains("ops", "a"), "not before the list is done");
+        n.observe(&watcher::Event::<Account>::InitDone);
+        assert!(n.contains("ops", "a") && n.contains("ops", "b"));
+        n.observe(&watcher::Event::Delete(account("a")));
+        assert!(!n.contains("ops", "a"), "deleted by hand");
+        n.note("ops", "a");
+        assert!(n.contains("ops", "a"), "written again");
+        n.observe(&watcher::Event::Apply(account("c")));
+        assert_eq!(n.len(), 3);
+        // A re-list keeps only what it lists: "b" went while the watch was
+        // down, and a name noted but never listed goes too.
+        n.observe(&watcher::Event::<Account>::Init);
+        n.observe(&watcher::Event::InitApply(account("c")));
+        n.observe(&watcher::Event::<Account>::InitDone);
+        assert!(n.contains("ops", "c"));
+        assert_eq!(n.len(), 1);
     }
 
     #[test]

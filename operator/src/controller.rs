@@ -11,8 +11,9 @@ use combo_api::keys;
 use combo_api::{Debugger, DebuggerReport, DebuggerStatus, Pinger};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use k8s_openapi::api::rbac::v1::Role;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::Event;
 use kube::runtime::reflector::ObjectRef;
@@ -241,6 +242,24 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         caches.listed[3].clone(),
         move |e| recent.observe(e),
     );
+    // The workload ServiceAccounts and RoleBindings: names only (metadata
+    // watches), so that one deleted by hand is written again.
+    let names = caches.accounts.clone();
+    let account_events = watcher(
+        api::<PartialObjectMeta<ServiceAccount>>(&client, ns),
+        owned.clone(),
+    )
+    .default_backoff()
+    .inspect_ok(move |e| names.observe(e))
+    .touched_objects();
+    let names = caches.bindings.clone();
+    let binding_events = watcher(
+        api::<PartialObjectMeta<RoleBinding>>(&client, ns),
+        owned.clone(),
+    )
+    .default_backoff()
+    .inspect_ok(move |e| names.observe(e))
+    .touched_objects();
     let users_store = store.clone();
     // Driven here, not spawned: it stops with the controller.
     let retire = {
@@ -289,6 +308,8 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
         .owns_stream(pods)
         .owns_stream(config_maps)
         .owns_stream(role_events)
+        .owns_stream(account_events)
+        .owns_stream(binding_events)
         .watches_stream(report_events, |r| reports::debugger_of(&r))
         .watches_stream(pinger_events, move |pinger| {
             users_of(&users_store.state(), &pinger)

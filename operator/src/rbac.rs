@@ -5,9 +5,10 @@
 //! The Role grants only what docs/security.md, "The workload pods", lists:
 //! read its own Debugger and the Pinger it names (by name), watch pods, get
 //! and apply DebuggerReports, create Events; nothing on ConfigMaps. It
-//! changes only with the Pinger's name; the Role's spec hash tells whether
-//! the three are in place, from the Role cache, so a reconcile with nothing
-//! to change writes nothing.
+//! changes only with the Pinger's name. The Role's spec hash (from the Role
+//! cache) and the names of the ServiceAccounts and RoleBindings that exist
+//! tell whether the three are in place, so a reconcile with nothing to
+//! change writes nothing, and one deleted by hand is written again.
 //!
 //! Earlier versions used one set per namespace named `kube-combo-workload`;
 //! [`retire_legacy`] deletes it once no pod of the namespace runs as it.
@@ -140,9 +141,10 @@ pub fn render(dbg: &Debugger) -> WorkloadRbac {
 }
 
 /// Makes sure the workload RBAC of `dbg` is in place: when the cached Role
-/// is missing or not as rendered, applies the three objects (in this order:
-/// binding a Role needs the Role). A Role of that name controlled by
-/// something else is not taken over.
+/// is missing or not as rendered, or the ServiceAccount or RoleBinding is
+/// missing, applies the three objects (in this order: binding a Role needs
+/// the Role). A Role of that name controlled by something else is not
+/// taken over.
 pub async fn ensure(
     client: &Client,
     metrics: &Metrics,
@@ -161,7 +163,10 @@ pub async fn ensure(
         if apply::controlled_by_other(&role.metadata, dbg) {
             return Err(apply::Error::NotOwned { kind: "Role", name });
         }
-        if spec_hash_of(&role.metadata) == Some(desired.hash.as_str()) {
+        if spec_hash_of(&role.metadata) == Some(desired.hash.as_str())
+            && caches.accounts.contains(&ns, &name)
+            && caches.bindings.contains(&ns, &name)
+        {
             return Ok(());
         }
     }
@@ -173,8 +178,10 @@ pub async fn ensure(
         "ServiceAccount",
     )
     .await?;
+    caches.accounts.note(&ns, &name);
     let mut role = apply::apply(client, metrics, &ns, &desired.role, "Role").await?;
     apply::apply(client, metrics, &ns, &desired.binding, "RoleBinding").await?;
+    caches.bindings.note(&ns, &name);
     role.slim();
     caches
         .recent_roles

@@ -14,8 +14,8 @@ use combo_operator::metrics::Metrics;
 use combo_operator::render::Images;
 use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use k8s_openapi::api::rbac::v1::Role;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher::Event;
 use kube::Client;
@@ -104,6 +104,8 @@ fn context(client: Client) -> (Arc<Context>, Watches) {
     }
     caches.summaries.observe(&Event::<ConfigMap>::InitDone);
     caches.reports.observe(&Event::<DebuggerReport>::InitDone);
+    caches.accounts.observe(&Event::<ServiceAccount>::InitDone);
+    caches.bindings.observe(&Event::<RoleBinding>::InitDone);
     pw.apply_watcher_event(&Event::InitDone);
     rw.apply_watcher_event(&Event::InitDone);
     let images = Images {
@@ -338,6 +340,34 @@ async fn a_deleted_workload_is_written_again() {
         "{}",
         last_body(&seen, &requests[1])
     );
+}
+
+#[tokio::test]
+async fn a_service_account_or_role_binding_deleted_by_hand_is_written_again() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger(DebuggerSpec::default());
+    watches.show(&dbg);
+    assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
+    let account: ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": "kube-combo-workload.d", "namespace": "ops"}
+    }))
+    .unwrap();
+    ctx.caches.accounts.observe(&Event::Delete(account));
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(requests, [SA, ROLE, BINDING]);
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "kube-combo-workload.d", "namespace": "ops"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"}
+    }))
+    .unwrap();
+    ctx.caches.bindings.observe(&Event::Delete(binding));
+    let (requests, _) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(requests, [SA, ROLE, BINDING]);
+    // In place again: nothing more.
+    let (again, _) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(again, Vec::<String>::new());
 }
 
 #[tokio::test]

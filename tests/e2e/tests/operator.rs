@@ -731,6 +731,27 @@ async fn each_debugger_has_its_own_workload_rbac_and_the_shared_one_goes_once_un
         || async { Ok(rbac_set(&c, &ns.name, "kube-combo-workload").await? == [false; 3]) },
     )
     .await?;
+    // Deleted by hand, its ServiceAccount and RoleBinding are written again.
+    let own = "kube-combo-workload.moved";
+    let uids = || async {
+        let account = get::<ServiceAccount>(&c, &ns.name, own).await?;
+        let binding = get::<RoleBinding>(&c, &ns.name, own).await?;
+        Ok::<_, anyhow::Error>((
+            account.and_then(|a| a.metadata.uid),
+            binding.and_then(|b| b.metadata.uid),
+        ))
+    };
+    let (account, binding) = uids().await?;
+    let (sa, rb) = (
+        format!("serviceaccount/{own}"),
+        format!("rolebinding/{own}"),
+    );
+    kubectl_ok(&["delete", &sa, &rb, "-n", &ns.name])?;
+    wait_for(WAIT, "a new ServiceAccount and RoleBinding", || async {
+        let (a, b) = uids().await?;
+        Ok(a.is_some() && b.is_some() && a != account && b != binding)
+    })
+    .await?;
     // Its own set goes with it (the garbage collector follows the owner).
     kubectl_ok(&["delete", "debugger", "moved", "-n", &ns.name])?;
     wait_for(
