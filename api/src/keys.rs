@@ -27,6 +27,11 @@ pub const ANNOTATION_EGRESS_RATE: &str = "ovn.kubernetes.io/egress_rate";
 /// kube-ovn annotation: the logical switch (subnet) of the pod.
 pub const ANNOTATION_LOGICAL_SWITCH: &str = "ovn.kubernetes.io/logical_switch";
 
+/// Annotation on the workload's pods: the UID of the ServiceAccount they run
+/// as, so that pods holding a deleted account's token are replaced when the
+/// operator writes the account again.
+pub const ANNOTATION_ACCOUNT_UID: &str = "kubecombo.io/service-account-uid";
+
 /// Name of the runner container in workload pods.
 pub const CONTAINER_RUNNER: &str = "runner";
 /// Name of the pinger container in workload pods.

@@ -25,7 +25,7 @@ fn dbg(wt: WorkloadType, cpu: &str) -> Debugger {
 
 /// What the API server would hold after applying `d`'s workload.
 fn existing(d: &Debugger) -> Observed {
-    match render::workload(d, None, &images()) {
+    match render::workload(d, None, &images(), None) {
         Workload::DaemonSet(ds) => Observed {
             daemonset: Some(*ds),
             ..Observed::default()
@@ -38,7 +38,7 @@ fn existing(d: &Debugger) -> Observed {
 }
 
 fn plan_for(d: &Debugger, observed: &Observed) -> Result<Plan, Error> {
-    plan(d, &render::workload(d, None, &images()), observed)
+    plan(d, &render::workload(d, None, &images(), None), observed)
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! kept as the API server returned it until the watch shows that spec hash,
 //! for at most [`RECENT_TTL`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -121,10 +121,11 @@ impl Summaries {
     }
 }
 
-/// The names of the objects of one kind the watch has seen (the workload
-/// ServiceAccounts and RoleBindings, whose content the operator never
-/// reads): whether one of them is in place. It holds what exists, so it
-/// shrinks with every deletion and with every re-list. Clones share it.
+/// The names and UIDs of the objects of one kind the watch has seen (the
+/// workload ServiceAccounts and RoleBindings, whose content the operator
+/// never reads): whether one of them is in place, and which one. It holds
+/// what exists, so it shrinks with every deletion and with every re-list.
+/// Clones share it.
 #[derive(Clone, Default)]
 pub struct Names {
     state: Arc<Mutex<NameState>>,
@@ -134,9 +135,10 @@ pub struct Names {
 
 #[derive(Default)]
 struct NameState {
-    live: HashSet<Key>,
+    /// Name → UID.
+    live: HashMap<Key, Option<String>>,
     /// Filled while the watch (re)lists; replaces `live` when it is done.
-    listing: Option<HashSet<Key>>,
+    listing: Option<HashMap<Key, Option<String>>>,
 }
 
 impl Names {
@@ -146,16 +148,16 @@ impl Names {
             let mut s = self.state.lock().expect("names lock");
             match event {
                 watcher::Event::Apply(o) => {
-                    s.live.insert(key_of(o.meta()));
+                    s.live.insert(key_of(o.meta()), o.meta().uid.clone());
                 }
                 watcher::Event::Delete(o) => {
                     s.live.remove(&key_of(o.meta()));
                 }
-                watcher::Event::Init => s.listing = Some(HashSet::new()),
+                watcher::Event::Init => s.listing = Some(HashMap::new()),
                 watcher::Event::InitApply(o) => {
                     s.listing
-                        .get_or_insert_with(HashSet::new)
-                        .insert(key_of(o.meta()));
+                        .get_or_insert_with(HashMap::new)
+                        .insert(key_of(o.meta()), o.meta().uid.clone());
                 }
                 watcher::Event::InitDone => {
                     if let Some(listed) = s.listing.take() {
@@ -167,17 +169,23 @@ impl Names {
         self.ready.observe(event);
     }
 
-    /// Notes `ns`/`name` as written just now, before the watch shows it.
-    pub fn note(&self, ns: &str, name: &str) {
+    /// Notes `ns`/`name` (with its UID, if the write returned one) as
+    /// written just now, before the watch shows it.
+    pub fn note(&self, ns: &str, name: &str, uid: Option<String>) {
         let mut s = self.state.lock().expect("names lock");
-        s.live.insert((ns.to_string(), name.to_string()));
+        s.live.insert((ns.to_string(), name.to_string()), uid);
     }
 
     /// Whether `ns`/`name` exists, as far as the watch and the operator's
     /// own writes tell.
     pub fn contains(&self, ns: &str, name: &str) -> bool {
+        self.get(ns, name).is_some()
+    }
+
+    /// `Some(uid)` when `ns`/`name` exists (the UID, if known), else `None`.
+    pub fn get(&self, ns: &str, name: &str) -> Option<Option<String>> {
         let s = self.state.lock().expect("names lock");
-        s.live.contains(&(ns.to_string(), name.to_string()))
+        s.live.get(&(ns.to_string(), name.to_string())).cloned()
     }
 
     /// How many names are kept.
@@ -455,7 +463,7 @@ mod tests {
         assert!(n.contains("ops", "a") && n.contains("ops", "b"));
         n.observe(&watcher::Event::Delete(account("a")));
         assert!(!n.contains("ops", "a"), "deleted by hand");
-        n.note("ops", "a");
+        n.note("ops", "a", Some("u2".into()));
         assert!(n.contains("ops", "a"), "written again");
         n.observe(&watcher::Event::Apply(account("c")));
         assert_eq!(n.len(), 3);

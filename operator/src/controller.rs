@@ -623,8 +623,13 @@ async fn converge(
         .summary
         .as_ref()
         .is_some_and(|s| s.foreign_managers);
-    rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg).await?;
-    let desired = render::workload(dbg, observed.pinger.as_ref(), &ctx.images);
+    let account_uid = rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg).await?;
+    let desired = render::workload(
+        dbg,
+        observed.pinger.as_ref(),
+        &ctx.images,
+        account_uid.as_deref(),
+    );
     let change = apply::workload(
         &ctx.client,
         &ctx.metrics,

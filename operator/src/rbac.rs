@@ -144,13 +144,13 @@ pub fn render(dbg: &Debugger) -> WorkloadRbac {
 /// is missing or not as rendered, or the ServiceAccount or RoleBinding is
 /// missing, applies the three objects (in this order: binding a Role needs
 /// the Role). A Role of that name controlled by something else is not
-/// taken over.
+/// taken over. Returns the ServiceAccount's UID, when known.
 pub async fn ensure(
     client: &Client,
     metrics: &Metrics,
     caches: &Caches,
     dbg: &Debugger,
-) -> Result<(), apply::Error> {
+) -> Result<Option<String>, apply::Error> {
     let desired = render(dbg);
     let ns = dbg.namespace().unwrap_or_default();
     let name = desired.role.metadata.name.clone().unwrap_or_default();
@@ -164,13 +164,14 @@ pub async fn ensure(
             return Err(apply::Error::NotOwned { kind: "Role", name });
         }
         if spec_hash_of(&role.metadata) == Some(desired.hash.as_str())
-            && caches.accounts.contains(&ns, &name)
             && caches.bindings.contains(&ns, &name)
         {
-            return Ok(());
+            if let Some(uid) = caches.accounts.get(&ns, &name) {
+                return Ok(uid);
+            }
         }
     }
-    apply::apply(
+    let account = apply::apply(
         client,
         metrics,
         &ns,
@@ -178,15 +179,16 @@ pub async fn ensure(
         "ServiceAccount",
     )
     .await?;
-    caches.accounts.note(&ns, &name);
+    let uid = account.metadata.uid;
+    caches.accounts.note(&ns, &name, uid.clone());
     let mut role = apply::apply(client, metrics, &ns, &desired.role, "Role").await?;
     apply::apply(client, metrics, &ns, &desired.binding, "RoleBinding").await?;
-    caches.bindings.note(&ns, &name);
+    caches.bindings.note(&ns, &name, None);
     role.slim();
     caches
         .recent_roles
         .record(&role.metadata.clone(), Arc::new(role));
-    Ok(())
+    Ok(uid)
 }
 
 /// Whether the shared set `kube-combo-workload` of `ns` (earlier versions)

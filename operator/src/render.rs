@@ -80,7 +80,15 @@ pub fn spec_hash_of(meta: &ObjectMeta) -> Option<&str> {
 
 /// Renders the workload of `dbg`. `pinger` is the Pinger it names (only its
 /// image matters here: the pinger container applies target changes live).
-pub fn workload(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Workload {
+/// `account_uid` is the UID of the pods' ServiceAccount, when known: a new
+/// account (one deleted by hand and written again) changes the pod
+/// template, so pods holding the old account's token are replaced.
+pub fn workload(
+    dbg: &Debugger,
+    pinger: Option<&Pinger>,
+    images: &Images,
+    account_uid: Option<&str>,
+) -> Workload {
     let name = dbg.metadata.name.clone().unwrap_or_default();
     let meta = |annotations: BTreeMap<String, String>| ObjectMeta {
         name: Some(name.clone()),
@@ -103,7 +111,7 @@ pub fn workload(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Wor
                     template: PodTemplateSpec {
                         metadata: Some(ObjectMeta {
                             labels: Some(keys::workload_labels(&name)),
-                            annotations: pod_annotations(dbg),
+                            annotations: pod_annotations(dbg, account_uid),
                             ..ObjectMeta::default()
                         }),
                         spec: Some(spec),
@@ -123,7 +131,7 @@ pub fn workload(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Wor
         }
         WorkloadType::Pod => {
             let pod = Pod {
-                metadata: meta(pod_annotations(dbg).unwrap_or_default()),
+                metadata: meta(pod_annotations(dbg, account_uid).unwrap_or_default()),
                 spec: Some(spec),
                 status: None,
             };
@@ -169,8 +177,11 @@ pub fn spec_hash<T: Serialize>(obj: &T) -> String {
     combo_api::hash::fnv1a_hex(&json)
 }
 
-fn pod_annotations(dbg: &Debugger) -> Option<BTreeMap<String, String>> {
+fn pod_annotations(dbg: &Debugger, account_uid: Option<&str>) -> Option<BTreeMap<String, String>> {
     let mut a = BTreeMap::new();
+    if let Some(uid) = account_uid {
+        a.insert(keys::ANNOTATION_ACCOUNT_UID.into(), uid.into());
+    }
     let spec = &dbg.spec;
     if !spec.qos_bandwidth.is_empty() {
         a.insert(

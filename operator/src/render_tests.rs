@@ -60,6 +60,7 @@ fn default_spec_renders_a_daemonset_named_after_the_debugger() {
         &debugger(DebuggerSpec::default()),
         None,
         &images(),
+        None,
     ));
     assert_eq!(d.metadata.name.as_deref(), Some("node-check"));
     assert_eq!(d.metadata.namespace.as_deref(), Some("ops"));
@@ -104,6 +105,7 @@ fn pod_workload_runs_once_on_the_named_node() {
         }),
         None,
         &images(),
+        None,
     ));
     assert_eq!(p.metadata.name.as_deref(), Some("node-check"));
     assert_eq!(
@@ -121,6 +123,7 @@ fn runner_env_comes_from_the_downward_api_and_the_spec() {
         &debugger(DebuggerSpec::default()),
         None,
         &images(),
+        None,
     ));
     let env = env_of(&d.spec.unwrap().template.spec.unwrap().containers[0]);
     assert_eq!(env["POD_NAME"], "field:metadata.name");
@@ -140,7 +143,7 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
         ..DebuggerSpec::default()
     };
     let render = |p: &Pinger| {
-        ds(workload(&debugger(spec.clone()), Some(p), &images()))
+        ds(workload(&debugger(spec.clone()), Some(p), &images(), None))
             .spec
             .unwrap()
             .template
@@ -175,6 +178,7 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
         }),
         Some(&pinger("")),
         &images(),
+        None,
     ))
     .spec
     .unwrap()
@@ -205,11 +209,11 @@ fn pinger_targets_do_not_change_the_rendered_workload() {
     b.spec.ping = vec!["10.0.0.1".into()];
     b.spec.interval_seconds = 60;
     b.spec.metrics_port = 9999;
-    let wa = workload(&dbg, Some(&a), &images());
-    let wb = workload(&dbg, Some(&b), &images());
+    let wa = workload(&dbg, Some(&a), &images(), None);
+    let wb = workload(&dbg, Some(&b), &images(), None);
     assert_eq!(wa, wb);
     let c = pinger("other:1");
-    assert_ne!(wa.hash(), workload(&dbg, Some(&c), &images()).hash());
+    assert_ne!(wa.hash(), workload(&dbg, Some(&c), &images(), None).hash());
 }
 
 #[test]
@@ -222,8 +226,8 @@ fn run_at_and_script_settings_do_not_change_the_hash() {
         ..DebuggerSpec::default()
     });
     assert_eq!(
-        workload(&a, None, &images()).hash(),
-        workload(&b, None, &images()).hash()
+        workload(&a, None, &images(), None).hash(),
+        workload(&b, None, &images(), None).hash()
     );
 }
 
@@ -236,7 +240,7 @@ fn cpu_and_memory_are_request_equals_limit_on_every_container() {
         pinger: "mesh".into(),
         ..DebuggerSpec::default()
     });
-    let pod = ds(workload(&d, Some(&pinger("")), &images()))
+    let pod = ds(workload(&d, Some(&pinger("")), &images(), None))
         .spec
         .unwrap()
         .template
@@ -258,7 +262,10 @@ fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
         subnet: "ovn-default".into(),
         ..DebuggerSpec::default()
     });
-    let tpl = ds(workload(&d, None, &images())).spec.unwrap().template;
+    let tpl = ds(workload(&d, None, &images(), None))
+        .spec
+        .unwrap()
+        .template;
     let a = tpl.metadata.unwrap().annotations.unwrap();
     assert_eq!(a[keys::ANNOTATION_INGRESS_RATE], "100");
     assert_eq!(a[keys::ANNOTATION_EGRESS_RATE], "100");
@@ -267,6 +274,7 @@ fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
         &debugger(DebuggerSpec::default()),
         None,
         &images(),
+        None,
     ));
     assert!(bare
         .spec
@@ -276,6 +284,33 @@ fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
         .unwrap()
         .annotations
         .is_none());
+}
+
+#[test]
+fn a_new_service_account_changes_the_pod_template_of_both_types() {
+    let d = debugger(DebuggerSpec::default());
+    let before = workload(&d, None, &images(), Some("sa-1"));
+    let after = workload(&d, None, &images(), Some("sa-2"));
+    assert_ne!(before.hash(), after.hash(), "the pods are replaced");
+    let tpl = ds(after).spec.unwrap().template;
+    assert_eq!(
+        tpl.metadata.unwrap().annotations.unwrap()[keys::ANNOTATION_ACCOUNT_UID],
+        "sa-2"
+    );
+    let p = debugger(DebuggerSpec {
+        workload_type: WorkloadType::Pod,
+        node_name: "node-2".into(),
+        ..DebuggerSpec::default()
+    });
+    let one = pod(workload(&p, None, &images(), Some("sa-1")));
+    assert_eq!(
+        one.metadata.annotations.unwrap()[keys::ANNOTATION_ACCOUNT_UID],
+        "sa-1"
+    );
+    assert_ne!(
+        workload(&p, None, &images(), Some("sa-1")).hash(),
+        workload(&p, None, &images(), Some("sa-2")).hash()
+    );
 }
 
 #[test]
@@ -452,8 +487,8 @@ fn summary_config_map_is_owned_and_its_hash_covers_the_data() {
 
 #[test]
 fn spec_hash_changes_with_the_rendered_spec_and_only_with_it() {
-    let a = workload(&debugger(DebuggerSpec::default()), None, &images());
-    let b = workload(&debugger(DebuggerSpec::default()), None, &images());
+    let a = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let b = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
     assert_eq!(a.hash(), b.hash());
     assert_eq!(a.hash().map(str::len), Some(16));
     let c = workload(
@@ -463,6 +498,7 @@ fn spec_hash_changes_with_the_rendered_spec_and_only_with_it() {
         }),
         None,
         &images(),
+        None,
     );
     assert_ne!(a.hash(), c.hash());
 }

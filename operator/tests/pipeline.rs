@@ -6,7 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use combo_api::{Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType};
+use combo_api::{
+    keys, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType,
+};
 use combo_operator::cache::Caches;
 use combo_operator::context::Context;
 use combo_operator::controller::{reconcile, Error};
@@ -344,27 +346,61 @@ async fn a_deleted_workload_is_written_again() {
 
 #[tokio::test]
 async fn a_service_account_or_role_binding_deleted_by_hand_is_written_again() {
-    let (client, seen) = stand_in(no_script());
+    // The API server gives the ServiceAccount the UID of its current
+    // incarnation: a new one after it was deleted.
+    let incarnation = Arc::new(Mutex::new("sa-1"));
+    let uid = incarnation.clone();
+    let (client, seen) = stand_in(Arc::new(move |method, path| {
+        (method == "PATCH" && path.contains("/serviceaccounts/")).then(|| {
+            let metadata = json!({"name": "kube-combo-workload.d", "namespace": "ops",
+                "resourceVersion": "1", "uid": *uid.lock().unwrap()});
+            (
+                200,
+                json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata}),
+            )
+        })
+    }));
     let (ctx, mut watches) = context(client);
     let dbg = debugger(DebuggerSpec::default());
     watches.show(&dbg);
     assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
-    let account: ServiceAccount = serde_json::from_value(json!({
-        "metadata": {"name": "kube-combo-workload.d", "namespace": "ops"}
-    }))
-    .unwrap();
-    ctx.caches.accounts.observe(&Event::Delete(account));
-    let (requests, result) = settle(&ctx, &seen, &dbg).await;
-    assert_eq!(result, Ok(()));
-    assert_eq!(requests, [SA, ROLE, BINDING]);
+    let pod_annotation = || {
+        let ds: DaemonSet = serde_json::from_str(&last_body(&seen, DAEMONSET)).unwrap();
+        ds.spec
+            .unwrap()
+            .template
+            .metadata
+            .unwrap()
+            .annotations
+            .unwrap()[keys::ANNOTATION_ACCOUNT_UID]
+            .clone()
+    };
+    assert_eq!(pod_annotation(), "sa-1");
+
+    // The RoleBinding deleted: the set is written again, the same account
+    // with it, and the pods stay.
     let binding: RoleBinding = serde_json::from_value(json!({
         "metadata": {"name": "kube-combo-workload.d", "namespace": "ops"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"}
     }))
     .unwrap();
     ctx.caches.bindings.observe(&Event::Delete(binding));
-    let (requests, _) = settle(&ctx, &seen, &dbg).await;
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
     assert_eq!(requests, [SA, ROLE, BINDING]);
+
+    // The ServiceAccount deleted: written again, a new account, so the pods
+    // (which hold the old account's token) are rolled to the new one.
+    let account: ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": "kube-combo-workload.d", "namespace": "ops", "uid": "sa-1"}
+    }))
+    .unwrap();
+    *incarnation.lock().unwrap() = "sa-2";
+    ctx.caches.accounts.observe(&Event::Delete(account));
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(requests, [SA, ROLE, BINDING, DAEMONSET, EVENT]);
+    assert_eq!(pod_annotation(), "sa-2");
     // In place again: nothing more.
     let (again, _) = settle(&ctx, &seen, &dbg).await;
     assert_eq!(again, Vec::<String>::new());

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use combo_api::{Debugger, Pinger};
+use combo_api::{keys, Debugger, Pinger};
 use combo_e2e::{
     apply_yaml, client, install_operator, kubectl, kubectl_ok, namespace, nodes, repo_root,
     wait_for, OPERATOR_NAMESPACE,
@@ -147,6 +147,12 @@ async fn wait_event(
         },
     )
     .await
+}
+
+fn template_annotations(ds: &DaemonSet) -> BTreeMap<String, String> {
+    let template = ds.spec.as_ref().map(|s| &s.template);
+    let meta = template.and_then(|t| t.metadata.as_ref());
+    meta.and_then(|m| m.annotations.clone()).unwrap_or_default()
 }
 
 fn template_of(ds: &DaemonSet) -> k8s_openapi::api::core::v1::PodSpec {
@@ -750,6 +756,15 @@ async fn each_debugger_has_its_own_workload_rbac_and_the_shared_one_goes_once_un
     wait_for(WAIT, "a new ServiceAccount and RoleBinding", || async {
         let (a, b) = uids().await?;
         Ok(a.is_some() && b.is_some() && a != account && b != binding)
+    })
+    .await?;
+    // The pods held the old account's token: the template names the new
+    // account, so they are replaced.
+    let (account, _) = uids().await?;
+    wait_for(WAIT, "the pod template names the new account", || async {
+        let ds: Option<DaemonSet> = get(&c, &ns.name, "moved").await?;
+        let annotations = ds.map(|d| template_annotations(&d)).unwrap_or_default();
+        Ok(annotations.get(keys::ANNOTATION_ACCOUNT_UID) == account.as_ref())
     })
     .await?;
     // Its own set goes with it (the garbage collector follows the owner).
