@@ -20,7 +20,7 @@ dir=${COMBO_E2E_DIR:?COMBO_E2E_DIR=DIR of a tests/e2e/cluster.sh cluster}
 export KUBECONFIG=$dir/kubeconfig
 nodes=$(cat "$dir/nodes")
 ns=bench-events-$$
-selector=kubecombo.io/debugger=events
+selector=kubecombo.io/debugger=peers
 loss_table=kcbench_loss dead_table=kcbench_dead
 netns=
 lossy_netns=()
@@ -44,26 +44,9 @@ trap cleanup EXIT
 kubectl apply -k "$repo/config/default" >/dev/null
 kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=180s >/dev/null
 kubectl create namespace "$ns" >/dev/null
-# The Pinger's defaults: interval 5 s, count 3, timeout 1 s,
-# maxLossPercent 50, maxPeers 20, metrics on port 8080.
-kubectl apply -n "$ns" -f - >/dev/null <<'YAML'
-apiVersion: kubecombo.io/v1
-kind: Pinger
-metadata:
-  name: events
-spec:
-  peers: true
----
-apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: events
-spec:
-  workloadType: daemonset
-  enablePinger: true
-  pinger: events
-  enableConfigMap: false
-YAML
+# The shipped sample: the Pinger's defaults (interval 5 s, count 3,
+# timeout 1 s, maxLossPercent 50, maxPeers 20, metrics on port 8080).
+kubectl apply -n "$ns" -f "$repo/config/samples/pinger_peers.yaml" >/dev/null
 
 # name ip uid node, one line per Running and Ready pod.
 pods() {

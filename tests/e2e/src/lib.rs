@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -450,6 +450,22 @@ pub fn operator_pid() -> Option<i32> {
 /// Labels of the operator's pods.
 pub const OPERATOR_LABELS: &str =
     "app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator";
+
+/// The Events of `ns` that the field selector `fields` selects (for
+/// example `involvedObject.name=d,involvedObject.kind=Debugger`).
+pub async fn events(c: &Client, ns: &str, fields: &str) -> Result<Vec<Event>> {
+    let lp = kube::api::ListParams::default().fields(fields);
+    Ok(Api::<Event>::namespaced(c.clone(), ns)
+        .list(&lp)
+        .await?
+        .items)
+}
+
+/// The Events recorded on Debugger `name`.
+pub async fn debugger_events(c: &Client, ns: &str, name: &str) -> Result<Vec<Event>> {
+    let fields = format!("involvedObject.name={name},involvedObject.kind=Debugger");
+    events(c, ns, &fields).await
+}
 
 /// Sum of the container restart counts of the pods in `ns` matching the
 /// label selector `labels`.

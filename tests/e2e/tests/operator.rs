@@ -9,13 +9,12 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use combo_api::{keys, Debugger, Pinger};
 use combo_e2e::{
-    apply_yaml, client, install_operator, kubectl, kubectl_ok, namespace, nodes, repo_root,
-    wait_for, OPERATOR_NAMESPACE,
+    apply_yaml, client, debugger_events, events, install_operator, kubectl, kubectl_ok, namespace,
+    nodes, repo_root, wait_for, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
 const OPERATOR_NS: &str = OPERATOR_NAMESPACE;
@@ -118,13 +117,8 @@ async fn wait_condition(
 }
 
 async fn events_for(client: &Client, ns: &str, name: &str) -> Result<Vec<(String, String)>> {
-    let list = Api::<Event>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().fields(&format!(
-            "involvedObject.name={name},involvedObject.kind=Debugger"
-        )))
-        .await?;
-    Ok(list
-        .items
+    Ok(debugger_events(client, ns, name)
+        .await?
         .into_iter()
         .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
         .collect())
@@ -302,16 +296,9 @@ async fn a_pinger_target_the_schema_lets_through_is_reported_as_invalid_spec() -
     })
     .await?;
     wait_for(WAIT, "Warning InvalidSpec on Pinger mesh", || async {
-        let list =
-            Api::<Event>::namespaced(c.clone(), &ns.name)
-                .list(&ListParams::default().fields(
-                    "involvedObject.name=mesh,involvedObject.kind=Pinger,reason=InvalidSpec",
-                ))
-                .await?;
-        Ok(list
-            .items
-            .iter()
-            .any(|e| e.type_.as_deref() == Some("Warning")))
+        let fields = "involvedObject.name=mesh,involvedObject.kind=Pinger,reason=InvalidSpec";
+        let list = events(&c, &ns.name, fields).await?;
+        Ok(list.iter().any(|e| e.type_.as_deref() == Some("Warning")))
     })
     .await?;
 

@@ -24,25 +24,9 @@ const PEER_ALERT: &str = "ComboPingerPeerUnreachable";
 /// The Pinger's default `maxPeers` (docs/reference.md).
 const MAX_PEERS: usize = 20;
 
-/// The Pinger of the mesh: the defaults (interval 5 s, three probes, metrics
-/// on port 8080, which the PodMonitor scrapes), peers on.
-const MESH: &str = "apiVersion: kubecombo.io/v1
-kind: Pinger
-metadata:
-  name: mesh
-spec:
-  peers: true
----
-apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: mesh
-spec:
-  workloadType: daemonset
-  enablePinger: true
-  pinger: mesh
-  enableConfigMap: false
-";
+/// The Pinger of the mesh, as shipped: the defaults (interval 5 s, three
+/// probes, metrics on port 8080, which the PodMonitor scrapes), peers on.
+const MESH: &str = include_str!("../../../config/samples/pinger_peers.yaml");
 
 /// One more prober of `ip`: a Debugger of one pod on `node` whose Pinger
 /// lists the address. The peer alert needs at least 3 failing probers, and on
@@ -129,10 +113,10 @@ async fn prometheus_fires_the_shipped_alerts_while_a_peer_is_cut_off_and_resolve
     );
     apply_yaml(&ns.name, MESH)?;
     wait_for(WAIT, "a ready pinger pod on every node", || async {
-        Ok(ready_pods(&client, &ns.name, "mesh").await?.len() == node_names.len())
+        Ok(ready_pods(&client, &ns.name, "peers").await?.len() == node_names.len())
     })
     .await?;
-    let mesh = ready_pods(&client, &ns.name, "mesh").await?;
+    let mesh = ready_pods(&client, &ns.name, "peers").await?;
     let on_node = |node: &str| {
         mesh.iter()
             .find(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))

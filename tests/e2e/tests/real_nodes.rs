@@ -552,9 +552,7 @@ fn process_of(binary: &str, pod: &str) -> Result<(String, String)> {
 }
 
 async fn events_of(c: &Client, ns: &str, pod: &str, reason: &str) -> Result<Vec<Event>> {
-    let api: Api<Event> = Api::namespaced(c.clone(), ns);
-    let lp = ListParams::default().fields(&format!("involvedObject.name={pod},reason={reason}"));
-    Ok(api.list(&lp).await?.items)
+    events(c, ns, &format!("involvedObject.name={pod},reason={reason}")).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use combo_api::Debugger;
-use combo_e2e::{apply_yaml, client, install_operator, kubectl_ok, namespace, record, wait_for};
+use combo_e2e::{
+    apply_yaml, client, debugger_events, install_operator, kubectl_ok, namespace, record, wait_for,
+};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Event, ResourceQuota};
-use kube::api::ListParams;
 use kube::{Api, Client};
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -48,13 +49,8 @@ async fn ready(c: &Client, ns: &str, name: &str) -> Result<Option<(String, Strin
 }
 
 async fn refused_events(c: &Client, ns: &str, name: &str) -> Result<Vec<Event>> {
-    let list = Api::<Event>::namespaced(c.clone(), ns)
-        .list(&ListParams::default().fields(&format!(
-            "involvedObject.name={name},involvedObject.kind=Debugger"
-        )))
-        .await?;
-    Ok(list
-        .items
+    Ok(debugger_events(c, ns, name)
+        .await?
         .into_iter()
         .filter(|e| e.reason.as_deref() == Some("WorkloadRefused"))
         .collect())
