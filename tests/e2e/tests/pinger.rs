@@ -11,11 +11,10 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use combo_api::keys;
 use combo_e2e::{
-    apply_yaml, client, install_operator, kubectl_ok, namespace, node_netns, nodes, pod_netns,
+    apply_yaml, client, events, install_operator, namespace, node_netns, nodes, pod_netns,
     project_binary, running_and_ready, wait_for, NftTable,
 };
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
@@ -99,13 +98,11 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 async fn pod_events(client: &Client, ns: &str, pod: &str) -> Result<Vec<(String, String)>> {
-    let list = Api::<Event>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
-        .await?;
-    Ok(list
+    let fields = format!("involvedObject.name={pod}");
+    Ok(events(client, ns, &fields)
+        .await?
         .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(pod))
-        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
         .collect())
 }
 
@@ -403,21 +400,13 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
     proxy.restore();
     // The failure seen during the outage is recorded once the API server
     // is back.
+    let c = client().await;
     wait_for(
         WAIT,
         "the outage's TcpPingFailed Event after reconnecting",
         || async {
-            let out = kubectl_ok(&[
-                "get",
-                "events",
-                "-n",
-                &ns.name,
-                "--field-selector",
-                "involvedObject.name=solo-local,reason=TcpPingFailed",
-                "-o",
-                "name",
-            ])?;
-            Ok(!out.trim().is_empty())
+            let fields = "involvedObject.name=solo-local,reason=TcpPingFailed";
+            Ok(!events(&c, &ns.name, fields).await?.is_empty())
         },
     )
     .await?;

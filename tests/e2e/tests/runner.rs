@@ -8,9 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 use combo_api::report::report_name;
 use combo_api::{Debugger, DebuggerReport, RunId};
-use combo_e2e::{
-    apply_yaml, client, container_root, kubectl_ok, namespace, nodes, pod_log, wait_for,
-};
+use combo_e2e::{apply_yaml, client, container_root, events, namespace, nodes, pod_log, wait_for};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
@@ -103,21 +101,13 @@ async fn a_failed_run_records_inspection_failed_on_the_pod_with_the_workload_acc
     set_run_at(&c, &ns.name, "evt", &run_at).await?;
     wait_run(&c, &ns.name, "evt-summary", &run_at).await?;
     wait_for(WAIT, "an InspectionFailed event on each pod", || async {
-        let out = kubectl_ok(&[
-            "get",
-            "events",
-            "-n",
-            &ns.name,
-            "--field-selector",
-            "reason=InspectionFailed",
-            "-o",
-            "jsonpath={range .items[*]}{.involvedObject.name}|{.message}{.note}{\"\\n\"}{end}",
-        ])?;
+        let failed = events(&c, &ns.name, "reason=InspectionFailed").await?;
         Ok(pods.values().all(|p| {
-            out.lines().any(|l| {
-                l.starts_with(&format!("{p}|"))
-                    && l.contains("failed item(s)")
-                    && l.contains("disk/planned/broken")
+            failed.iter().any(|e| {
+                let message = e.message.as_deref().unwrap_or_default();
+                e.involved_object.name.as_deref() == Some(p.as_str())
+                    && message.contains("failed item(s)")
+                    && message.contains("disk/planned/broken")
             })
         }))
     })
