@@ -328,6 +328,35 @@ async fn without_enable_sys_the_runner_is_unprivileged_with_its_own_processes_an
     apply_yaml(&ns.name, &debugger_yaml("plain", false, None))?;
     let pods = pods_on_every_node(&c, &ns.name, "plain").await?;
     for (node, pod) in pods {
+        // The pod as the kubelet runs it: no host namespace, no host mount,
+        // no privileged container.
+        let spec = pod.spec.as_ref().context("spec")?;
+        assert_ne!(spec.host_pid, Some(true), "{node}: no hostPID");
+        assert_ne!(spec.host_ipc, Some(true), "{node}: no hostIPC");
+        assert_ne!(spec.host_network, Some(true), "{node}: no hostNetwork");
+        let host_paths: Vec<_> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter(|v| v.host_path.is_some())
+            .map(|v| v.name.clone())
+            .collect();
+        assert!(host_paths.is_empty(), "{node}: host mounts {host_paths:?}");
+        for c in &spec.containers {
+            let sc = c.security_context.as_ref();
+            assert_ne!(
+                sc.and_then(|s| s.privileged),
+                Some(true),
+                "{node}: container {} privileged",
+                c.name
+            );
+            assert_eq!(
+                sc.and_then(|s| s.allow_privilege_escalation),
+                Some(false),
+                "{node}: container {} may escalate",
+                c.name
+            );
+        }
         let pod = pod.name_any();
         let caps = exec(&ns.name, &pod, "runner", "grep CapEff /proc/self/status")?;
         let eff = u64::from_str_radix(caps.split_whitespace().nth(1).context("CapEff")?, 16)?;
