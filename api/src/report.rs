@@ -183,6 +183,22 @@ mod tests {
     }
 
     #[test]
+    fn shortened_names_end_with_the_hash_released_versions_wrote() {
+        // A changed hash would rename every long report on upgrade.
+        let node = format!("{}.x.y-a", "n".repeat(50));
+        let name = report_name(&"d".repeat(200), &node);
+        assert_eq!(
+            name,
+            format!("{}.{}-107ccba14f", "d".repeat(200), "n".repeat(41))
+        );
+        let node = format!("{}.example.internal", "worker-".repeat(10));
+        assert_eq!(
+            node_label_value(&node),
+            format!("{}wor-0782427a46", "worker-".repeat(7))
+        );
+    }
+
+    #[test]
     fn long_node_names_give_a_hashed_label_value() {
         let node = format!("{}.example.internal", "worker-".repeat(10));
         let v = node_label_value(&node);

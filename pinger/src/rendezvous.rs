@@ -172,6 +172,21 @@ mod tests {
     }
 
     #[test]
+    fn scores_stay_the_values_released_pinger_versions_computed() {
+        // A changed score would reshuffle every prober's peers on upgrade.
+        assert_eq!(
+            score("node-check-00000", "node-check-00001"),
+            0x8025_26a4_4af0_f692
+        );
+        assert_eq!(
+            score("node-check-00001", "node-check-00000"),
+            0x9ef8_5a0e_77f5_7c7e
+        );
+        assert_eq!(score("a", "b"), 0xeb38_c838_c62d_597e);
+        assert_eq!(score("", ""), 0x25fc_6dd3_6ce0_4b20);
+    }
+
+    #[test]
     fn scores_of_a_pair_depend_on_both_names_and_their_order() {
         assert_ne!(score("a", "b"), score("b", "a"));
         assert_ne!(score("ab", "c"), score("a", "bc"));

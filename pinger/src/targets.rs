@@ -252,6 +252,27 @@ mod tests {
     }
 
     #[test]
+    fn phases_stay_the_values_released_pinger_versions_computed() {
+        // A changed phase moves every target's rounds within the interval
+        // after an upgrade; these are the values of the first release.
+        let one = |lists: TargetLists| build(&lists, []).targets.pop_first().unwrap();
+        let icmp = |ip: &str| Target::icmp(Host::Ip(ip.parse().unwrap()));
+        let tcp = one(TargetLists {
+            tcp: vec!["[::1]:22".into()],
+            ..TargetLists::default()
+        });
+        let dns = one(TargetLists {
+            dns: vec!["kubernetes.default.svc.cluster.local".into()],
+            ..TargetLists::default()
+        });
+        let of_2_53 = |n: u64| n as f64 / (1u64 << 53) as f64;
+        assert_eq!(phase(&icmp("10.16.0.1"), 0), of_2_53(141_675_277_378_040));
+        assert_eq!(phase(&icmp("10.16.0.1"), 1), of_2_53(3_692_100_324_863_487));
+        assert_eq!(phase(&tcp, 42), of_2_53(2_921_493_349_617_714));
+        assert_eq!(phase(&dns, 0xdead_beef), of_2_53(1_097_738_546_904_246));
+    }
+
+    #[test]
     fn phases_of_similar_targets_spread_over_the_whole_interval() {
         let lists = TargetLists {
             ping: (1..=200).map(|i| format!("127.1.0.{i}")).collect(),
