@@ -19,14 +19,15 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 shellcheck tests/e2e/*.sh tests/bench/*.sh tests/*.sh deploy/*.sh .ci/run
 
 step "unit and integration tests"
+# The suite report starts empty here: the runner's and the pinger's
+# integration tests record cases too (tests/suite-report.sh).
+rm -f target/suite-report.tsv
 cargo test  # default members: everything but the end-to-end crate
 
 step "Prometheus alert rules and the Grafana dashboard"
 bash tests/prometheus.sh
 
 step "end-to-end tests on a real control plane"
-# The cases the end-to-end tests record (tests/suite-report.sh).
-rm -f target/suite-report.tsv
 dir=$(mktemp -d /tmp/kube-combo-e2e.XXXXXX)
 real_dir=$(mktemp -d /tmp/kube-combo-real.XXXXXX)
 # A cluster's directory (logs, etcd data, node state) goes once it is down:

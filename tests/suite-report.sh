@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the suite report: one line per area from the cases the tests
-# recorded (tests/e2e/src/lib.rs, `record`), then every case that was not
+# recorded (api/src/suite.rs, `record`), then every case that was not
 # handled or lost something.
 #   tests/suite-report.sh [FILE]      default target/suite-report.tsv
 set -euo pipefail

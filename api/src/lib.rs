@@ -2,7 +2,9 @@
 //!
 //! The operator, the runner, the pinger and the kubectl plugin all import these
 //! definitions; nothing here does I/O, except [`cli`], which prints the
-//! one-line error of a failed command line and exits.
+//! one-line error of a failed command line and exits, [`http`], the metrics
+//! and health server, and [`suite`], with which the tests record the suite
+//! report.
 
 pub mod cli;
 pub mod debugger;
@@ -14,6 +16,7 @@ pub mod report;
 pub mod retry;
 pub mod runat;
 mod schema;
+pub mod suite;
 pub mod summary;
 pub mod table;
 

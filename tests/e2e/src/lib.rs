@@ -18,6 +18,10 @@ use kube::{Client, Config};
 pub mod pod_sd;
 pub mod prometheus;
 
+/// The suite report's recorder (docs/testing.md, "Suite report"), shared
+/// with the runner's and the pinger's integration tests.
+pub use combo_api::suite::{record, suite_report_path};
+
 /// Root of the repository.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -391,45 +395,6 @@ pub fn kubectl_combo(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("kubectl runs")
-}
-
-/// File of the suite report: one tab-separated line `area tried handled
-/// lost case` per recorded case (docs/testing.md, "Suite report").
-/// `COMBO_SUITE_REPORT`, or `target/suite-report.tsv` under the repository.
-pub fn suite_report_path() -> PathBuf {
-    std::env::var_os("COMBO_SUITE_REPORT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/suite-report.tsv"))
-}
-
-/// Records one case of the suite report under `area` (for example
-/// `faults`, `bad input`): how many inputs or faults were `tried`, how many
-/// were `handled` (survived, rejected with a clear message, reported
-/// right) and how many reports or keys were `lost`. Record before asserting,
-/// so that a failing case still counts as tried and not handled.
-/// `tests/run-all.sh` prints one line per area at the end.
-pub fn record(area: &str, case: &str, tried: u64, handled: u64, lost: u64) {
-    use std::io::Write as _;
-    let path = suite_report_path();
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let clean = |s: &str| s.replace(['\t', '\n'], " ");
-    let line = format!(
-        "{}\t{tried}\t{handled}\t{lost}\t{}\n",
-        clean(area),
-        clean(case)
-    );
-    // One write of one short line in append mode: lines of tests running
-    // in parallel do not interleave.
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(line.as_bytes()));
-    if let Err(e) = written {
-        eprintln!("suite report {}: {e}", path.display());
-    }
 }
 
 /// Pid of the operator process of a cluster of simulated nodes (its pod
