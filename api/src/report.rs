@@ -11,7 +11,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::hash::fnv1a;
+use crate::hash::fnv1a_hex;
 use crate::summary::{ItemResult, NodeSummary};
 
 /// One node's result of the latest run of a Debugger.
@@ -83,7 +83,7 @@ pub(crate) fn shortened(full: &str, max: usize) -> String {
     if full.len() <= max {
         return full.to_string();
     }
-    let hash = format!("{:016x}", fnv1a(&[full.as_bytes()]));
+    let hash = fnv1a_hex(full.as_bytes());
     let mut end = max - HASH_DIGITS - 1;
     while !full.is_char_boundary(end) {
         end -= 1;

@@ -15,21 +15,13 @@
 //!   only the choices of the probers that now rank it in their top `max`
 //!   (each drops its lowest one): about `max` probers either way, out of `n`.
 
+use combo_api::hash::{fnv1a, mix64};
+
 /// The scores of a prober's peers: FNV-1a over both names with a separator,
 /// then the SplitMix64 finaliser so that names differing in one trailing
 /// byte still get unrelated scores.
 pub fn score(prober: &str, peer: &str) -> u64 {
-    let bytes = prober.bytes().chain([0]).chain(peer.bytes());
-    let h = bytes.fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    mix(h)
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    mix64(fnv1a(&[prober.as_bytes(), peer.as_bytes()]))
 }
 
 /// The peers `prober` probes: the `max` candidates with the highest

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::net::IpAddr;
 
+use combo_api::hash::{fnv1a_seeded, mix64};
 use combo_api::pinger::{parse_host, parse_host_port, Host};
 use combo_api::PingerSpec;
 
@@ -171,19 +172,9 @@ pub fn build(lists: &TargetLists, extra_icmp: impl IntoIterator<Item = IpAddr>) 
 /// Derived from the target and a per-process seed, so one pod's targets are
 /// spread over the interval and two pods do not probe in lockstep.
 pub fn phase(target: &Target, seed: u64) -> f64 {
-    // FNV-1a: stable across runs and platforms, unlike `DefaultHasher`.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
-    for b in target.to_string().bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    // FNV's last bytes barely reach the high bits; the splitmix64 finaliser
-    // spreads them, so targets differing in one digit land far apart.
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^= h >> 31;
+    // FNV-1a: stable across runs and platforms, unlike `DefaultHasher`;
+    // mixed, so targets differing in one digit land far apart.
+    let h = mix64(fnv1a_seeded(seed, &[target.to_string().as_bytes()]));
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 

@@ -242,9 +242,7 @@ async fn reconcile_server(
 
 /// A per-pod seed for the target phases, so pods of one Debugger differ.
 fn seed(pod: &str) -> u64 {
-    pod.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    combo_api::hash::fnv1a(&[pod.as_bytes()])
 }
 
 #[cfg(test)]
