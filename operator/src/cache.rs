@@ -522,6 +522,75 @@ mod tests {
         assert!(Summary::of(&c).foreign_managers);
     }
 
+    /// A store as a watch fills it: `listed` listed, then `deleted` gone.
+    fn store_after<K>(listed: &[K], deleted: &K, relisted: &[K]) -> Vec<String>
+    where
+        K: Resource<DynamicType = ()> + Clone + 'static,
+    {
+        let (store, mut writer) = kube::runtime::reflector::store::<K>();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for o in listed {
+            writer.apply_watcher_event(&watcher::Event::InitApply(o.clone()));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        writer.apply_watcher_event(&watcher::Event::Delete(deleted.clone()));
+        let after_delete = store.state().len();
+        assert_eq!(after_delete, listed.len() - 1, "a deletion shrinks it");
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for o in relisted {
+            writer.apply_watcher_event(&watcher::Event::InitApply(o.clone()));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let mut names: Vec<String> = store
+            .state()
+            .iter()
+            .map(|o| o.meta().name.clone().unwrap_or_default())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_object_stores_hold_only_what_exists() {
+        // The stores the reconciles read (and the Debugger store) hold what
+        // the watch last showed: a deletion or a re-list drops the rest.
+        fn check<K>(new: impl Fn(&str) -> K)
+        where
+            K: Resource<DynamicType = ()> + Clone + 'static,
+        {
+            let all: Vec<K> = ["a", "b", "c"]
+                .into_iter()
+                .map(|name| {
+                    let mut o = new(name);
+                    o.meta_mut().namespace = Some("ops".into());
+                    o
+                })
+                .collect();
+            let left = store_after(&all, &all[0], &all[2..]);
+            assert_eq!(left, ["c"], "{}", K::kind(&()));
+        }
+        fn meta(name: &str) -> ObjectMeta {
+            ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            }
+        }
+        check(|n| DaemonSet {
+            metadata: meta(n),
+            ..Default::default()
+        });
+        check(|n| Pod {
+            metadata: meta(n),
+            ..Default::default()
+        });
+        check(|n| Role {
+            metadata: meta(n),
+            ..Default::default()
+        });
+        check(|n| Pinger::new(n, Default::default()));
+        check(|n| Debugger::new(n, Default::default()));
+    }
+
     #[test]
     fn records_older_than_the_ttl_are_forgotten_at_the_next_write() {
         let r: Recent<ConfigMap> = Recent::default();

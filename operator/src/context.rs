@@ -15,7 +15,9 @@ use crate::metrics::Metrics;
 use crate::pace::Pace;
 use crate::render::Images;
 
-/// Shared state of the controller.
+/// Shared state of the controller. Every field that outlives a reconcile
+/// has a bound; docs/operator.md, "State kept between reconciles", lists
+/// them with the tests of their eviction.
 pub struct Context {
     /// API client (the operator's ServiceAccount in a cluster).
     pub client: Client,
@@ -33,16 +35,19 @@ pub struct Context {
     pub pace: Pace,
     /// The status last written per Debugger uid. A reconcile can run on a
     /// cached Debugger that does not show the write yet; comparing with
-    /// this too keeps it from writing the same status again.
+    /// this too keeps it from writing the same status again. Pruned to the
+    /// live Debuggers past twice their number (`controller::over_bound`).
     pub written: Mutex<HashMap<String, DebuggerStatus>>,
-    /// Consecutive transient failures per Debugger, for backoff.
+    /// Consecutive transient failures per Debugger, for backoff. Removed
+    /// by a success; pruned like `written`.
     pub failures: Mutex<HashMap<ObjectRef<Debugger>, u32>>,
     /// Summary ConfigMap writes per Debugger uid, at most one per 2 s.
     pub summary_writes: Coalesce,
     /// Status writes per Debugger uid, at most one per 2 s.
     pub status_writes: Coalesce,
     /// The newest run seen per Debugger uid: when it changes, reports of
-    /// nodes that left are removed. Dropped with the Debugger.
+    /// nodes that left are removed. Pruned like `written`, on its own
+    /// insertions.
     pub runs_seen: Mutex<HashMap<String, String>>,
 }
 

@@ -2,6 +2,7 @@
 //! they own, and runs the pipeline fetch -> validate -> render -> apply ->
 //! status for each Debugger.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::Event;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, instrument, warn};
@@ -553,11 +554,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
 /// leaves their keys out. The first look after a start only records the
 /// run, so a restarted operator does not list every Debugger's pods.
 async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, observed: &Observed) {
-    let previous = ctx
-        .runs_seen
-        .lock()
-        .expect("runs lock")
-        .insert(uid.to_string(), last.to_string());
+    let previous = remember_run(ctx, uid, last);
     if previous.is_none() || previous.as_deref() == Some(last) {
         return;
     }
@@ -684,21 +681,53 @@ pub fn newly_reported(old: Option<&DebuggerStatus>, new: &DebuggerStatus) -> boo
     old.observed_generation != new.observed_generation || ready(old) != ready(new)
 }
 
-/// Records the status written for `uid`, forgetting Debuggers that are gone
-/// (here and in `runs_seen`) once the record has grown past twice the
-/// number of Debuggers.
+/// Records the status written for `uid` (a per-Debugger record, see
+/// [`remember`]).
 fn remember_written(ctx: &Context, uid: String, status: DebuggerStatus) {
     let mut written = ctx.written.lock().expect("written lock");
-    written.insert(uid, status);
-    let known = ctx.debuggers.state();
-    if written.len() > over_bound(known.len()) {
-        let live: std::collections::HashSet<String> = known
-            .iter()
-            .filter_map(|d| d.metadata.uid.clone())
-            .collect();
-        retain_live(&mut written, &live);
-        retain_live(&mut ctx.runs_seen.lock().expect("runs lock"), &live);
+    remember(&mut written, uid, status, &ctx.debuggers, uid_of);
+}
+
+/// Records `last` as the newest run seen for `uid` and returns the one
+/// seen before (a per-Debugger record, see [`remember`]).
+fn remember_run(ctx: &Context, uid: &str, last: &str) -> Option<String> {
+    let mut runs = ctx.runs_seen.lock().expect("runs lock");
+    remember(
+        &mut runs,
+        uid.to_string(),
+        last.to_string(),
+        &ctx.debuggers,
+        uid_of,
+    )
+}
+
+fn uid_of(dbg: &Debugger) -> Option<String> {
+    dbg.metadata.uid.clone()
+}
+
+/// Puts `value` under `key` in a record kept per Debugger and returns the
+/// value it replaces. A Debugger deleted meanwhile is never reconciled
+/// again, so nothing else removes its entry: once the record holds more
+/// than [`over_bound`] of the Debuggers `debuggers` shows, the entries of
+/// those that are gone (by `key_of`) are dropped. Each record is pruned on
+/// its own insertions, so none depends on another being written.
+fn remember<K, V>(
+    map: &mut HashMap<K, V>,
+    key: K,
+    value: V,
+    debuggers: &Store<Debugger>,
+    key_of: impl Fn(&Debugger) -> Option<K>,
+) -> Option<V>
+where
+    K: Eq + std::hash::Hash,
+{
+    let previous = map.insert(key, value);
+    let known = debuggers.state();
+    if map.len() > over_bound(known.len()) {
+        let live: HashSet<K> = known.iter().filter_map(|d| key_of(d)).collect();
+        retain_live(map, &live);
     }
+    previous
 }
 
 async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
@@ -714,24 +743,15 @@ pub fn error_policy(dbg: Arc<Debugger>, err: &Error, ctx: Arc<Context>) -> Actio
     if let Error::Invalid(_) = err {
         return Action::await_change();
     }
+    let key = ObjectRef::from_obj(dbg.as_ref());
     let mut failures = ctx.failures.lock().expect("failures lock");
-    let n = failures
-        .entry(ObjectRef::from_obj(dbg.as_ref()))
-        .or_insert(0);
-    *n = n.saturating_add(1);
-    let pause = backoff(*n);
-    // A Debugger deleted while failing is never reconciled again, so its
-    // count is not removed by a success: forget the counts of Debuggers
-    // that are gone once they outnumber the live ones.
-    let known = ctx.debuggers.state();
-    if failures.len() > over_bound(known.len()) {
-        let live: std::collections::HashSet<ObjectRef<Debugger>> = known
-            .iter()
-            .map(|d| ObjectRef::from_obj(d.as_ref()))
-            .collect();
-        retain_live(&mut failures, &live);
-    }
-    Action::requeue(pause)
+    let n = failures.get(&key).copied().unwrap_or(0).saturating_add(1);
+    // A success removes the count; a Debugger deleted while failing has
+    // none, so `remember` drops the counts of Debuggers that are gone.
+    remember(&mut failures, key, n, &ctx.debuggers, |d| {
+        Some(ObjectRef::from_obj(d))
+    });
+    Action::requeue(backoff(n))
 }
 
 /// Size past which a per-Debugger record is pruned of Debuggers that are
@@ -741,10 +761,7 @@ pub fn over_bound(live: usize) -> usize {
 }
 
 /// Keeps only the entries of `map` whose key is in `live`. Pure.
-pub fn retain_live<K: Eq + std::hash::Hash, V>(
-    map: &mut std::collections::HashMap<K, V>,
-    live: &std::collections::HashSet<K>,
-) {
+pub fn retain_live<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>, live: &HashSet<K>) {
     map.retain(|k, _| live.contains(k));
 }
 
@@ -801,6 +818,32 @@ mod tests {
         );
         assert_eq!(over_bound(0), 16);
         assert_eq!(over_bound(10_000), 20_016);
+    }
+
+    #[test]
+    fn a_record_is_pruned_on_its_own_insertions_and_keeps_the_live_entry() {
+        let (store, mut writer) = reflector::store::<Debugger>();
+        let mut live = Debugger::clone(&dbg("ops", "live", ""));
+        live.metadata.uid = Some("uid-live".into());
+        writer.apply_watcher_event(&watcher::Event::Apply(live));
+        let mut runs: HashMap<String, String> = HashMap::new();
+        let first = remember(&mut runs, "uid-live".into(), "run-1".into(), &store, uid_of);
+        assert_eq!(first, None);
+        // 100 Debuggers seen once each and deleted since: only insertions
+        // into this record itself keep it bounded.
+        for i in 0..100 {
+            remember(
+                &mut runs,
+                format!("uid-gone-{i}"),
+                "run-1".into(),
+                &store,
+                uid_of,
+            );
+            assert!(runs.len() <= over_bound(1), "{} runs kept", runs.len());
+        }
+        assert!(runs.len() < 100);
+        let again = remember(&mut runs, "uid-live".into(), "run-2".into(), &store, uid_of);
+        assert_eq!(again.as_deref(), Some("run-1"), "the live entry was kept");
     }
 
     #[test]
