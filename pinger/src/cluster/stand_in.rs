@@ -3,6 +3,7 @@
 //! requests past the script, as a watch that stays open.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use kube::Client;
 
@@ -12,6 +13,9 @@ pub enum Answer {
     Body(String),
     /// Status 200 and these bytes.
     Bytes(Vec<u8>),
+    /// Status 200 and these bytes once this much (paused) time has passed:
+    /// a watch that serves quietly for a while, then sends its last lines.
+    After(Duration, Vec<u8>),
 }
 
 /// A client of a stand-in answering with `script`, and the paths and
@@ -32,6 +36,10 @@ pub fn client(script: Vec<Answer>) -> (Client, Arc<Mutex<Vec<String>>>) {
             let body = match answer {
                 Some(Answer::Body(s)) => s.into_bytes(),
                 Some(Answer::Bytes(b)) => b,
+                Some(Answer::After(pause, b)) => {
+                    tokio::time::sleep(pause).await;
+                    b
+                }
                 None => {
                     std::future::pending::<()>().await;
                     unreachable!()

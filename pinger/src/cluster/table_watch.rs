@@ -2,7 +2,7 @@
 //! one list, then a watch from its resourceVersion, resumed after each
 //! server timeout and listed again only when the server says the version
 //! is gone (410) or the stream breaks. Retries for as long as the process
-//! runs.
+//! runs, with a backoff that starts over after a healthy stretch.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -39,25 +39,43 @@ enum Error {
     Closed,
 }
 
+/// How long a list and its watches must have served before the failures
+/// before them are forgotten: the longest pause. A watch that breaks right
+/// after each list (a proxy cutting streams, a watch the RBAC refuses)
+/// still backs off to the cap instead of listing every half second; after
+/// a healthy stretch, a break is retried after the first pause again.
+const HEALTHY: Duration = Duration::from_secs(30);
+
 /// Sends the peers of `selector` in `namespace` as [`Update::Peers`] after
 /// each list and [`Update::Peer`] for each change.
 pub async fn peers(client: Client, namespace: String, selector: String, tx: mpsc::Sender<Update>) {
     let path = format!("/api/v1/namespaces/{namespace}/pods");
     let mut attempt = 0;
     loop {
-        match follow(&client, &path, &selector, &tx).await {
-            Err(Error::Closed) => return,
-            Err(Error::Status(410)) => {
+        let (listed_for, e) = follow(&client, &path, &selector, &tx).await;
+        attempt = failures_before(attempt, listed_for);
+        match e {
+            Error::Closed => return,
+            Error::Status(410) => {
                 tracing::debug!(%selector, "peer watch expired; listing again");
                 continue;
             }
-            Err(e) => {
+            e => {
                 attempt += 1;
                 tracing::warn!(error = %e, source = ?std::error::Error::source(&e), %selector, retry_in = ?backoff(attempt), "watching peer pods failed");
             }
-            Ok(()) => {}
         }
         tokio::time::sleep(backoff(attempt)).await;
+    }
+}
+
+/// The failures that count towards the next pause, given the `attempt`
+/// failures before a [`follow`] and how long its list and watches served
+/// (None: the list failed). Pure.
+fn failures_before(attempt: u32, listed_for: Option<Duration>) -> u32 {
+    match listed_for {
+        Some(d) if d >= HEALTHY => 0,
+        _ => attempt,
     }
 }
 
@@ -68,19 +86,40 @@ fn request(uri: String) -> http::Request<Vec<u8>> {
         .expect("a GET with a valid header")
 }
 
-/// One list and the watches that follow it, until an error.
+/// One list and the watches that follow it, until an error; with how long
+/// they served after the list succeeded (None: it failed).
 async fn follow(
     client: &Client,
     path: &str,
     selector: &str,
     tx: &mpsc::Sender<Update>,
-) -> Result<(), Error> {
+) -> (Option<Duration>, Error) {
     let query = format!("labelSelector={}&includeObject=None", encode(selector));
+    let (cols, version) = match list(client, path, &query, tx).await {
+        Ok(listed) => listed,
+        Err(e) => return (None, e),
+    };
+    let since = tokio::time::Instant::now();
+    let e = match watch(client, path, &query, cols, version, tx).await {
+        Ok(never) => match never {},
+        Err(e) => e,
+    };
+    (Some(since.elapsed()), e)
+}
+
+/// Lists the peers, sends them, and gives the columns and version to watch
+/// from.
+async fn list(
+    client: &Client,
+    path: &str,
+    query: &str,
+    tx: &mpsc::Sender<Update>,
+) -> Result<(Columns, String), Error> {
     // Listed in pages, as kubectl lists: a page's text and parsed form are
     // what the pinger holds at once, not the whole namespace's.
     let mut all: BTreeMap<String, std::net::IpAddr> = BTreeMap::new();
     let mut next_page: Option<String> = None;
-    let (mut cols, mut version) = loop {
+    let (cols, version) = loop {
         let mut uri = format!("{path}?{query}&limit={LIST_PAGE}");
         if let Some(token) = &next_page {
             uri.push_str(&format!("&continue={}", encode(token)));
@@ -107,6 +146,19 @@ async fn follow(
     tx.send(Update::Peers(all))
         .await
         .map_err(|_| Error::Closed)?;
+    Ok((cols, version))
+}
+
+/// Watches from `version` until an error, resuming after each server
+/// timeout.
+async fn watch(
+    client: &Client,
+    path: &str,
+    query: &str,
+    mut cols: Columns,
+    mut version: String,
+    tx: &mpsc::Sender<Update>,
+) -> Result<std::convert::Infallible, Error> {
     loop {
         let uri = format!(
             "{path}?{query}&watch=1&allowWatchBookmarks=true&timeoutSeconds={WATCH_SECONDS}&resourceVersion={version}"
@@ -166,6 +218,7 @@ mod tests {
     use super::*;
     use crate::cluster::stand_in::{self, Answer};
     use serde_json::json;
+    use std::sync::{Arc, Mutex};
 
     fn columns() -> Value {
         json!([{"name": "Name"}, {"name": "Ready"}, {"name": "Status"}, {"name": "IP"}])
@@ -321,6 +374,63 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_millis(7500));
         assert_eq!(seen.lock().unwrap().len(), 5 + 1, "the watch follows");
         task.abort();
+    }
+
+    /// A stand-in whose first six lists fail (31.5 s of backoff, the next
+    /// pause at the 30 s cap), then lists peer `a` and answers the watch
+    /// with a broken line after `serving`, then lists again.
+    fn six_failures_then_a_watch_that_breaks_after(
+        serving: Duration,
+    ) -> (Client, Arc<Mutex<Vec<String>>>) {
+        let good = json!({
+            "kind": "Table", "metadata": {"resourceVersion": "9"},
+            "columnDefinitions": columns(),
+            "rows": [{"cells": ["a", "1/1", "Running", "10.0.0.1"]}]
+        })
+        .to_string();
+        let mut script: Vec<Answer> = (0..6).map(|_| Answer::Body("[]".into())).collect();
+        script.push(Answer::Body(good.clone()));
+        script.push(Answer::After(serving, b"\xff\n".to_vec()));
+        script.push(Answer::Body(good));
+        stand_in::client(script)
+    }
+
+    /// The pause between the broken watch and the list after it.
+    async fn pause_after_the_broken_watch(serving: Duration) -> Duration {
+        let (client, seen) = six_failures_then_a_watch_that_breaks_after(serving);
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), tx));
+        assert!(matches!(next(&mut rx).await, Some(Update::Peers(_))));
+        let listed = tokio::time::Instant::now();
+        let again = tokio::time::timeout(serving + Duration::from_secs(60), rx.recv()).await;
+        assert!(
+            matches!(again, Ok(Some(Update::Peers(_)))),
+            "listed again after the broken watch"
+        );
+        let pause = listed.elapsed() - serving;
+        assert_eq!(seen.lock().unwrap().len(), 6 + 3 + 1, "the watch follows");
+        task.abort();
+        pause
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_healthy_stretch_a_broken_watch_is_retried_after_the_first_pause() {
+        let pause = pause_after_the_broken_watch(Duration::from_secs(600)).await;
+        assert_eq!(pause, Duration::from_millis(500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_that_breaks_right_after_its_list_keeps_the_backoff_of_the_failures() {
+        let pause = pause_after_the_broken_watch(Duration::from_secs(1)).await;
+        assert_eq!(pause, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn earlier_failures_count_until_a_list_has_served_for_the_healthy_stretch() {
+        assert_eq!(failures_before(6, None), 6);
+        assert_eq!(failures_before(6, Some(Duration::from_secs(1))), 6);
+        assert_eq!(failures_before(6, Some(HEALTHY)), 0);
+        assert_eq!(failures_before(0, None), 0);
     }
 
     #[test]
