@@ -1,6 +1,7 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease (`--leader-elect`):
-//! only the holder runs the controller; a replica that loses the Lease exits
-//! so that it restarts as a standby.
+//! only the holder runs the controller; a replica that loses the Lease stops
+//! its controller and stands by for the Lease again. The loop is tested
+//! against a stand-in API server in `operator/tests/leader.rs`.
 
 use std::time::Duration;
 
