@@ -114,7 +114,8 @@ pub fn render(run_id: RunId, category: Category, failed: &[&ScriptRun]) -> Strin
     for run in failed {
         s.push_str(&format!(
             "\n=== script: {}\nexit code: {}\nduration: {:.3}s\n",
-            run.script.path.display(),
+            // One line whatever the file is named.
+            crate::output::printable_item(&run.script.path.to_string_lossy()),
             run.outcome.exit.describe(),
             run.outcome.duration.as_secs_f64(),
         ));

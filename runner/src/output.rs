@@ -18,7 +18,8 @@ pub const MAX_ITEM_LEN: usize = 128;
 /// Classifies one stdout line. Leading and trailing whitespace is ignored; an
 /// `ok`/`err` keyword without an item is plain output, and so is a keyword
 /// glued to other text (`okay`, `error: ...`). An err line without a message
-/// gets the message `failed`.
+/// gets the message `failed`. Control characters are replaced as
+/// [`printable_item`] and [`printable_message`] say.
 pub fn parse_line(line: &str) -> Line {
     let line = line.trim();
     let mut words = line.splitn(2, char::is_whitespace);
@@ -29,7 +30,7 @@ pub fn parse_line(line: &str) -> Line {
     if item.is_empty() {
         return Line::Plain;
     }
-    let item = clip(item, MAX_ITEM_LEN);
+    let item = clip(&printable_item(item), MAX_ITEM_LEN);
     match keyword {
         "ok" => Line::Ok { item },
         "err" => {
@@ -39,12 +40,32 @@ pub fn parse_line(line: &str) -> Line {
                 message: if message.is_empty() {
                     "failed".to_string()
                 } else {
-                    message.to_string()
+                    printable_message(message)
                 },
             }
         }
         _ => Line::Plain,
     }
+}
+
+/// `item` with each control character (an escape sequence a script
+/// printed, a newline in a script's file name) replaced by U+FFFD, as
+/// bytes that are not UTF-8 are: an item name is a YAML key, a table cell
+/// and an errlog line, and must stay one line that draws nothing on a
+/// terminal (docs/runner.md, "Scripts").
+pub fn printable_item(item: &str) -> String {
+    item.chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect()
+}
+
+/// `message` with each control character (a tab, a carriage return, an
+/// escape) replaced by a space, for the same reason as [`printable_item`].
+pub fn printable_message(message: &str) -> String {
+    message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 fn clip(s: &str, max: usize) -> String {
@@ -56,12 +77,14 @@ fn clip(s: &str, max: usize) -> String {
 }
 
 /// The item name for a script that failed without an `err` line: its file
-/// name without extension (`usage.sh` -> `usage`, `.hidden` stays whole).
+/// name without extension (`usage.sh` -> `usage`, `.hidden` stays whole),
+/// made printable as [`printable_item`] says.
 pub fn script_item(file_name: &str) -> String {
-    match file_name.rsplit_once('.') {
-        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
-        _ => file_name.to_string(),
-    }
+    let stem = match file_name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem,
+        _ => file_name,
+    };
+    printable_item(stem)
 }
 
 #[cfg(test)]
@@ -143,5 +166,29 @@ mod tests {
         assert_eq!(script_item("smart.check.sh"), "smart.check");
         assert_eq!(script_item("inodes"), "inodes");
         assert_eq!(script_item(".hidden"), ".hidden");
+        assert_eq!(script_item("a\nb.sh"), "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn control_characters_become_replacement_characters_in_items_and_spaces_in_messages() {
+        assert_eq!(
+            parse_line("err \u{1b}[31mred one\rtwo\u{7}\tthree"),
+            err("\u{FFFD}[31mred", "one two  three")
+        );
+        assert_eq!(
+            parse_line("ok a\u{0}b"),
+            Line::Ok {
+                item: "a\u{FFFD}b".into()
+            }
+        );
+    }
+
+    #[test]
+    fn an_item_of_control_characters_is_clipped_after_their_replacement() {
+        let Line::Ok { item } = parse_line(&format!("ok {}", "\u{1}".repeat(200))) else {
+            panic!("an ok line")
+        };
+        assert!(item.len() <= MAX_ITEM_LEN, "{}", item.len());
+        assert_eq!(item.chars().count(), MAX_ITEM_LEN / 3);
     }
 }

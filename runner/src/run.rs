@@ -120,7 +120,10 @@ pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)>
     }
     if !reported_err && !outcome.exit.success() {
         let msg = match &outcome.exit {
-            Exit::Code(c) => format!("exit {c}: {}", outcome.last_stderr_line),
+            Exit::Code(c) => format!(
+                "exit {c}: {}",
+                crate::output::printable_message(&outcome.last_stderr_line)
+            ),
             Exit::Timeout(n) => format!("timeout after {n}s"),
             Exit::Spawn(e) => format!("exit 126: {e}"),
         };

@@ -1,8 +1,11 @@
 //! Scripts that misbehave, run by `combo-runner --once` (docs/runner.md,
-//! "Scripts"): each is bounded, reported, and leaves nothing running.
+//! "Scripts"): each is bounded, reported, and leaves nothing running. Each
+//! test records its faults in the suite report (docs/testing.md, "Suite
+//! report") under `faults` before it asserts.
 
 mod support;
 
+use combo_api::suite::Case;
 use support::{alive, once_yaml, Tree};
 
 fn err_of<'a>(y: &'a serde_yaml::Value, cat: &str, item: &str) -> Option<&'a str> {
@@ -18,6 +21,11 @@ fn pid_in(t: &Tree, rel: &str) -> u32 {
 
 #[test]
 fn children_that_leave_the_script_group_are_killed_when_it_ends() {
+    let case = Case::new(
+        "faults",
+        "runner: script children escaping its group (setsid, double fork)",
+        2,
+    );
     let t = Tree::new("escape");
     let dir = t.path().display().to_string();
     t.script(
@@ -31,16 +39,26 @@ fn children_that_leave_the_script_group_are_killed_when_it_ends() {
         ),
     );
     let (code, y, out) = once_yaml(t.path(), &[]);
+    let reported = code == 0 && y["svc"].get("escaped").is_some();
+    let survivors: Vec<(&str, u32)> = ["setsid.pid", "double.pid"]
+        .into_iter()
+        .map(|rel| (rel, pid_in(&t, rel)))
+        .filter(|(_, pid)| alive(*pid))
+        .collect();
+    let handled = if reported { 2 - survivors.len() } else { 0 };
+    case.done(handled as u64, 0);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(y["svc"].get("escaped").is_some());
-    for rel in ["setsid.pid", "double.pid"] {
-        let pid = pid_in(&t, rel);
-        assert!(!alive(pid), "{rel}: process {pid} outlived its script");
-    }
+    assert!(survivors.is_empty(), "outlived their script: {survivors:?}");
 }
 
 #[test]
 fn a_hanging_script_is_killed_at_the_timeout_with_its_escaped_children() {
+    let case = Case::new(
+        "faults",
+        "runner: a script hanging past its timeout with an escaped child",
+        1,
+    );
     let t = Tree::new("hang");
     let dir = t.path().display().to_string();
     t.script(
@@ -50,46 +68,58 @@ fn a_hanging_script_is_killed_at_the_timeout_with_its_escaped_children() {
     .script("disk/quick.sh", "echo 'ok quick'");
     let started = std::time::Instant::now();
     let (code, y, _) = once_yaml(t.path(), &["--timeout", "2"]);
+    let took = started.elapsed();
+    let child_alive = alive(pid_in(&t, "child.pid"));
+    let handled = took < std::time::Duration::from_secs(30)
+        && code == 1
+        && err_of(&y, "disk", "hang") == Some("timeout after 2s")
+        && y["disk"].get("quick").is_some()
+        && !child_alive;
+    case.done(u64::from(handled), 0);
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(30),
-        "the run ended soon after the timeout"
+        took < std::time::Duration::from_secs(30),
+        "the run ended soon after the timeout: {took:?}"
     );
     assert_eq!(code, 1);
     assert_eq!(err_of(&y, "disk", "hang"), Some("timeout after 2s"));
     assert!(y["disk"].get("quick").is_some(), "the other script ran");
-    assert!(
-        !alive(pid_in(&t, "child.pid")),
-        "the escaped child was killed"
-    );
+    assert!(!child_alive, "the escaped child was killed");
 }
 
 #[test]
 fn megabytes_without_a_newline_are_cut_and_the_run_stays_small() {
+    let case = Case::new("faults", "runner: 50 MB of output without a newline", 1);
     let t = Tree::new("flood");
     t.script(
         "mem/flood.sh",
         "head -c 50000000 /dev/zero | tr '\\0' x\necho\necho 'err flood after the flood'\nexit 1",
     );
     let (code, y, _) = once_yaml(t.path(), &[]);
+    let logs = t.list("mem/errlog");
+    let size = logs.first().map_or(u64::MAX, |log| {
+        std::fs::metadata(t.join(&format!("mem/errlog/{log}"))).map_or(u64::MAX, |m| m.len())
+    });
+    // The largest child of this test process: the runner, or head or tr.
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    let max_rss_kib = usage.max_rss();
+    let handled = code == 1
+        && err_of(&y, "mem", "flood") == Some("after the flood")
+        && logs.len() == 1
+        && size < 256 * 1024
+        && max_rss_kib < 64 * 1024;
+    case.done(u64::from(handled), 0);
     assert_eq!(code, 1);
     assert_eq!(
         err_of(&y, "mem", "flood"),
         Some("after the flood"),
         "an item after 50 MB of one line still counts"
     );
-    let logs = t.list("mem/errlog");
     assert_eq!(logs.len(), 1, "{logs:?}");
-    let size = std::fs::metadata(t.join(&format!("mem/errlog/{}", logs[0])))
-        .unwrap()
-        .len();
     assert!(
         size < 256 * 1024,
         "the errlog keeps the first 64 KiB: {size} bytes"
     );
-    // The largest child of this test process: the runner, or head or tr.
-    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .expect("getrusage");
-    let max_rss_kib = usage.max_rss();
     assert!(
         max_rss_kib < 64 * 1024,
         "the runner read 50 MB in bounded memory: max RSS {max_rss_kib} KiB"
@@ -98,10 +128,16 @@ fn megabytes_without_a_newline_are_cut_and_the_run_stays_small() {
 
 #[test]
 fn a_script_killed_by_a_signal_is_reported_with_the_signal() {
+    let case = Case::new("faults", "runner: scripts ended by SIGSEGV and SIGKILL", 2);
     let t = Tree::new("signal");
     t.script("net/segv.sh", "kill -SEGV $$")
         .script("net/killed.sh", "echo oops >&2; kill -KILL $$");
     let (code, y, _) = once_yaml(t.path(), &[]);
+    let handled = [("segv", "exit 139"), ("killed", "exit 137: oops")]
+        .into_iter()
+        .filter(|(item, err)| code == 1 && err_of(&y, "net", item) == Some(*err))
+        .count();
+    case.done(handled as u64, 0);
     assert_eq!(code, 1);
     assert_eq!(err_of(&y, "net", "segv"), Some("exit 139"));
     assert_eq!(err_of(&y, "net", "killed"), Some("exit 137: oops"));
