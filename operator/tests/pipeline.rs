@@ -91,6 +91,7 @@ struct Watches {
     debuggers: Writer<Debugger>,
     daemonsets: Writer<DaemonSet>,
     pingers: Writer<Pinger>,
+    roles: Writer<Role>,
 }
 
 fn context(client: Client) -> (Arc<Context>, Watches) {
@@ -120,6 +121,7 @@ fn context(client: Client) -> (Arc<Context>, Watches) {
         debuggers: dw,
         daemonsets: dsw,
         pingers: pgw,
+        roles: rw,
     };
     (Arc::new(ctx), watches)
 }
@@ -521,4 +523,78 @@ async fn statuses_and_runs_kept_per_debugger_shrink_to_the_live_debuggers() {
         live_status,
         "the live entry is kept"
     );
+}
+
+const POD: &str = "PATCH /api/v1/namespaces/ops/pods/d";
+
+#[tokio::test]
+async fn a_new_pod_debugger_gets_its_rbac_then_its_pod_then_event_status_and_summary() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger(DebuggerSpec {
+        workload_type: WorkloadType::Pod,
+        node_name: "node-1".into(),
+        ..DebuggerSpec::default()
+    });
+    watches.show(&dbg);
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(requests, [SA, ROLE, BINDING, POD, EVENT, STATUS, SUMMARY]);
+    let pod: Pod = serde_json::from_str(&last_body(&seen, POD)).unwrap();
+    let spec = pod.spec.unwrap();
+    assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+    assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+    assert!(last_body(&seen, EVENT).contains("WorkloadCreated"));
+    let (again, _) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(again, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_deleted_debugger_gets_no_request_while_its_objects_are_collected() {
+    let (client, seen) = stand_in(no_script());
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger(DebuggerSpec::default());
+    watches.show(&dbg);
+    assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
+
+    // Deleted (in the foreground): the watch shows it with a deletion
+    // timestamp while the garbage collector removes what it owns.
+    let mut deleting = dbg.clone();
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    deleting.metadata.generation = Some(2);
+    watches.show(&deleting);
+    let meta = |name: &str| json!({"metadata": {"name": name, "namespace": "ops"}});
+    let ds: DaemonSet = serde_json::from_value(meta("d")).unwrap();
+    watches
+        .daemonsets
+        .apply_watcher_event(&Event::Apply(ds.clone()));
+    watches
+        .daemonsets
+        .apply_watcher_event(&Event::Delete(ds.clone()));
+    ctx.caches.recent_daemonsets.observe(&Event::Delete(ds));
+    let role: Role = serde_json::from_value(meta("kube-combo-workload.d")).unwrap();
+    watches
+        .roles
+        .apply_watcher_event(&Event::Delete(role.clone()));
+    ctx.caches.recent_roles.observe(&Event::Delete(role));
+    let account: ServiceAccount = serde_json::from_value(meta("kube-combo-workload.d")).unwrap();
+    ctx.caches.accounts.observe(&Event::Delete(account));
+    let mut binding = meta("kube-combo-workload.d");
+    binding["roleRef"] =
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"});
+    let binding: RoleBinding = serde_json::from_value(binding).unwrap();
+    ctx.caches.bindings.observe(&Event::Delete(binding));
+
+    // Each deletion triggers a reconcile: none writes anything back, not
+    // even a status or an Event; owner references take care of the rest.
+    let (requests, result) = settle(&ctx, &seen, &deleting).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(requests, Vec::<String>::new());
+    // The same reconcile without the deletion timestamp writes them all
+    // again: the silence above is the deletion's.
+    let (requests, result) = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(requests[..4], [SA, ROLE, BINDING, DAEMONSET]);
 }
