@@ -215,6 +215,51 @@ async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::{dns::Dns, icmp::Icmp};
+    use crate::targets::Kind;
+    use combo_api::pinger::Host;
+
+    fn tcp(port: u16) -> Target {
+        Target {
+            kind: Kind::Tcp,
+            host: Host::Ip([127, 0, 0, 1].into()),
+            port: Some(port),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_removed_target_has_its_task_stopped_and_dropped() {
+        // Rounds an hour apart: the test is over before any probe is due.
+        let settings = Settings {
+            interval: Duration::from_secs(3600),
+            timeout: Duration::from_secs(1),
+            count: 1,
+            limits: Thresholds::default(),
+            probers: Probers {
+                icmp: Arc::new(Icmp::default()),
+                dns: Arc::new(Dns::new(&[], Duration::from_secs(1))),
+            },
+        };
+        let (reports, _rx) = mpsc::unbounded_channel();
+        let mut engine = Engine::new(settings, reports, 7, None);
+        let (gone, stays) = (tcp(1), tcp(2));
+        engine.set_targets(&BTreeSet::from([gone.clone(), stays.clone()]));
+        let handles = |e: &Engine, t: &Target| e.tasks[t].abort_handle();
+        let (gone_task, kept_task) = (handles(&engine, &gone), handles(&engine, &stays));
+
+        let removed = engine.set_targets(&BTreeSet::from([stays.clone()]));
+        assert_eq!(removed, std::slice::from_ref(&gone));
+        assert_eq!(engine.tasks.keys().collect::<Vec<_>>(), [&stays]);
+        for _ in 0..100 {
+            if gone_task.is_finished() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(gone_task.is_finished(), "the removed target's task stopped");
+        assert!(!kept_task.is_finished(), "the kept target's task runs on");
+        assert!(engine.set_targets(&BTreeSet::from([stays])).is_empty());
+    }
 
     #[tokio::test(start_paused = true)]
     async fn starts_are_rounded_up_to_the_tick_grid() {

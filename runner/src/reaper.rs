@@ -137,6 +137,52 @@ async fn reap(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::{self, Exit};
+    use crate::testdir::TestDir;
+
+    fn running(pid: i32) -> bool {
+        RUNNING.lock().unwrap().contains(&pid)
+    }
+
+    // Other tests of this process run scripts at the same time, so the set
+    // is checked for these scripts' pids rather than for being empty.
+    #[tokio::test]
+    async fn a_script_is_running_until_it_ends_or_times_out_and_no_longer() {
+        let d = TestDir::new("reaper-running");
+        d.script("done.sh", "echo $$");
+        let o = exec::run(&d.path().join("done.sh"), &[], Duration::from_secs(30)).await;
+        assert_eq!(o.exit, Exit::Code(0));
+        let pid: i32 = o.stdout.text().trim().parse().unwrap();
+        assert!(!running(pid), "{pid} still listed after it exited");
+
+        let pidfile = d.path().join("slow.pid");
+        d.script(
+            "slow.sh",
+            &format!(
+                "echo $$ > {}.new; mv {0}.new {0}; sleep 300",
+                pidfile.display()
+            ),
+        );
+        let slow = tokio::spawn({
+            let path = d.path().join("slow.sh");
+            async move { exec::run(&path, &[], Duration::from_secs(2)).await }
+        });
+        let mut pid = None;
+        for _ in 0..500 {
+            pid = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok());
+            if pid.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let pid = pid.expect("the slow script started");
+        assert!(running(pid), "{pid} listed while it runs");
+        let o = slow.await.unwrap();
+        assert_eq!(o.exit, Exit::Timeout(2));
+        assert!(!running(pid), "{pid} still listed after its timeout");
+    }
 
     #[test]
     fn the_parent_is_read_past_a_command_name_with_spaces_and_parentheses() {

@@ -10,12 +10,13 @@ mod table;
 mod table_watch;
 mod watch;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use combo_api::keys::{self, env};
+use combo_api::pinger::Host;
 use combo_api::{Pinger, PingerSpec};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
@@ -68,6 +69,114 @@ struct State {
     peers: BTreeMap<String, IpAddr>,
 }
 
+impl State {
+    /// Takes in a change of the Pinger or of the peer pods (the own UID is
+    /// the publisher's, not part of this).
+    fn apply(&mut self, update: Update) {
+        match update {
+            Update::Spec(spec) => self.spec = spec.map(|s| *s),
+            Update::Peers(all) => self.peers = all,
+            Update::Peer(name, Some(ip)) => {
+                self.peers.insert(name, ip);
+            }
+            Update::Peer(name, None) => {
+                self.peers.remove(&name);
+            }
+            Update::SelfUid(_) => {}
+        }
+    }
+
+    /// The spec in force: the Pinger's, or while it is unknown the defaults
+    /// without peers, which set the round settings but probe nothing.
+    fn spec_in_force(&self) -> PingerSpec {
+        self.spec.clone().unwrap_or_else(|| PingerSpec {
+            peers: false,
+            ..PingerSpec::default()
+        })
+    }
+}
+
+/// Everything the pinger keeps per target: its task, its metric series,
+/// its Event gate state and its Event recorder. All of it goes when the
+/// target does (a peer leaving, a list edited), so none of it grows with
+/// the peers that ever existed.
+struct Probing {
+    engine: Engine,
+    knobs: Knobs,
+    metrics: Arc<Metrics>,
+    gate: Gate<Target>,
+    publisher: Publisher,
+    icmp: Arc<Icmp>,
+    last_invalid: Vec<String>,
+}
+
+impl Probing {
+    /// Brings settings and targets in line with `state`; returns the spec
+    /// in force, for the metrics endpoint.
+    fn follow(&mut self, state: &State, me: &Me, pinger: &str) -> PingerSpec {
+        let spec = state.spec_in_force();
+        let gateways = if spec.gateway {
+            gateway::default_gateways()
+        } else {
+            Vec::new()
+        };
+        let set = peers::desired(&spec, &state.peers, me, &gateways);
+        if set.invalid != self.last_invalid {
+            for bad in &set.invalid {
+                tracing::warn!(pinger = %pinger, error = %bad, "target skipped");
+            }
+            self.last_invalid = set.invalid.clone();
+        }
+        let new_knobs = Knobs::from(&spec);
+        if new_knobs != self.knobs {
+            tracing::info!(?new_knobs, "settings changed");
+            self.engine.set_settings(settings(&new_knobs, &self.icmp));
+            self.knobs = new_knobs;
+        }
+        let targets = if state.spec.is_some() {
+            set.targets
+        } else {
+            Default::default()
+        };
+        self.set_targets(&targets);
+        spec
+    }
+
+    /// Probes exactly `targets`; drops what was kept for the others.
+    fn set_targets(&mut self, targets: &BTreeSet<Target>) {
+        for gone in self.engine.set_targets(targets) {
+            self.metrics.forget(&gone);
+            self.gate.forget(&gone);
+            self.publisher.forget(&gone);
+        }
+        self.icmp
+            .retain(|ip| targets.iter().any(|t| t.host == Host::Ip(*ip)));
+    }
+
+    /// Records a round and publishes the Event the gate lets through.
+    fn on_report(&mut self, report: &Report) {
+        self.metrics.record(report);
+        if report.stats.passed {
+            tracing::debug!(target = %report.target, round = report.round, stats = %report.stats, "round passed");
+        } else {
+            tracing::warn!(
+                target = %report.target,
+                round = report.round,
+                loss_percent = report.stats.loss_percent,
+                stats = %report.stats,
+                why = report.stats.failure(report.limits).unwrap_or_default(),
+                "round failed"
+            );
+        }
+        if let Some(decision) =
+            self.gate
+                .observe(&report.target, report.stats.passed, Instant::now())
+        {
+            self.publisher.publish(decision, report);
+        }
+    }
+}
+
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(pinger: String) -> ExitCode {
     let envr = Environment::read();
@@ -99,16 +208,19 @@ pub async fn run(pinger: String) -> ExitCode {
         ip: envr.ip,
     };
     let icmp = Arc::new(Icmp::default());
-    let default_spec = PingerSpec::default();
-    let mut knobs = Knobs::from(&default_spec);
+    let knobs = Knobs::from(&PingerSpec::default());
     let (report_tx, mut reports) = mpsc::unbounded_channel();
-    let mut engine = Engine::new(settings(&knobs, &icmp), report_tx, seed(&envr.pod), None);
-    let metrics = Arc::new(Metrics::default());
+    let mut probing = Probing {
+        engine: Engine::new(settings(&knobs, &icmp), report_tx, seed(&envr.pod), None),
+        knobs,
+        metrics: Arc::new(Metrics::default()),
+        gate: Gate::new(Policy::default()),
+        publisher: Publisher::new(client, &envr.namespace, &envr.pod),
+        icmp,
+        last_invalid: Vec::new(),
+    };
     let mut server: Option<(u16, JoinHandle<()>)> = None;
-    let mut gate: Gate<Target> = Gate::new(Policy::default());
-    let mut publisher = Publisher::new(client, &envr.namespace, &envr.pod);
     let mut state = State::default();
-    let mut last_invalid: Vec<String> = Vec::new();
     let stop = crate::shutdown_signal();
     tokio::pin!(stop);
 
@@ -116,75 +228,27 @@ pub async fn run(pinger: String) -> ExitCode {
         tokio::select! {
             Some(update) = updates.recv() => {
                 match update {
-                    Update::Spec(spec) => {
-                        if spec.is_none() {
-                            tracing::warn!(pinger = %pinger, "the Pinger is gone; probing stops until it is back");
-                        }
-                        state.spec = spec.map(|s| *s);
+                    Update::SelfUid(uid) => {
+                        probing.publisher.set_uid(uid);
+                        continue;
                     }
-                    Update::Peers(all) => state.peers = all,
-                    Update::Peer(name, Some(ip)) => { state.peers.insert(name, ip); }
-                    Update::Peer(name, None) => { state.peers.remove(&name); }
-                    Update::SelfUid(uid) => { publisher.set_uid(uid); continue; }
-                }
-                let spec = state.spec.clone().unwrap_or_else(|| PingerSpec { peers: false, ..PingerSpec::default() });
-                let gateways = if spec.gateway { gateway::default_gateways() } else { Vec::new() };
-                let set = peers::desired(&spec, &state.peers, &me, &gateways);
-                if set.invalid != last_invalid {
-                    for bad in &set.invalid {
-                        tracing::warn!(pinger = %pinger, error = %bad, "target skipped");
+                    Update::Spec(None) => {
+                        tracing::warn!(pinger = %pinger, "the Pinger is gone; probing stops until it is back");
                     }
-                    last_invalid = set.invalid.clone();
+                    _ => {}
                 }
-                let new_knobs = Knobs::from(&spec);
-                if new_knobs != knobs {
-                    tracing::info!(?new_knobs, "settings changed");
-                    engine.set_settings(settings(&new_knobs, &icmp));
-                    knobs = new_knobs;
-                }
-                let targets = if state.spec.is_some() { set.targets } else { Default::default() };
-                for gone in engine.set_targets(&targets) {
-                    metrics.forget(&gone);
-                    gate.forget(&gone);
-                    publisher.forget(&gone);
-                }
-                icmp.retain(|ip| targets.iter().any(|t| t.host == combo_api::pinger::Host::Ip(*ip)));
+                state.apply(update);
+                let spec = probing.follow(&state, &me, &pinger);
                 // No endpoint until the Pinger is known: its port is not yet.
                 let serving = state.spec.as_ref().map_or(PingerSpec { enable_metrics: false, ..spec }, |s| s.clone());
-                server = reconcile_server(server, &serving, &metrics).await;
+                server = reconcile_server(server, &serving, &probing.metrics).await;
             }
-            Some(report) = reports.recv() => {
-                on_report(&report, &metrics, &mut gate, &mut publisher);
-            }
+            Some(report) = reports.recv() => probing.on_report(&report),
             () = &mut stop => {
                 tracing::info!("stopping");
                 return ExitCode::Passed;
             }
         }
-    }
-}
-
-fn on_report(
-    report: &Report,
-    metrics: &Metrics,
-    gate: &mut Gate<Target>,
-    publisher: &mut Publisher,
-) {
-    metrics.record(report);
-    if report.stats.passed {
-        tracing::debug!(target = %report.target, round = report.round, stats = %report.stats, "round passed");
-    } else {
-        tracing::warn!(
-            target = %report.target,
-            round = report.round,
-            loss_percent = report.stats.loss_percent,
-            stats = %report.stats,
-            why = report.stats.failure(report.limits).unwrap_or_default(),
-            "round failed"
-        );
-    }
-    if let Some(decision) = gate.observe(&report.target, report.stats.passed, Instant::now()) {
-        publisher.publish(decision, report);
     }
 }
 
@@ -248,6 +312,101 @@ fn seed(pod: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::round::{evaluate, Outcome};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Probing as `run` builds it, with Events sent to a stand-in API
+    /// server that never answers.
+    fn probing(me: &Me) -> Probing {
+        let (client, _) = stand_in::client(Vec::new());
+        let icmp = Arc::new(Icmp::default());
+        let knobs = Knobs::from(&PingerSpec::default());
+        let (report_tx, _) = mpsc::unbounded_channel();
+        Probing {
+            engine: Engine::new(settings(&knobs, &icmp), report_tx, seed(&me.pod), None),
+            knobs,
+            metrics: Arc::new(Metrics::default()),
+            gate: Gate::new(Policy::default()),
+            publisher: Publisher::new(client, "ops", &me.pod),
+            icmp,
+            last_invalid: Vec::new(),
+        }
+    }
+
+    /// A round of `target`: one reply, or none.
+    fn round(target: &Target, passed: bool) -> Report {
+        let outcomes = if passed {
+            vec![Outcome::Ok(Duration::from_millis(1))]
+        } else {
+            vec![Outcome::Timeout]
+        };
+        let limits = Knobs::from(&PingerSpec::default()).limits;
+        Report {
+            target: target.clone(),
+            label: Arc::new(target.label()),
+            round: 1,
+            started: std::time::SystemTime::UNIX_EPOCH,
+            stats: evaluate(&outcomes, limits),
+            outcomes,
+            limits,
+        }
+    }
+
+    async fn scrape(addr: SocketAddr) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_leaves_takes_all_its_metric_series_with_it() {
+        let me = Me {
+            pod: "me".into(),
+            ip: Some(IpAddr::from([127, 0, 0, 1])),
+        };
+        let mut probing = probing(&me);
+        let mut state = State::default();
+        // Rounds an hour apart: the test is over before any probe is due.
+        state.apply(Update::Spec(Some(Box::new(PingerSpec {
+            peers: true,
+            gateway: false,
+            interval_seconds: 3600,
+            ..PingerSpec::default()
+        }))));
+        let (stays, leaves) = (IpAddr::from([127, 0, 0, 2]), IpAddr::from([127, 0, 0, 3]));
+        state.apply(Update::Peers(BTreeMap::from([
+            ("a".to_string(), stays),
+            ("b".to_string(), leaves),
+            ("me".to_string(), IpAddr::from([127, 0, 0, 1])),
+        ])));
+        probing.follow(&state, &me, "p");
+        let probed = [stays, leaves].map(|ip| Target::icmp(Host::Ip(ip)));
+        for t in &probed {
+            probing.on_report(&round(t, true));
+            probing.on_report(&round(t, false));
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let server = metrics::serve(addr, probing.metrics.clone()).await.unwrap();
+        let before = scrape(addr).await;
+        assert!(before.contains(r#"target="127.0.0.3""#), "{before}");
+
+        state.apply(Update::Peer("b".into(), None));
+        probing.follow(&state, &me, "p");
+        let after = scrape(addr).await;
+        server.abort();
+        assert!(!after.contains("127.0.0.3"), "{after}");
+        assert_eq!(
+            after.matches(r#"target="127.0.0.2""#).count(),
+            before.matches(r#"target="127.0.0.2""#).count(),
+            "the peer that stays keeps its series: {after}"
+        );
+    }
 
     #[test]
     fn a_pods_phase_seed_stays_the_value_released_versions_computed() {

@@ -252,6 +252,44 @@ mod tests {
         assert_eq!(seen, 4);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_forgotten_target_leaves_no_recorder_and_no_newest_decision() {
+        use crate::cluster::stand_in;
+        let (client, _) = stand_in::client(Vec::new());
+        let mut p = Publisher::new(client, "ops", "solo");
+        let gone = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
+        let stays = report(Kind::Dns, vec![Outcome::Error("NXDOMAIN".into())]);
+        p.publish(Decision::Failed, &gone);
+        p.publish(Decision::Failed, &stays);
+        p.forget(&gone.target);
+        let newest = p.newest.lock().unwrap().clone();
+        assert_eq!(
+            p.recorders.keys().collect::<Vec<_>>(),
+            [&stays.target],
+            "recorders"
+        );
+        assert_eq!(newest.keys().collect::<Vec<_>>(), [&stays.target], "newest");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_still_retried_for_a_forgotten_target_stops() {
+        use crate::cluster::stand_in::{self, Answer};
+        let (client, seen) = stand_in::client(
+            (0..100)
+                .map(|_| Answer::Body("unreadable".into()))
+                .collect(),
+        );
+        let mut p = Publisher::new(client, "ops", "solo");
+        let r = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
+        p.publish(Decision::Failed, &r);
+        run_for(2).await;
+        // The first attempt and the retry after 1 s.
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        p.forget(&r.target);
+        run_for(300).await;
+        assert_eq!(seen.lock().unwrap().len(), 2, "no attempt after forget");
+    }
+
     #[test]
     fn failures_are_warnings_named_by_kind_and_recoveries_are_normal() {
         let r = report(Kind::Dns, vec![Outcome::Error("NXDOMAIN".into())]);

@@ -246,6 +246,22 @@ impl Shared {
         self.deadlines.remove(&(w.deadline, key.0, key.1));
         Some(w)
     }
+
+    /// Answers every probe whose deadline has passed with a timeout and
+    /// drops its waiter, so a target that never answers leaves nothing
+    /// behind; returns the next deadline.
+    fn expire(&mut self, now: Instant) -> Option<Instant> {
+        while let Some(&(deadline, to, seq)) = self.deadlines.first() {
+            if deadline > now {
+                return Some(deadline);
+            }
+            self.deadlines.pop_first();
+            if let Some(w) = self.waiting.remove(&(to, seq)) {
+                let _ = w.reply.send(Outcome::Timeout);
+            }
+        }
+        None
+    }
 }
 
 struct Request {
@@ -389,17 +405,7 @@ impl Channel {
     /// Answers every probe whose deadline has passed with a timeout; returns
     /// the next deadline.
     fn expire(&self, now: Instant) -> Option<Instant> {
-        let mut s = self.lock();
-        while let Some(&(deadline, to, seq)) = s.deadlines.first() {
-            if deadline > now {
-                return Some(deadline);
-            }
-            s.deadlines.pop_first();
-            if let Some(w) = s.waiting.remove(&(to, seq)) {
-                let _ = w.reply.send(Outcome::Timeout);
-            }
-        }
-        None
+        self.lock().expire(now)
     }
 
     /// Records when each request of a batch was sent: the batch's system call
@@ -812,6 +818,41 @@ mod tests {
         assert_eq!(left, vec![(IpAddr::from([127, 0, 0, 2]), 8)]);
         assert!(s.take((IpAddr::from([127, 0, 0, 2]), 8)).is_some());
         assert!(s.deadlines.is_empty() && s.waiting.is_empty());
+    }
+
+    #[test]
+    fn probes_past_their_deadline_time_out_and_leave_no_waiter() {
+        let mut s = Shared::default();
+        let now = Instant::now();
+        let to = IpAddr::from([127, 0, 0, 1]);
+        let mut replies = Vec::new();
+        for seq in 1..=3u16 {
+            let (tx, rx) = oneshot::channel();
+            let deadline = now + Duration::from_millis(u64::from(seq));
+            s.waiting.insert(
+                (to, seq),
+                Waiter {
+                    sent: None,
+                    deadline,
+                    reply: tx,
+                },
+            );
+            s.deadlines.insert((deadline, to, seq));
+            replies.push(rx);
+        }
+        let third = now + Duration::from_millis(3);
+        assert_eq!(s.expire(now + Duration::from_millis(2)), Some(third));
+        assert_eq!(s.waiting.keys().collect::<Vec<_>>(), [&(to, 3)]);
+        assert_eq!(s.deadlines.len(), 1);
+        let mut replies = replies.into_iter();
+        for _ in 0..2 {
+            assert_eq!(replies.next().unwrap().try_recv(), Ok(Outcome::Timeout));
+        }
+        let mut last = replies.next().unwrap();
+        assert!(last.try_recv().is_err(), "the third still waits");
+        assert_eq!(s.expire(third), None);
+        assert!(s.waiting.is_empty() && s.deadlines.is_empty());
+        assert_eq!(last.try_recv(), Ok(Outcome::Timeout));
     }
 
     #[test]
