@@ -1,16 +1,22 @@
 //! A DNS server that answers garbage (docs/pinger.md): each lookup ends in
 //! an error or a timeout for that target, never a panic or a stalled
-//! prober, and a good server keeps being answered meanwhile.
+//! prober, and a good server keeps being answered meanwhile. The lookups
+//! are recorded in the suite report (docs/testing.md, "Suite report")
+//! under `bad input` before the test asserts.
 
 mod support;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+use combo_api::suite::Case;
 use combo_pinger::probe::dns::Dns;
 use combo_pinger::round::Outcome;
 
 const TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Lookups through each garbage server.
+const LOOKUPS: usize = 8;
 
 /// How a garbage server answers a query (its bytes, as received).
 #[derive(Clone, Copy, Debug)]
@@ -83,33 +89,43 @@ async fn a_server_answering_garbage_gives_an_error_or_timeout_and_stalls_nothing
     // Answers up to 1,000 queries: 5 modes x 8 lookups, with retries.
     let good = support::dns_server("127.0.0.1:0".parse().unwrap(), 1000);
     let healthy = Dns::new(&[good], TIMEOUT);
-    for mode in [
+    let modes = [
         Garbage::Noise,
         Garbage::Truncated,
         Garbage::WrongId,
         Garbage::Lying,
         Garbage::Flood,
-    ] {
+    ];
+    let case = Case::new(
+        "bad input",
+        "pinger: DNS answers of noise, truncated, wrong-ID, lying and flooding servers",
+        (modes.len() * LOOKUPS) as u64,
+    );
+    let mut problems = Vec::new();
+    for mode in modes {
         let bad = Dns::new(&[garbage_server(mode)], TIMEOUT);
-        for i in 0..8 {
+        for i in 0..LOOKUPS {
             let started = Instant::now();
             let (outcome, good) = tokio::join!(
                 bad.lookup("answer.test.", TIMEOUT),
                 healthy.lookup("answer.test.", TIMEOUT)
             );
-            assert!(
-                matches!(outcome, Outcome::Error(_) | Outcome::Timeout),
-                "{mode:?} #{i}: {outcome}"
-            );
-            assert!(
-                started.elapsed() < TIMEOUT * 4,
-                "{mode:?} #{i}: the lookup ended within its timeout ({:?})",
-                started.elapsed()
-            );
-            assert!(
-                matches!(good, Outcome::Ok(_)),
-                "{mode:?} #{i}: the good server is still answered: {good}"
-            );
+            let took = started.elapsed();
+            let mut wrong = Vec::new();
+            if !matches!(outcome, Outcome::Error(_) | Outcome::Timeout) {
+                wrong.push(format!("the garbage gave {outcome}"));
+            }
+            if took >= TIMEOUT * 4 {
+                wrong.push(format!("the lookup outlived its timeout ({took:?})"));
+            }
+            if !matches!(good, Outcome::Ok(_)) {
+                wrong.push(format!("the good server is not answered: {good}"));
+            }
+            if !wrong.is_empty() {
+                problems.push(format!("{mode:?} #{i}: {}", wrong.join("; ")));
+            }
         }
     }
+    case.done((modes.len() * LOOKUPS - problems.len()) as u64, 0);
+    assert!(problems.is_empty(), "{problems:#?}");
 }
