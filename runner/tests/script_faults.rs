@@ -1,7 +1,7 @@
 //! Scripts that misbehave, run by `combo-runner --once` (docs/runner.md,
 //! "Scripts"): each is bounded, reported, and leaves nothing running. Each
-//! test records its faults in the suite report (docs/testing.md, "Suite
-//! report") under `faults` before it asserts.
+//! test records its faults under `faults` before it asserts
+//! (docs/testing.md, "Suite report").
 
 mod support;
 
