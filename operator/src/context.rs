@@ -36,7 +36,7 @@ pub struct Context {
     /// The status last written per Debugger uid. A reconcile can run on a
     /// cached Debugger that does not show the write yet; comparing with
     /// this too keeps it from writing the same status again. Pruned to the
-    /// live Debuggers past twice their number (`controller::over_bound`).
+    /// live Debuggers past twice their number (`records::over_bound`).
     pub written: Mutex<HashMap<String, DebuggerStatus>>,
     /// Consecutive transient failures per Debugger, for backoff. Removed
     /// by a success; pruned like `written`.

@@ -3,7 +3,10 @@
 //!
 //! One module per step of the reconcile pipeline, for a Debugger:
 //! [`fetch`] -> [`validate`] -> [`render`] -> [`apply`] -> [`status`],
-//! wired together by [`controller`]. Around it: [`rbac`] (the workload
+//! run in order by [`reconcile`]; [`retry`] decides what a failed reconcile
+//! does next, [`records`] bounds what is kept per Debugger between
+//! reconciles, and [`controller`] wires the watches, the [`cache`] and
+//! [`recent`] writes to the reconcile. Around it: [`rbac`] (the workload
 //! ServiceAccount per namespace), [`events`], [`metrics`], [`http`],
 //! [`leader`] and [`crdgen`]. [`plugin`] is the `kubectl combo` plugin.
 
@@ -25,7 +28,11 @@ pub mod pinger_status;
 pub mod plugin;
 pub mod rbac;
 pub mod readiness;
+pub mod recent;
+pub mod reconcile;
+pub mod records;
 pub mod render;
 pub mod reports;
+pub mod retry;
 pub mod status;
 pub mod validate;

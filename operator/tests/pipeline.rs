@@ -11,8 +11,8 @@ use combo_api::{
 };
 use combo_operator::cache::Caches;
 use combo_operator::context::Context;
-use combo_operator::controller::{reconcile, Error};
 use combo_operator::metrics::Metrics;
+use combo_operator::reconcile::{reconcile, Error};
 use combo_operator::render::Images;
 use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -410,7 +410,8 @@ async fn a_service_account_or_role_binding_deleted_by_hand_is_written_again() {
 
 #[tokio::test]
 async fn failure_counts_stay_bounded_by_the_live_debuggers() {
-    use combo_operator::controller::{error_policy, over_bound};
+    use combo_operator::records::over_bound;
+    use combo_operator::retry::error_policy;
     let (client, _seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
     let live = debugger(DebuggerSpec::default());
