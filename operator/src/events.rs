@@ -33,12 +33,29 @@ pub fn for_change(change: Change, kind: &str, name: &str) -> Option<Event> {
     })
 }
 
+/// The API server refuses an Event whose note is longer than this, in bytes.
+pub const NOTE_MAX: usize = 1024;
+
+/// `text` cut to [`NOTE_MAX`] bytes at a character boundary, ending in `…`
+/// when cut. A spec can quote values of many kilobytes; a refused Event
+/// would leave the problem unreported. Pure.
+pub fn note(text: &str) -> String {
+    if text.len() <= NOTE_MAX {
+        return text.to_string();
+    }
+    let mut end = NOTE_MAX - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 /// The Warning Event of an invalid spec. Pure.
 pub fn for_invalid(invalid: &Invalid) -> Event {
     Event {
         type_: EventType::Warning,
         reason: invalid.reason().into(),
-        note: Some(invalid.to_string()),
+        note: Some(note(&invalid.to_string())),
         action: match invalid {
             Invalid::WorkloadRefused(_) => "Apply",
             _ => "Validate",
@@ -77,5 +94,16 @@ mod tests {
         assert_eq!(e.type_, EventType::Warning);
         assert_eq!(e.reason, "PingerNotFound");
         assert_eq!(e.note.as_deref(), Some("no mesh"));
+    }
+
+    #[test]
+    fn a_long_invalid_spec_message_is_cut_to_what_the_api_server_takes() {
+        let long = format!("configMap {:?} is not a valid name", "ü".repeat(3000));
+        let e = for_invalid(&Invalid::InvalidSpec(long.clone()));
+        let note = e.note.unwrap();
+        assert!(note.len() <= NOTE_MAX, "{} bytes", note.len());
+        assert!(note.len() > NOTE_MAX - 4, "{} bytes", note.len());
+        assert!(note.ends_with('…'));
+        assert!(long.starts_with(note.trim_end_matches('…')));
     }
 }
