@@ -68,8 +68,8 @@ async fn api_back() -> Result<()> {
 /// The Debugger with a pinger, its Pinger, and the pinger's metrics port.
 const PROBING: &str = "probing";
 const METRICS_PORT: u16 = 9467;
-/// The least time between two Events of a pinger about one target, with
-/// slack.
+/// The least time between two Events of a pinger about one target
+/// (docs/pinger.md, "The budget"), with slack.
 const EVENT_GAP: Duration = Duration::from_secs(35);
 
 /// A TCP port on the cluster's bridge address that accepts connections
@@ -249,22 +249,78 @@ async fn recoveries(
 /// pinger's pid, failed probes so far, ProbeRecovered Events so far).
 type PingerState = BTreeMap<String, (Pod, i32, f64, BTreeSet<String>)>;
 
-/// Waits until the target is up in every pinger's metrics and returns
-/// their state.
+/// What tells whether a pod got an Event about `target`: each such
+/// Event's UID with its counts (a repeat patches the series).
+async fn target_events(
+    c: &Client,
+    ns: &str,
+    pod: &str,
+    target: SocketAddr,
+) -> Result<BTreeSet<(String, Option<i32>, Option<i32>)>> {
+    let fields = format!("involvedObject.name={pod}");
+    Ok(events(c, ns, &fields)
+        .await?
+        .into_iter()
+        .filter(|e| {
+            e.message
+                .as_deref()
+                .unwrap_or_default()
+                .contains(&target.to_string())
+        })
+        .map(|e| {
+            (
+                e.metadata.uid.unwrap_or_default(),
+                e.count,
+                e.series.and_then(|s| s.count),
+            )
+        })
+        .collect())
+}
+
+/// Waits until the target is up in every pinger's metrics and no pinger
+/// has recorded an Event about it for [`EVENT_GAP`], and returns their
+/// state. A pinger's Events about one target are at least 30 s apart
+/// (docs/pinger.md, "The budget"): a recent one (the previous case's
+/// recovery, or a pod of another test leaving the node, which changes
+/// the node bridge's address and cuts the pods' path for a while) would
+/// hold the outage's failure back until the outage is over.
 async fn pingers_before(c: &Client, ns: &str, target: SocketAddr) -> Result<PingerState> {
     let want = nodes().len();
-    wait_for(
-        Duration::from_secs(180),
-        "every pinger probing its target up",
-        || async {
-            let pods = probing_pods(c, ns).await?;
-            Ok(pods.len() == want
+    let all_up = || async {
+        let pods = probing_pods(c, ns).await?;
+        Ok::<_, anyhow::Error>(
+            pods.len() == want
                 && pods
                     .iter()
-                    .all(|p| scrape(p).is_ok_and(|t| tcp_probes(&t, target).1 == Some(1.0))))
-        },
-    )
-    .await?;
+                    .all(|p| scrape(p).is_ok_and(|t| tcp_probes(&t, target).1 == Some(1.0))),
+        )
+    };
+    let quiet = std::time::Instant::now();
+    loop {
+        wait_for(
+            Duration::from_secs(180),
+            "every pinger probing its target up",
+            &all_up,
+        )
+        .await?;
+        let mut seen = BTreeMap::new();
+        for pod in probing_pods(c, ns).await? {
+            let name = pod.name_any();
+            seen.insert(name.clone(), target_events(c, ns, &name, target).await?);
+        }
+        tokio::time::sleep(EVENT_GAP).await;
+        let mut same = all_up().await?;
+        for (name, before) in &seen {
+            same &= target_events(c, ns, name, target).await? == *before;
+        }
+        if same {
+            break;
+        }
+        ensure!(
+            quiet.elapsed() < Duration::from_secs(300),
+            "the pingers kept recording Events about {target} for 5 minutes before the outage"
+        );
+    }
     let mut state = PingerState::new();
     for pod in probing_pods(c, ns).await? {
         let name = pod.name_any();
@@ -395,7 +451,6 @@ async fn the_api_server_and_etcd_going_away_lose_no_run_and_restart_nothing() ->
     .await?;
 
     let mut failures = Vec::new();
-    let mut last_case: Option<std::time::Instant> = None;
     for (process, down, case) in [
         (
             "kube-apiserver",
@@ -408,17 +463,10 @@ async fn the_api_server_and_etcd_going_away_lose_no_run_and_restart_nothing() ->
             "etcd stopped for 20 s and restarted",
         ),
     ] {
-        // A pinger's Events about one target are at least 30 s apart
-        // (docs/pinger.md, "The budget"): the previous case's recovery
-        // must not hold back this case's failure until its outage is over.
-        if let Some(t) = last_case {
-            tokio::time::sleep(EVENT_GAP.saturating_sub(t.elapsed())).await;
-        }
         let result = outage(process, down, &ns.name, "steady", &mut target).await;
         // A process left stopped by a failed case would fail every test after.
         let _ = cluster("start", process);
         let _ = target.start().await;
-        last_case = Some(std::time::Instant::now());
         record("faults", case, 1, u64::from(result.is_ok()), 0);
         if let Err(e) = result {
             failures.push(format!("{case}: {e:#}"));
