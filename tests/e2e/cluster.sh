@@ -128,6 +128,10 @@ net_up() {
     if ! ip link show "$bridge" >/dev/null 2>&1; then
         ip link add "$bridge" type bridge
     fi
+    # A bridge without an address of its own takes the lowest of its ports'
+    # and changes it when that port leaves; peers that cached the old one
+    # lose their path for a minute. A fixed, locally administered one.
+    ip link set "$bridge" address 02:6b:63:ff:00:01
     ip addr replace "$host_ip/24" dev "$bridge"
     ip link set "$bridge" up
     # Pod and node traffic crosses this bridge; never let a FORWARD policy drop it.
@@ -143,6 +147,9 @@ net_up() {
         ip -n "$ns" addr replace "$(node_ip "$i")/24" dev eth0
         ip -n "$ns" link set eth0 up
         ip -n "$ns" link add cbr0 type bridge 2>/dev/null || true
+        # Fixed, as the host bridge's above: pods keep their gateway's
+        # address while other pods come and go.
+        ip -n "$ns" link set cbr0 address "$(printf '02:6b:63:00:%02x:01' "$i")"
         ip -n "$ns" addr replace "172.30.$i.1/24" dev cbr0
         ip -n "$ns" link set cbr0 up
         ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
