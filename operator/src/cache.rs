@@ -322,29 +322,8 @@ pub fn slim<K: Slim>(obj: &mut K) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recent::tests::cm;
     use crate::render::spec_hash_of;
-    use std::collections::BTreeMap;
-
-    fn cm(name: &str, hash: &str, nodes: &[(&str, &str)]) -> ConfigMap {
-        ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("ops".into()),
-                annotations: Some(BTreeMap::from([(
-                    crate::render::ANNOTATION_SPEC_HASH.to_string(),
-                    hash.to_string(),
-                )])),
-                ..ObjectMeta::default()
-            },
-            data: Some(
-                nodes
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            ..ConfigMap::default()
-        }
-    }
 
     type Account = k8s_openapi::api::core::v1::ServiceAccount;
 

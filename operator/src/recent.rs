@@ -106,12 +106,14 @@ impl<T: Clone> Recent<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
     use std::collections::BTreeMap;
 
-    fn cm(name: &str, hash: &str, nodes: &[(&str, &str)]) -> ConfigMap {
+    /// Summary ConfigMap `ops/<name>` annotated with spec hash `hash`, one
+    /// data entry per (key, value) of `nodes`; the cache's tests use it too.
+    pub(crate) fn cm(name: &str, hash: &str, nodes: &[(&str, &str)]) -> ConfigMap {
         ConfigMap {
             metadata: ObjectMeta {
                 name: Some(name.into()),

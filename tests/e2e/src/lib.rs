@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
+use combo_api::keys;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -197,6 +198,28 @@ pub fn node_netns(node: &str) -> String {
 /// The network namespace of a pod, by its UID.
 pub fn pod_netns(pod_uid: &str) -> String {
     format!("kcp-{}", &pod_uid[..pod_uid.len().min(8)])
+}
+
+/// `/metrics` of a pod served on `port`, fetched from inside the pod's
+/// network namespace.
+pub fn scrape(pod: &Pod, port: u16) -> Result<String> {
+    let uid = pod.metadata.uid.as_deref().context("pod uid")?;
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &pod_netns(uid),
+            "curl",
+            "-sf",
+            "--max-time",
+            "5",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/metrics"))
+        .output()?;
+    if !out.status.success() {
+        bail!("scrape failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// An nftables ruleset loaded into a network namespace the test cluster
@@ -398,17 +421,28 @@ pub fn kubectl_combo(args: &[&str]) -> Output {
 }
 
 /// Pid of the operator process of a cluster of simulated nodes (its pod
-/// runs `combo-operator` from the project's build as a host process), from
-/// /proc; a binary rebuilt since it started still counts.
+/// runs `combo-operator` from the project's build as a host process).
 pub fn operator_pid() -> Option<i32> {
-    let exe = project_binary("combo-operator");
+    project_process(keys::BIN_OPERATOR, &[])
+}
+
+/// Pid of a process of a cluster of simulated nodes that runs the project's
+/// binary `binary` and whose environment holds every `NAME=value` entry of
+/// `env` (a pod's `POD_NAME`, say), from /proc; a binary rebuilt since the
+/// process started still counts.
+pub fn project_process(binary: &str, env: &[&str]) -> Option<i32> {
+    let exe = project_binary(binary);
     std::fs::read_dir("/proc")
         .ok()?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .find(|pid| {
             std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
                 p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
-            })
+            }) && (env.is_empty()
+                || std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|vars| {
+                    let vars: Vec<&[u8]> = vars.split(|b| *b == 0).collect();
+                    env.iter().all(|want| vars.contains(&want.as_bytes()))
+                }))
         })
 }
 

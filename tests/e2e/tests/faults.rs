@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use combo_api::Debugger;
+use combo_api::{keys, Debugger};
 use combo_e2e::{
-    client, install_operator, namespace, operator_pid, record, restarts, wait_for, OPERATOR_LABELS,
-    OPERATOR_NAMESPACE,
+    client, install_operator, namespace, operator_pid, project_process, record, restarts, wait_for,
+    OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
@@ -198,18 +198,13 @@ async fn the_operator_killed_while_reconciling_100_debuggers_converges_after_its
 
 /// Pid of the runner process of the pod in `ns` on `node`.
 fn runner_pid(ns: &str, node: &str) -> Option<i32> {
-    let (want_ns, want_node) = (format!("POD_NAMESPACE={ns}"), format!("NODE_NAME={node}"));
-    std::fs::read_dir("/proc")
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| {
-            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
-            exe.to_string_lossy().contains("combo-runner")
-                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                    let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
-                    vars.contains(&want_ns.as_bytes()) && vars.contains(&want_node.as_bytes())
-                })
-        })
+    project_process(
+        keys::BIN_RUNNER,
+        &[
+            &format!("{}={ns}", keys::env::POD_NAMESPACE),
+            &format!("{}={node}", keys::env::NODE_NAME),
+        ],
+    )
 }
 
 const SLOW_SCRIPTS: &str = r#"apiVersion: v1

@@ -9,9 +9,10 @@ use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _, Result};
+use combo_api::keys;
 use combo_e2e::{
-    apply_yaml, client, install_operator, kubectl_ok, namespace, record, running_and_ready,
-    wait_for, OPERATOR_LABELS, OPERATOR_NAMESPACE,
+    apply_yaml, client, install_operator, kubectl_ok, namespace, project_process, record,
+    running_and_ready, wait_for, OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -72,16 +73,10 @@ fn ip_of(p: &Pod) -> Result<String> {
 
 /// Pid of the operator process running as pod `name` (its POD_NAME).
 fn pid_of(name: &str) -> Option<i32> {
-    let want = format!("POD_NAME={name}");
-    std::fs::read_dir("/proc")
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| {
-            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
-            exe.to_string_lossy().contains("combo-operator")
-                && std::fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
-        })
+    project_process(
+        keys::BIN_OPERATOR,
+        &[&format!("{}={name}", keys::env::POD_NAME)],
+    )
 }
 
 fn debugger(name: &str) -> String {

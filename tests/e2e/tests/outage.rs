@@ -15,11 +15,11 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{bail, ensure, Context as _, Result};
+use anyhow::{ensure, Context as _, Result};
 use combo_api::keys;
 use combo_e2e::{
-    apply_yaml, client, cluster_dir, events, namespace, nodes, operator_pid, pod_netns,
-    project_binary, record, repo_root, restarts, running_and_ready, wait_for, OPERATOR_LABELS,
+    apply_yaml, client, cluster_dir, events, namespace, nodes, operator_pid, project_process,
+    record, repo_root, restarts, running_and_ready, scrape, wait_for, OPERATOR_LABELS,
     OPERATOR_NAMESPACE,
 };
 use common::{set_run_at, setup, wait_run_within};
@@ -169,41 +169,12 @@ async fn probing_pods(c: &Client, ns: &str) -> Result<Vec<Pod>> {
         .collect())
 }
 
-/// Pid of the pinger process of pod `pod` (its environment names the pod),
-/// from /proc.
+/// Pid of the pinger process of pod `pod` (its environment names the pod).
 fn pinger_pid(pod: &str) -> Option<i32> {
-    let exe = project_binary(keys::BIN_PINGER);
-    let want = format!("{}={pod}", keys::env::POD_NAME);
-    std::fs::read_dir("/proc")
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
-                p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
-            }) && std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == want.as_bytes()))
-        })
-}
-
-/// `/metrics` of a pod, fetched from inside its network namespace.
-fn scrape(pod: &Pod) -> Result<String> {
-    let uid = pod.uid().context("pod uid")?;
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &pod_netns(&uid),
-            "curl",
-            "-sf",
-            "--max-time",
-            "5",
-        ])
-        .arg(format!("http://127.0.0.1:{METRICS_PORT}/metrics"))
-        .output()?;
-    if !out.status.success() {
-        bail!("scrape failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    project_process(
+        keys::BIN_PINGER,
+        &[&format!("{}={pod}", keys::env::POD_NAME)],
+    )
 }
 
 /// The pinger's TCP probes of `target` that failed, and whether the target
@@ -290,9 +261,9 @@ async fn pingers_before(c: &Client, ns: &str, target: SocketAddr) -> Result<Ping
         let pods = probing_pods(c, ns).await?;
         Ok::<_, anyhow::Error>(
             pods.len() == want
-                && pods
-                    .iter()
-                    .all(|p| scrape(p).is_ok_and(|t| tcp_probes(&t, target).1 == Some(1.0))),
+                && pods.iter().all(|p| {
+                    scrape(p, METRICS_PORT).is_ok_and(|t| tcp_probes(&t, target).1 == Some(1.0))
+                }),
         )
     };
     let quiet = std::time::Instant::now();
@@ -325,7 +296,7 @@ async fn pingers_before(c: &Client, ns: &str, target: SocketAddr) -> Result<Ping
     for pod in probing_pods(c, ns).await? {
         let name = pod.name_any();
         let pid = pinger_pid(&name).with_context(|| format!("the pinger process of {name}"))?;
-        let failed = tcp_probes(&scrape(&pod)?, target).0;
+        let failed = tcp_probes(&scrape(&pod, METRICS_PORT)?, target).0;
         let seen = recoveries(c, ns, &name, target).await?;
         state.insert(name, (pod, pid, failed, seen));
     }
@@ -351,7 +322,7 @@ async fn pingers_after(
         );
         // One probe a second, each refused: at least half the outage's.
         let least = failed + (down.as_secs() / 2) as f64;
-        let now = tcp_probes(&scrape(pod)?, target).0;
+        let now = tcp_probes(&scrape(pod, METRICS_PORT)?, target).0;
         ensure!(
             now >= least,
             "the pinger of {name} counted {} failed probes during the outage, expected at least {}",

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use combo_api::keys;
 use combo_e2e::{
-    apply_yaml, client, events, install_operator, namespace, node_netns, nodes, pod_netns,
-    project_binary, running_and_ready, wait_for, NftTable,
+    apply_yaml, client, events, install_operator, namespace, node_netns, nodes, project_binary,
+    running_and_ready, scrape, wait_for, NftTable,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
@@ -66,27 +66,6 @@ async fn pods_by_node(client: &Client, ns: &str) -> Result<BTreeMap<String, Pod>
         .filter(running_and_ready)
         .filter_map(|p| Some((p.spec.as_ref()?.node_name.clone()?, p)))
         .collect())
-}
-
-/// `/metrics` of a pod, fetched from inside the pod's network namespace.
-fn scrape(pod: &Pod) -> Result<String> {
-    let uid = pod.uid().context("pod uid")?;
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &pod_netns(&uid),
-            "curl",
-            "-sf",
-            "--max-time",
-            "5",
-        ])
-        .arg(format!("http://127.0.0.1:{METRICS_PORT}/metrics"))
-        .output()?;
-    if !out.status.success() {
-        bail!("scrape failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The value of the sample line that starts with `series`.
@@ -143,7 +122,7 @@ async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edi
             WAIT,
             &format!("metrics of {node} show every peer up"),
             || async {
-                let text = scrape(pod)?;
+                let text = scrape(pod, METRICS_PORT)?;
                 let own = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
                 Ok(sample(
                     &text,
@@ -198,14 +177,14 @@ async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edi
     // A Pinger edit reaches the running pods: same pods, counters not reset.
     let first = pods.values().next().context("a pod")?;
     let before = sample(
-        &scrape(first)?,
+        &scrape(first, METRICS_PORT)?,
         r#"combo_pinger_probes_total{kind="icmp",target="127.0.0.1",result="ok"}"#,
     )
     .context("probe counter")?;
     apply_yaml(&ns.name, &pinger_yaml(&["127.0.0.1", "127.0.0.2"]))?;
     wait_for(WAIT, "the new target in the metrics", || async {
         Ok(sample(
-            &scrape(first)?,
+            &scrape(first, METRICS_PORT)?,
             r#"combo_pinger_target_up{kind="icmp",target="127.0.0.2"}"#,
         ) == Some(1.0))
     })
@@ -219,7 +198,7 @@ async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edi
         "the old target's counter going on from where it was",
         || async {
             let after = sample(
-                &scrape(first)?,
+                &scrape(first, METRICS_PORT)?,
                 r#"combo_pinger_probes_total{kind="icmp",target="127.0.0.1",result="ok"}"#,
             )
             .context("probe counter")?;
