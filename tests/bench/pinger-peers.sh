@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One combo-pinger among N simulated peers, then tests/bench/pinger-scale.sh
-# on it: CPU, RSS, /metrics size and series, Events for a silenced peer.
+# on it: CPU, RSS, /metrics size and series, peer-watch bytes, failed rounds
+# and Events under 1 % loss, Events for a silenced peer, cluster-wide totals.
 #
 #   tests/bench/pinger-peers.sh N [SECONDS]     (root; PINGER_BIN=... to
 #                                                 measure another build)
@@ -116,4 +117,4 @@ for _ in $(seq 100); do
     sleep 0.3
 done
 echo "peers: $n (Running and Ready), pinger: $bin"
-"$repo/tests/bench/pinger-scale.sh" "$pinger_pid" 18080 "$ns" peer-1 "$secs"
+PINGER_LOG=$dir/pinger.log "$repo/tests/bench/pinger-scale.sh" "$pinger_pid" 18080 "$ns" peer-1 "$secs"
