@@ -7,23 +7,22 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use combo_api::stand_in::{Answer, StandIn};
 use combo_operator::leader::{Elector, Error, RENEW_DEADLINE};
-use http_body_util::BodyExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use serde_json::{json, Value};
 use tokio::time::Instant;
 
-const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/ops/leases";
+const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/ops/leases/combo-operator";
 const GET: &str = "GET /apis/coordination.k8s.io/v1/namespaces/ops/leases/combo-operator";
 const PUT: &str = "PUT /apis/coordination.k8s.io/v1/namespaces/ops/leases/combo-operator";
 const POST: &str = "POST /apis/coordination.k8s.io/v1/namespaces/ops/leases";
 
 /// How the stand-in answers.
-#[derive(Clone, Copy, PartialEq)]
 enum Mode {
+    /// From the Lease it keeps.
     Up,
     /// Every request fails with 500 (etcd away).
     Failing,
@@ -31,97 +30,45 @@ enum Mode {
     Hanging,
 }
 
+/// The stand-in, and how it answers now.
+#[derive(Clone)]
 struct Server {
-    lease: Option<Lease>,
-    version: u64,
-    mode: Mode,
-    /// Seconds since the start, "method path", body.
-    seen: Vec<(u64, String, Value)>,
+    stand_in: StandIn,
+    mode: Arc<Mutex<Mode>>,
 }
 
-type Shared = Arc<Mutex<Server>>;
-
-fn status(code: u16, reason: &str) -> (u16, Value) {
-    let body = json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
-        "message": reason, "reason": reason, "code": code});
-    (code, body)
-}
-
-/// One request against the stored Lease.
-fn answer(server: &mut Server, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
-    if server.mode == Mode::Failing {
-        return status(500, "InternalError");
-    }
-    let sent = || serde_json::from_slice::<Lease>(body).expect("a Lease");
-    let store = |server: &mut Server, mut lease: Lease| {
-        server.version += 1;
-        lease.metadata.resource_version = Some(server.version.to_string());
-        server.lease = Some(lease.clone());
-        (200, serde_json::to_value(lease).unwrap())
-    };
-    match (method, path, &server.lease) {
-        ("GET", _, None) => status(404, "NotFound"),
-        ("GET", _, Some(l)) => (200, serde_json::to_value(l).unwrap()),
-        ("POST", LEASES, None) => store(server, sent()),
-        ("POST", LEASES, Some(_)) => status(409, "AlreadyExists"),
-        ("PUT", _, Some(l)) if l.metadata.resource_version == sent().metadata.resource_version => {
-            store(server, sent())
-        }
-        ("PUT", _, _) => status(409, "Conflict"),
-        _ => status(405, "MethodNotAllowed"),
+impl Server {
+    fn answer(&self, mode: Mode) {
+        *self.mode.lock().unwrap() = mode;
     }
 }
 
-fn stand_in(lease: Option<LeaseSpec>) -> (Client, Shared) {
-    let server: Shared = Arc::new(Mutex::new(Server {
-        lease: None,
-        version: 0,
-        mode: Mode::Up,
-        seen: Vec::new(),
-    }));
+fn stand_in(lease: Option<LeaseSpec>) -> (Client, Server) {
+    let mode = Arc::new(Mutex::new(Mode::Up));
+    let now = mode.clone();
+    let (client, stand_in) = StandIn::answering(move |_| match *now.lock().unwrap() {
+        Mode::Up => Answer::Store,
+        Mode::Failing => Answer::status(500, "InternalError"),
+        Mode::Hanging => Answer::Never,
+    });
+    let server = Server { stand_in, mode };
     if let Some(spec) = lease {
         put_lease(&server, spec);
     }
-    let start = Instant::now();
-    let shared = server.clone();
-    let api_server = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-        let server = shared.clone();
-        async move {
-            let method = req.method().to_string();
-            let path = req.uri().path().to_string();
-            let body = req.into_body().collect().await.unwrap().to_bytes();
-            let (mode, answered) = {
-                let mut s = server.lock().unwrap();
-                let sent = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                let at = start.elapsed().as_secs();
-                s.seen.push((at, format!("{method} {path}"), sent));
-                (s.mode, answer(&mut s, &method, &path, &body))
-            };
-            if mode == Mode::Hanging {
-                std::future::pending::<()>().await;
-            }
-            let (code, json) = answered;
-            let mut resp =
-                http::Response::new(kube::client::Body::from(serde_json::to_vec(&json).unwrap()));
-            *resp.status_mut() = http::StatusCode::from_u16(code).unwrap();
-            Ok::<_, std::convert::Infallible>(resp)
-        }
-    });
-    (Client::new(api_server, "ops"), server)
+    (client, server)
 }
 
 /// Another replica writes the Lease as `spec`.
-fn put_lease(server: &Shared, spec: LeaseSpec) {
-    let mut s = server.lock().unwrap();
-    s.version += 1;
+fn put_lease(server: &Server, spec: LeaseSpec) {
     let mut lease = Lease {
         spec: Some(spec),
         ..Lease::default()
     };
     lease.metadata.name = Some("combo-operator".into());
     lease.metadata.namespace = Some("ops".into());
-    lease.metadata.resource_version = Some(s.version.to_string());
-    s.lease = Some(lease);
+    server
+        .stand_in
+        .put(LEASE, serde_json::to_value(lease).unwrap());
 }
 
 /// A Lease `holder` renewed just now.
@@ -136,25 +83,27 @@ fn held_by(holder: &str) -> LeaseSpec {
 }
 
 /// The (seconds, "method path") of the requests from the `from`th on.
-fn requests(server: &Shared, from: usize) -> Vec<(u64, &'static str)> {
+fn requests(server: &Server, from: usize) -> Vec<(u64, &'static str)> {
     let known = [GET, PUT, POST];
-    server.lock().unwrap().seen[from..]
+    server.stand_in.requests()[from..]
         .iter()
-        .map(|(at, r, _)| {
-            let r = known.into_iter().find(|k| k == r);
-            (*at, r.unwrap_or("unexpected request"))
+        .map(|r| {
+            let line = r.line();
+            let known = known.into_iter().find(|k| *k == line);
+            (r.at.as_secs(), known.unwrap_or("unexpected request"))
         })
         .collect()
 }
 
-fn seen(server: &Shared) -> usize {
-    server.lock().unwrap().seen.len()
+fn seen(server: &Server) -> usize {
+    server.stand_in.count()
 }
 
 /// The Lease as stored now.
-fn stored(server: &Shared) -> LeaseSpec {
-    let s = server.lock().unwrap();
-    s.lease.as_ref().and_then(|l| l.spec.clone()).unwrap()
+fn stored(server: &Server) -> LeaseSpec {
+    let lease = server.stand_in.stored(LEASE).expect("a Lease");
+    let lease: Lease = serde_json::from_value(lease).unwrap();
+    lease.spec.unwrap()
 }
 
 fn elector(client: Client) -> Elector {
@@ -248,7 +197,7 @@ async fn a_leader_whose_renewals_fail_steps_down_before_the_deadline() {
     let (client, server) = stand_in(None);
     let e = elector(client);
     e.acquire().await.unwrap();
-    server.lock().unwrap().mode = Mode::Failing;
+    server.answer(Mode::Failing);
     let started = Instant::now();
     let lost = e.hold().await;
     assert!(matches!(lost, Error::Kube { .. }), "{lost:?}");
@@ -260,7 +209,7 @@ async fn a_leader_whose_renewals_fail_steps_down_before_the_deadline() {
 
     // Standing by; nobody took the Lease, so once the API server is back
     // it is taken back at the next check.
-    server.lock().unwrap().mode = Mode::Up;
+    server.answer(Mode::Up);
     let from = seen(&server);
     e.acquire().await.unwrap();
     assert_eq!(requests(&server, from), [(9, GET), (9, PUT)]);
@@ -271,7 +220,7 @@ async fn a_renewal_the_api_server_never_answers_is_given_up_at_the_deadline() {
     let (client, server) = stand_in(None);
     let e = elector(client);
     e.acquire().await.unwrap();
-    server.lock().unwrap().mode = Mode::Hanging;
+    server.answer(Mode::Hanging);
     let started = Instant::now();
     let lost = e.hold().await;
     assert!(matches!(lost, Error::Timeout { .. }), "{lost:?}");

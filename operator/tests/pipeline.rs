@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use combo_api::stand_in::{Answer, Request, StandIn};
 use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType,
 };
@@ -14,7 +15,6 @@ use combo_operator::context::Context;
 use combo_operator::metrics::Metrics;
 use combo_operator::reconcile::{reconcile, Error};
 use combo_operator::render::Images;
-use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -23,22 +23,17 @@ use kube::runtime::watcher::Event;
 use kube::Client;
 use serde_json::{json, Value};
 
-/// "method path" (no query) and body of every request, in order.
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
+/// Every request, in order.
+type Seen = StandIn;
 
 /// The "method path" of the requests from the `from`th on.
 fn requests(seen: &Seen, from: usize) -> Vec<String> {
-    seen.lock().unwrap()[from..]
-        .iter()
-        .map(|(r, _)| r.clone())
-        .collect()
+    seen.lines(from)
 }
 
 /// The body of the last request to `request`.
 fn last_body(seen: &Seen, request: &str) -> String {
-    let seen = seen.lock().unwrap();
-    let found = seen.iter().rev().find(|(r, _)| r == request);
-    found.map(|(_, b)| b.clone()).unwrap_or_default()
+    seen.last_body(request).unwrap_or_default()
 }
 
 /// What the stand-in answers a request with: `Some((code, body))` replaces
@@ -47,43 +42,31 @@ fn last_body(seen: &Seen, request: &str) -> String {
 type Script = Arc<dyn Fn(&str, &str) -> Option<(u16, Value)> + Send + Sync>;
 
 fn stand_in(script: Script) -> (Client, Seen) {
-    let seen: Seen = Default::default();
-    let log = seen.clone();
-    let api_server =
-        tower::service_fn(move |req: http::Request<kube::client::Body>| {
-            let (log, script) = (log.clone(), script.clone());
-            async move {
-                let method = req.method().to_string();
-                let path = req.uri().path().to_string();
-                let body = req.into_body().collect().await.unwrap().to_bytes();
-                log.lock().unwrap().push((
-                    format!("{method} {path}"),
-                    String::from_utf8_lossy(&body).into_owned(),
-                ));
-                let (code, json) = script(&method, &path).unwrap_or_else(|| {
-                if method == "GET" {
-                    (200, json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": []}))
-                } else {
-                    let mut obj: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
-                    if path.ends_with("/status") {
-                        // A status apply answers with the whole object.
-                        obj["metadata"]["name"] = "d".into();
-                        obj["metadata"]["namespace"] = "ops".into();
-                        obj["spec"] = json!({});
-                    }
-                    obj["metadata"]["resourceVersion"] = "1".into();
-                    obj["metadata"]["uid"] = "written".into();
-                    (200, obj)
-                }
-            });
-                let mut resp = http::Response::new(kube::client::Body::from(
-                    serde_json::to_vec(&json).unwrap(),
-                ));
-                *resp.status_mut() = http::StatusCode::from_u16(code).unwrap();
-                Ok::<_, std::convert::Infallible>(resp)
-            }
-        });
-    (Client::new(api_server, "ops"), seen)
+    StandIn::answering(move |r| {
+        let (code, json) = script(&r.method, r.path()).unwrap_or_else(|| written(r));
+        Answer::Json(code, json)
+    })
+}
+
+/// The default answer: an empty list for a GET, else what was sent, as
+/// written.
+fn written(r: &Request) -> (u16, Value) {
+    if r.method == "GET" {
+        return (
+            200,
+            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": []}),
+        );
+    }
+    let mut obj: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
+    if r.path().ends_with("/status") {
+        // A status apply answers with the whole object.
+        obj["metadata"]["name"] = "d".into();
+        obj["metadata"]["namespace"] = "ops".into();
+        obj["spec"] = json!({});
+    }
+    obj["metadata"]["resourceVersion"] = "1".into();
+    obj["metadata"]["uid"] = "written".into();
+    (200, obj)
 }
 
 /// The watches' writers, to fill the caches by hand.
@@ -151,7 +134,7 @@ async fn settle(
     seen: &Seen,
     dbg: &Debugger,
 ) -> (Vec<String>, Result<(), String>) {
-    let start = seen.lock().unwrap().len();
+    let start = seen.count();
     let mut quiet_since = std::time::Instant::now();
     let mut last = Ok(());
     let mut count = start;
@@ -163,7 +146,7 @@ async fn settle(
             .await
             .map(drop)
             .map_err(|e: Error| e.to_string());
-        let now = seen.lock().unwrap().len();
+        let now = seen.count();
         if now != count {
             count = now;
             quiet_since = std::time::Instant::now();
@@ -503,7 +486,7 @@ async fn statuses_and_runs_kept_per_debugger_shrink_to_the_live_debuggers() {
     }
     // The live one reconciles with nothing to write: no status goes out,
     // yet the runs seen shrink on their own.
-    let before = seen.lock().unwrap().len();
+    let before = seen.count();
     let again = reconcile(Arc::new(live.clone()), ctx.clone()).await;
     assert!(again.is_ok(), "{again:?}");
     assert_eq!(requests(&seen, before), Vec::<String>::new());

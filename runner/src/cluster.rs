@@ -289,9 +289,9 @@ fn reap_orphans() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stand_in::{stand_in, Answer};
     use crate::testdir::TestDir;
     use clap::Parser;
+    use combo_api::stand_in::{Answer, StandIn};
     use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -320,11 +320,12 @@ mod tests {
             Script(Default::default(), Arc::new(answers))
         }
 
-        fn next(&self) -> Option<Answer> {
+        fn next(&self) -> Answer {
             let i = self.0.fetch_add(1, Ordering::SeqCst).min(self.1.len() - 1);
-            self.1[i]
-                .clone()
-                .map(|(code, bytes)| Answer::Raw(code, bytes))
+            match self.1[i].clone() {
+                Some((code, bytes)) => Answer::Raw(code, bytes),
+                None => Answer::Never,
+            }
         }
     }
 
@@ -370,27 +371,25 @@ mod tests {
             )),
             Some((404, bytes(not_found.clone()))),
         ]);
-        let (client, seen) = stand_in(
-            move |_, method, uri| {
-                if uri.contains("/debuggers?") && uri.contains("watch=true") {
-                    watches.next()
-                } else if uri.contains("/debuggers?") {
-                    lists.next()
-                } else if uri.contains("/debuggerreports/") && method == "GET" {
-                    reads.next()
-                } else if uri.contains("/debuggerreports/") {
-                    Some(Answer::Json(
-                        200,
-                        json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
-                            "metadata": {"name": "dbg.node-1", "namespace": "ops"},
-                            "spec": {"debugger": "dbg", "node": "node-1", "runAt": run_at}}),
-                    ))
-                } else {
-                    Some(Answer::Json(404, not_found.clone()))
-                }
-            },
-            Default::default(),
-        );
+        let (client, seen) = StandIn::answering(move |r| {
+            let (method, uri) = (r.method.as_str(), r.uri.as_str());
+            if uri.contains("/debuggers?") && uri.contains("watch=true") {
+                watches.next()
+            } else if uri.contains("/debuggers?") {
+                lists.next()
+            } else if uri.contains("/debuggerreports/") && method == "GET" {
+                reads.next()
+            } else if uri.contains("/debuggerreports/") {
+                Answer::Json(
+                    200,
+                    json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
+                        "metadata": {"name": "dbg.node-1", "namespace": "ops"},
+                        "spec": {"debugger": "dbg", "node": "node-1", "runAt": run_at}}),
+                )
+            } else {
+                Answer::Json(404, not_found.clone())
+            }
+        });
         let args = Args::parse_from([
             "combo-runner",
             "--scripts",
@@ -405,39 +404,40 @@ mod tests {
         let runner = tokio::spawn(serve(args, id, client));
         let written = async {
             loop {
-                let patch = seen
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .find(|(m, u, _)| m == "PATCH" && u.contains("/debuggerreports/dbg.node-1?"))
-                    .cloned();
+                let patch = seen.requests().into_iter().find(|r| {
+                    r.method == "PATCH" && r.uri.contains("/debuggerreports/dbg.node-1?")
+                });
                 if let Some(p) = patch {
                     return p;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };
-        let (_, _, body) = tokio::time::timeout(Duration::from_secs(30), written)
+        let patch = tokio::time::timeout(Duration::from_secs(30), written)
             .await
             .expect("the good Debugger's run is reported");
         assert!(!runner.is_finished(), "the runner keeps running");
         runner.abort();
+        let body = patch.body;
         assert!(body.contains(run_at), "{body}");
         assert!(body.contains("\"uid\":\"uid-1\""), "{body}");
-        let seen = seen.lock().unwrap();
-        let count =
-            |f: &dyn Fn(&(String, String, String)) -> bool| seen.iter().filter(|r| f(r)).count();
+        let seen = seen.requests();
+        let count = |f: &dyn Fn(&str, &str) -> bool| {
+            seen.iter()
+                .filter(|r| f(r.method.as_str(), r.uri.as_str()))
+                .count()
+        };
         assert_eq!(
-            count(&|(_, u, _)| u.contains("/debuggers?") && !u.contains("watch=true")),
+            count(&|_, u| u.contains("/debuggers?") && !u.contains("watch=true")),
             2,
             "the list with a malformed item is retried once"
         );
         assert_eq!(
-            count(&|(m, u, _)| m == "GET" && u.contains("/debuggerreports/")),
+            count(&|m, u| m == "GET" && u.contains("/debuggerreports/")),
             2,
             "the unreadable report is read again; a runAt that is no time means no run completed"
         );
         // No run for the invalid runAt or the malformed objects: one report.
-        assert_eq!(count(&|(m, _, _)| m == "PATCH"), 1);
+        assert_eq!(count(&|m, _| m == "PATCH"), 1);
     }
 }

@@ -16,6 +16,4 @@ pub mod report;
 pub mod run;
 pub mod schedule;
 #[cfg(test)]
-mod stand_in;
-#[cfg(test)]
 mod testdir;

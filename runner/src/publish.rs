@@ -357,11 +357,9 @@ pub fn spawn_writer(publisher: Publisher) -> mpsc::UnboundedSender<Pending> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stand_in::{stand_in, Answer};
+    use combo_api::stand_in::{Answer, Request, StandIn};
     use combo_api::ItemResult;
     use combo_api::{DebuggerReport, DebuggerReportSpec};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
 
     fn owner() -> Owner {
         Owner {
@@ -505,11 +503,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_attempt_without_answer_is_abandoned_and_the_newest_result_written() {
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let (client, requests) = stand_in(
-            |n, _, _| (n > 0).then(|| Answer::Json(200, report_json())),
-            abandoned.clone(),
-        );
+        let (client, stand_in) = StandIn::answering(|r| match r.n {
+            0 => Answer::Never,
+            _ => Answer::Json(200, report_json()),
+        });
         let publisher = Publisher::new(client, "ops".into(), "node-1".into(), "runner-x".into());
         let mut asked = 0;
         let start = tokio::time::Instant::now();
@@ -521,17 +518,14 @@ mod tests {
         .await;
 
         assert_eq!(written, Written::Landed(2));
-        assert!(
-            abandoned.load(Ordering::SeqCst),
-            "the hung attempt was dropped"
-        );
+        assert!(stand_in.abandoned() > 0, "the hung attempt was dropped");
         let waited = spread_delay("node-1", SPREAD_MIN)
             + attempt_timeout(1)
             + retry_pause("node-1", "2026-11-22T06:00:00Z", 1);
         assert_eq!(start.elapsed().as_millis(), waited.as_millis());
-        let requests = requests.lock().unwrap();
+        let requests = stand_in.requests();
         assert_eq!(requests.len(), 2);
-        for (method, uri, _) in requests.iter() {
+        for Request { method, uri, .. } in requests.iter() {
             assert_eq!(method, "PATCH");
             assert!(
                 uri.starts_with("/apis/kubecombo.io/v1/namespaces/ops/debuggerreports/dbg.node-1?")
@@ -540,8 +534,16 @@ mod tests {
                 "{uri}"
             );
         }
-        assert!(requests[0].2.contains("06:00:00Z"), "{}", requests[0].2);
-        assert!(requests[1].2.contains("07:00:00Z"), "{}", requests[1].2);
+        assert!(
+            requests[0].body.contains("06:00:00Z"),
+            "{}",
+            requests[0].body
+        );
+        assert!(
+            requests[1].body.contains("07:00:00Z"),
+            "{}",
+            requests[1].body
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -550,34 +552,31 @@ mod tests {
             serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
                 "message": message, "reason": "", "code": code})
         };
-        let (client, requests) = stand_in(
-            move |n, _, uri| {
-                Some(if uri.contains("/events") {
-                    Answer::Json(
-                        201,
-                        serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
-                        "metadata": {"name": "e", "namespace": "ops"}, "eventTime": null}),
-                    )
-                } else if uri.contains("/pods/") {
-                    Answer::Json(404, refusal(404, "pods \"runner-x\" not found"))
-                } else if n == 0 {
-                    Answer::Json(429, refusal(429, "too many requests"))
-                } else {
-                    Answer::Json(
-                        422,
-                        refusal(422, "DebuggerReport is invalid: spec.node: Invalid value"),
-                    )
-                })
-            },
-            Default::default(),
-        );
+        let (client, stand_in) = StandIn::answering(move |r| {
+            if r.uri.contains("/events") {
+                Answer::Json(
+                    201,
+                    serde_json::json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                    "metadata": {"name": "e", "namespace": "ops"}, "eventTime": null}),
+                )
+            } else if r.uri.contains("/pods/") {
+                Answer::Json(404, refusal(404, "pods \"runner-x\" not found"))
+            } else if r.n == 0 {
+                Answer::Json(429, refusal(429, "too many requests"))
+            } else {
+                Answer::Json(
+                    422,
+                    refusal(422, "DebuggerReport is invalid: spec.node: Invalid value"),
+                )
+            }
+        });
         let publisher = Publisher::new(client, "ops".into(), "node-1".into(), "runner-x".into());
         let written = write(&publisher, pending("2026-11-22T06:00:00Z"), || None).await;
         assert_eq!(written, Written::Rejected(2), "429 retried, 422 not");
-        let requests = requests.lock().unwrap();
+        let requests = stand_in.requests();
         let kinds: Vec<(&str, bool)> = requests
             .iter()
-            .map(|(m, u, _)| (m.as_str(), u.contains("debuggerreports")))
+            .map(|r| (r.method.as_str(), r.uri.contains("debuggerreports")))
             .collect();
         assert_eq!(
             kinds,
@@ -589,7 +588,7 @@ mod tests {
             ],
             "two attempts, then the pod is looked up and one Event recorded"
         );
-        let event = &requests[3].2;
+        let event = &requests[3].body;
         assert!(event.contains(REASON_REPORT_REJECTED), "{event}");
         assert!(event.contains("spec.node: Invalid value"), "{event}");
     }

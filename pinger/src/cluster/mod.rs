@@ -4,8 +4,6 @@
 
 mod peers;
 mod publish;
-#[cfg(test)]
-mod stand_in;
 mod table;
 mod table_watch;
 mod watch;
@@ -318,7 +316,7 @@ mod tests {
     /// Probing as `run` builds it, with Events sent to a stand-in API
     /// server that never answers.
     fn probing(me: &Me) -> Probing {
-        let (client, _) = stand_in::client(Vec::new());
+        let (client, _) = combo_api::stand_in::StandIn::scripted(Vec::new());
         let icmp = Arc::new(Icmp::default());
         let knobs = Knobs::from(&PingerSpec::default());
         let (report_tx, _) = mpsc::unbounded_channel();

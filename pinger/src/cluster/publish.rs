@@ -211,19 +211,19 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_event_the_api_server_does_not_take_is_published_once_it_does() {
-        use crate::cluster::stand_in::{self, Answer};
+        use combo_api::stand_in::{Answer, StandIn};
         // Two answers the client cannot read (as from a proxy while the API
         // server is away), then the API server's.
-        let (client, seen) = stand_in::client(vec![
-            Answer::Body("<html>502</html>".into()),
-            Answer::Body("".into()),
-            Answer::Body(event_json()),
+        let (client, seen) = StandIn::scripted(vec![
+            Answer::ok("<html>502</html>"),
+            Answer::ok(""),
+            Answer::ok(event_json()),
         ]);
         let mut p = Publisher::new(client, "ops", "solo");
         let r = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
         p.publish(Decision::Failed, &r);
         run_for(10).await;
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.uris();
         assert_eq!(seen.len(), 3, "{seen:?}");
         assert!(seen
             .iter()
@@ -232,11 +232,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_retried_event_stops_when_a_newer_decision_replaces_it() {
-        use crate::cluster::stand_in::{self, Answer};
-        let (client, seen) = stand_in::client(
+        use combo_api::stand_in::{Answer, StandIn};
+        let (client, seen) = StandIn::scripted(
             (0..3)
-                .map(|_| Answer::Body("unreadable".into()))
-                .chain([Answer::Body(event_json())])
+                .map(|_| Answer::ok("unreadable"))
+                .chain([Answer::ok(event_json())])
                 .collect(),
         );
         let mut p = Publisher::new(client, "ops", "solo");
@@ -247,15 +247,15 @@ mod tests {
         // recovery is the news; the failure is not sent again.
         p.publish(Decision::Recovered, &r);
         run_for(120).await;
-        let seen = seen.lock().unwrap().len();
+        let seen = seen.count();
         // failure, failure retry, recovery (unreadable), recovery (taken).
         assert_eq!(seen, 4);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_forgotten_target_leaves_no_recorder_and_no_newest_decision() {
-        use crate::cluster::stand_in;
-        let (client, _) = stand_in::client(Vec::new());
+        use combo_api::stand_in::StandIn;
+        let (client, _) = StandIn::scripted(Vec::new());
         let mut p = Publisher::new(client, "ops", "solo");
         let gone = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
         let stays = report(Kind::Dns, vec![Outcome::Error("NXDOMAIN".into())]);
@@ -273,21 +273,18 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_event_still_retried_for_a_forgotten_target_stops() {
-        use crate::cluster::stand_in::{self, Answer};
-        let (client, seen) = stand_in::client(
-            (0..100)
-                .map(|_| Answer::Body("unreadable".into()))
-                .collect(),
-        );
+        use combo_api::stand_in::{Answer, StandIn};
+        let (client, seen) =
+            StandIn::scripted((0..100).map(|_| Answer::ok("unreadable")).collect());
         let mut p = Publisher::new(client, "ops", "solo");
         let r = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
         p.publish(Decision::Failed, &r);
         run_for(2).await;
         // The first attempt and the retry after 1 s.
-        assert_eq!(seen.lock().unwrap().len(), 2);
+        assert_eq!(seen.count(), 2);
         p.forget(&r.target);
         run_for(300).await;
-        assert_eq!(seen.lock().unwrap().len(), 2, "no attempt after forget");
+        assert_eq!(seen.count(), 2, "no attempt after forget");
     }
 
     #[test]

@@ -216,9 +216,8 @@ fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::stand_in::{self, Answer};
+    use combo_api::stand_in::{Answer, StandIn};
     use serde_json::json;
-    use std::sync::{Arc, Mutex};
 
     fn columns() -> Value {
         json!([{"name": "Name"}, {"name": "Ready"}, {"name": "Status"}, {"name": "IP"}])
@@ -268,7 +267,7 @@ mod tests {
         // A line that is not UTF-8.
         bytes.extend_from_slice(b"\n\xff\xfe{\n");
         let (client, seen) =
-            stand_in::client(vec![Answer::Body(list.to_string()), Answer::Bytes(bytes)]);
+            StandIn::scripted(vec![Answer::ok(list.to_string()), Answer::ok(bytes)]);
         let (tx, mut rx) = mpsc::channel(16);
         let task = tokio::spawn(peers(
             client,
@@ -298,7 +297,7 @@ mod tests {
         // answers, so that request stays open), nothing more sent.
         assert!(next(&mut rx).await.is_none());
         assert!(!task.is_finished(), "the watch keeps going");
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.uris();
         assert!(seen.len() >= 3, "{seen:?}");
         assert!(
             seen[1].contains("watch=1") && seen[1].contains("resourceVersion=5"),
@@ -310,13 +309,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_list_is_read_in_pages_and_the_watch_starts_from_the_last() {
         let page = |rows: Value, cont: &str, version: &str| {
-            Answer::Body(
+            Answer::ok(
                 json!({"kind": "Table", "columnDefinitions": columns(), "rows": rows,
                     "metadata": {"continue": cont, "resourceVersion": version}})
                 .to_string(),
             )
         };
-        let (client, seen) = stand_in::client(vec![
+        let (client, seen) = StandIn::scripted(vec![
             page(
                 json!([{"cells": ["a", "1/1", "Running", "10.0.0.1"]}]),
                 "t/1",
@@ -334,7 +333,7 @@ mod tests {
             panic!("no peer list");
         };
         assert_eq!(all.keys().collect::<Vec<_>>(), ["a", "b"]);
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.uris();
         assert!(
             seen[0].contains("limit=500") && !seen[0].contains("continue"),
             "{seen:?}"
@@ -354,14 +353,14 @@ mod tests {
             "columnDefinitions": columns(),
             "rows": [{"cells": ["a", "1/1", "Running", "10.0.0.1"]}]
         });
-        let (client, seen) = stand_in::client(vec![
-            Answer::Body("[1, 2, 3]".into()),
-            Answer::Body(
+        let (client, seen) = StandIn::scripted(vec![
+            Answer::ok("[1, 2, 3]"),
+            Answer::ok(
                 json!({"kind": "Table", "columnDefinitions": [{"name": "Name"}]}).to_string(),
             ),
-            Answer::Body(json!({"kind": "Table", "columnDefinitions": columns()}).to_string()),
-            Answer::Body("{".into()),
-            Answer::Body(good.to_string()),
+            Answer::ok(json!({"kind": "Table", "columnDefinitions": columns()}).to_string()),
+            Answer::ok("{"),
+            Answer::ok(good.to_string()),
         ]);
         let (tx, mut rx) = mpsc::channel(16);
         let start = tokio::time::Instant::now();
@@ -372,27 +371,25 @@ mod tests {
         assert_eq!(all.len(), 1);
         // Four failures: 0.5 + 1 + 2 + 4 s of backoff.
         assert_eq!(start.elapsed(), Duration::from_millis(7500));
-        assert_eq!(seen.lock().unwrap().len(), 5 + 1, "the watch follows");
+        assert_eq!(seen.count(), 5 + 1, "the watch follows");
         task.abort();
     }
 
     /// A stand-in whose first six lists fail (31.5 s of backoff, the next
     /// pause at the 30 s cap), then lists peer `a` and answers the watch
     /// with a broken line after `serving`, then lists again.
-    fn six_failures_then_a_watch_that_breaks_after(
-        serving: Duration,
-    ) -> (Client, Arc<Mutex<Vec<String>>>) {
+    fn six_failures_then_a_watch_that_breaks_after(serving: Duration) -> (Client, StandIn) {
         let good = json!({
             "kind": "Table", "metadata": {"resourceVersion": "9"},
             "columnDefinitions": columns(),
             "rows": [{"cells": ["a", "1/1", "Running", "10.0.0.1"]}]
         })
         .to_string();
-        let mut script: Vec<Answer> = (0..6).map(|_| Answer::Body("[]".into())).collect();
-        script.push(Answer::Body(good.clone()));
-        script.push(Answer::After(serving, b"\xff\n".to_vec()));
-        script.push(Answer::Body(good));
-        stand_in::client(script)
+        let mut script: Vec<Answer> = (0..6).map(|_| Answer::ok("[]")).collect();
+        script.push(Answer::ok(good.clone()));
+        script.push(Answer::After(serving, Box::new(Answer::ok(*b"\xff\n"))));
+        script.push(Answer::ok(good));
+        StandIn::scripted(script)
     }
 
     /// The pause between the broken watch and the list after it.
@@ -408,7 +405,7 @@ mod tests {
             "listed again after the broken watch"
         );
         let pause = listed.elapsed() - serving;
-        assert_eq!(seen.lock().unwrap().len(), 6 + 3 + 1, "the watch follows");
+        assert_eq!(seen.count(), 6 + 3 + 1, "the watch follows");
         task.abort();
         pause
     }

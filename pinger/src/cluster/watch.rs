@@ -86,12 +86,12 @@ fn own_uid(pod: &Pod, me: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::stand_in::{self, Answer};
+    use combo_api::stand_in::{Answer, StandIn};
     use serde_json::json;
     use std::time::Duration;
 
     fn list(items: serde_json::Value) -> Answer {
-        Answer::Body(
+        Answer::ok(
             json!({"apiVersion": "kubecombo.io/v1", "kind": "PingerList",
                 "metadata": {"resourceVersion": "3"}, "items": items})
             .to_string(),
@@ -105,9 +105,9 @@ mod tests {
                 "metadata": {"name": "p", "namespace": "ops", "resourceVersion": "3"},
                 "spec": spec})
         };
-        let (client, seen) = stand_in::client(vec![
+        let (client, seen) = StandIn::scripted(vec![
             list(json!([pinger(json!({"count": "many"}))])),
-            Answer::Body("not json".into()),
+            Answer::ok("not json"),
             list(json!([{"kind": "Pinger"}])),
             list(json!([pinger(json!({"ping": ["127.0.0.1"], "count": 2}))])),
         ]);
@@ -120,7 +120,7 @@ mod tests {
             Some(Update::Spec(Some(spec))) => assert_eq!(spec.count, 2),
             other => panic!("expected the good spec, got {other:?}"),
         }
-        assert!(seen.lock().unwrap().len() >= 4);
+        assert!(seen.count() >= 4);
         assert!(!task.is_finished());
         task.abort();
     }
