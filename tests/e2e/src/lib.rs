@@ -5,17 +5,19 @@
 //! test makes a namespace of its own with [`namespace`], so tests can run in
 //! parallel without seeing each other's objects.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use combo_api::keys;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
-use kube::api::{Api, DeleteParams, PostParams};
+use combo_api::{keys, Debugger, NodeSummary};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod outage;
 pub mod pod_sd;
 pub mod prometheus;
 
@@ -200,21 +202,24 @@ pub fn pod_netns(pod_uid: &str) -> String {
     format!("kcp-{}", &pod_uid[..pod_uid.len().min(8)])
 }
 
-/// `/metrics` of a pod served on `port`, fetched from inside the pod's
-/// network namespace.
+/// `/metrics` of a pod served on `port`. A pod of a simulated node is
+/// asked from inside its network namespace, on 127.0.0.1; a pod of a real
+/// node from inside the node's network namespace, on the pod's IP (its CNI
+/// bridge is there).
 pub fn scrape(pod: &Pod, port: u16) -> Result<String> {
-    let uid = pod.metadata.uid.as_deref().context("pod uid")?;
+    let (netns, host) = match pod_real_node(pod) {
+        Some(node) => {
+            let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
+            (real_node_netns(node), ip.context("pod IP")?)
+        }
+        None => {
+            let uid = pod.metadata.uid.as_deref().context("pod uid")?;
+            (pod_netns(uid), "127.0.0.1".to_string())
+        }
+    };
     let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &pod_netns(uid),
-            "curl",
-            "-sf",
-            "--max-time",
-            "5",
-        ])
-        .arg(format!("http://127.0.0.1:{port}/metrics"))
+        .args(["netns", "exec", &netns, "curl", "-sf", "--max-time", "5"])
+        .arg(format!("http://{host}:{port}/metrics"))
         .output()?;
     if !out.status.success() {
         bail!("scrape failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -380,6 +385,24 @@ pub fn real_cluster_or_skip(test: &str) -> bool {
     true
 }
 
+/// The nodes a DaemonSet Debugger of the tests covers: the simulated ones,
+/// or the real ones on a cluster of real nodes only (real nodes carry a
+/// taint when simulated ones are there too; docs/testing.md, "Real nodes").
+pub fn workload_nodes() -> Vec<String> {
+    let simulated = nodes();
+    if simulated.is_empty() {
+        real_nodes()
+    } else {
+        simulated
+    }
+}
+
+/// The real node a pod is scheduled on, if it is one.
+fn pod_real_node(pod: &Pod) -> Option<&str> {
+    let node = pod.spec.as_ref()?.node_name.as_deref()?;
+    real_nodes().iter().any(|n| n == node).then_some(node)
+}
+
 /// The registry the real nodes pull kube-combo's images from
 /// (`cluster.sh up --real N` pushes them there).
 pub const LOCAL_REGISTRY: &str = "172.31.0.1:5000";
@@ -402,6 +425,12 @@ pub fn registry_overlay() -> Result<PathBuf> {
     }
     std::fs::write(dir.join("kustomization.yaml"), text)?;
     Ok(dir)
+}
+
+/// Installs the operator once per test binary from the registry overlay
+/// ([`registry_overlay`]), as a user of a private registry does.
+pub fn install_from_registry() {
+    install_operator_from(&registry_overlay().expect("overlay written"));
 }
 
 /// Runs `kubectl` with the project's plugin (`kubectl combo`) on its PATH.
@@ -432,12 +461,41 @@ pub fn operator_pid() -> Option<i32> {
 /// process started still counts.
 pub fn project_process(binary: &str, env: &[&str]) -> Option<i32> {
     let exe = project_binary(binary);
+    find_process(|path| path == exe, env)
+}
+
+/// Pid of the process of pod `pod` that runs the project's binary `binary`,
+/// wherever the pod runs: a simulated node runs the cluster's build as a
+/// host process ([`project_process`]), a real node runs the image's binary
+/// in a container, which is a process of this machine too. Either way the
+/// environment names the pod (`POD_NAME`, `POD_NAMESPACE`).
+pub fn pod_process(binary: &str, pod: &Pod) -> Option<i32> {
+    let name = pod.metadata.name.as_deref()?;
+    let namespace = pod.metadata.namespace.as_deref()?;
+    let env = [
+        format!("{}={name}", keys::env::POD_NAME),
+        format!("{}={namespace}", keys::env::POD_NAMESPACE),
+    ];
+    let env: Vec<&str> = env.iter().map(String::as_str).collect();
+    if pod_real_node(pod).is_some() {
+        // The container's root is not this machine's: its exe is known by
+        // the file's name only.
+        find_process(|path| path.file_name() == Some(binary.as_ref()), &env)
+    } else {
+        project_process(binary, &env)
+    }
+}
+
+/// The first process in /proc whose executable `exe` accepts and whose
+/// environment holds every entry of `env`.
+fn find_process(exe: impl Fn(&Path) -> bool, env: &[&str]) -> Option<i32> {
     std::fs::read_dir("/proc")
         .ok()?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .find(|pid| {
             std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| {
-                p.to_string_lossy().trim_end_matches(" (deleted)") == exe.to_string_lossy()
+                let p = p.to_string_lossy();
+                exe(Path::new(p.trim_end_matches(" (deleted)")))
             }) && (env.is_empty()
                 || std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|vars| {
                     let vars: Vec<&[u8]> = vars.split(|b| *b == 0).collect();
@@ -482,4 +540,53 @@ pub async fn restarts(c: &Client, ns: &str, labels: &str) -> Result<i32> {
         })
         .map(|cs| cs.restart_count)
         .sum())
+}
+
+/// Sets `spec.runAt` of Debugger `name`: a run at that time.
+pub async fn set_run_at(c: &Client, ns: &str, name: &str, run_at: &str) -> Result<()> {
+    let api: Api<Debugger> = Api::namespaced(c.clone(), ns);
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"runAt": run_at}})),
+    )
+    .await?;
+    Ok(())
+}
+
+/// node -> summary, from the summary ConfigMap `cm`.
+pub async fn summaries(c: &Client, ns: &str, cm: &str) -> Result<BTreeMap<String, NodeSummary>> {
+    let api: Api<ConfigMap> = Api::namespaced(c.clone(), ns);
+    let Some(cm) = api.get_opt(cm).await? else {
+        return Ok(BTreeMap::new());
+    };
+    let mut out = BTreeMap::new();
+    for (node, value) in cm.data.unwrap_or_default() {
+        out.insert(node, NodeSummary::from_yaml(&value)?);
+    }
+    Ok(out)
+}
+
+/// Waits at most `within` until the key of every node a Debugger covers
+/// ([`workload_nodes`]) in summary ConfigMap `cm` records `run_at`.
+pub async fn wait_run_within(
+    c: &Client,
+    ns: &str,
+    cm: &str,
+    run_at: &str,
+    within: Duration,
+) -> Result<BTreeMap<String, NodeSummary>> {
+    let want = workload_nodes();
+    wait_for(
+        within,
+        &format!("every node's summary for {run_at}"),
+        || async {
+            let s = summaries(c, ns, cm).await?;
+            Ok(want
+                .iter()
+                .all(|n| s.get(n).is_some_and(|v| v.run_at == run_at)))
+        },
+    )
+    .await?;
+    summaries(c, ns, cm).await
 }

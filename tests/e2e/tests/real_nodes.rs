@@ -17,11 +17,6 @@ use kube::{Api, Client, ResourceExt};
 
 const WAIT: Duration = Duration::from_secs(180);
 
-/// Installs the operator once per test binary from the registry overlay.
-fn install_from_registry() {
-    install_operator_from(&registry_overlay().expect("overlay written"));
-}
-
 fn scripts_configmap(message: &str) -> String {
     format!(
         r#"apiVersion: v1

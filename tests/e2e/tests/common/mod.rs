@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
-use combo_api::{Debugger, NodeSummary, RunId};
-use combo_e2e::{apply_yaml, install_operator, nodes, wait_for};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{ListParams, Patch, PatchParams};
+use combo_api::{NodeSummary, RunId};
+use combo_e2e::{apply_yaml, install_operator, wait_for, workload_nodes};
+#[allow(unused_imports, reason = "each test file uses a different subset")]
+pub use combo_e2e::{set_run_at, summaries, wait_run_within};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
 pub const WAIT: Duration = Duration::from_secs(120);
@@ -55,30 +57,6 @@ pub fn now_rfc3339() -> String {
     RunId::now().rfc3339()
 }
 
-pub async fn set_run_at(c: &Client, ns: &str, name: &str, run_at: &str) -> Result<()> {
-    let api: Api<Debugger> = Api::namespaced(c.clone(), ns);
-    api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(serde_json::json!({"spec": {"runAt": run_at}})),
-    )
-    .await?;
-    Ok(())
-}
-
-/// node -> summary, from the summary ConfigMap.
-pub async fn summaries(c: &Client, ns: &str, cm: &str) -> Result<BTreeMap<String, NodeSummary>> {
-    let api: Api<ConfigMap> = Api::namespaced(c.clone(), ns);
-    let Some(cm) = api.get_opt(cm).await? else {
-        return Ok(BTreeMap::new());
-    };
-    let mut out = BTreeMap::new();
-    for (node, value) in cm.data.unwrap_or_default() {
-        out.insert(node, NodeSummary::from_yaml(&value)?);
-    }
-    Ok(out)
-}
-
 /// Waits until every node's key records `run_at`.
 pub async fn wait_run(
     c: &Client,
@@ -87,29 +65,6 @@ pub async fn wait_run(
     run_at: &str,
 ) -> Result<BTreeMap<String, NodeSummary>> {
     wait_run_within(c, ns, cm, run_at, WAIT).await
-}
-
-/// [`wait_run`] for at most `within`.
-pub async fn wait_run_within(
-    c: &Client,
-    ns: &str,
-    cm: &str,
-    run_at: &str,
-    within: Duration,
-) -> Result<BTreeMap<String, NodeSummary>> {
-    let want = nodes();
-    wait_for(
-        within,
-        &format!("every node's summary for {run_at}"),
-        || async {
-            let s = summaries(c, ns, cm).await?;
-            Ok(want
-                .iter()
-                .all(|n| s.get(n).is_some_and(|v| v.run_at == run_at)))
-        },
-    )
-    .await?;
-    summaries(c, ns, cm).await
 }
 
 /// node -> pod name of the Debugger's Running pods.
@@ -127,7 +82,7 @@ pub async fn pods_by_node(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<S
 }
 
 pub async fn wait_pods(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
-    let n = nodes().len();
+    let n = workload_nodes().len();
     wait_for(WAIT, "a Running pod per node", || async {
         Ok(pods_by_node(c, ns, name).await?.len() == n)
     })
