@@ -208,7 +208,7 @@ pub async fn serve(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::round::{evaluate, Outcome, Thresholds};
     use crate::targets::Kind;
@@ -262,7 +262,8 @@ mod tests {
         assert!(!m.encode().contains("combo_pinger_target_up{"));
     }
 
-    async fn scrape(addr: SocketAddr) -> String {
+    /// `/metrics` of the server at `addr`, as a scraper reads it.
+    pub(crate) async fn scrape(addr: SocketAddr) -> String {
         let mut s = TcpStream::connect(addr).await.unwrap();
         s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
             .await

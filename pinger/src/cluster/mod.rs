@@ -310,8 +310,8 @@ fn seed(pod: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::tests::scrape;
     use crate::round::{evaluate, Outcome};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Probing as `run` builds it, with Events sent to a stand-in API
     /// server that never answers.
@@ -348,16 +348,6 @@ mod tests {
             outcomes,
             limits,
         }
-    }
-
-    async fn scrape(addr: SocketAddr) -> String {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        out
     }
 
     #[tokio::test]

@@ -70,6 +70,22 @@ mod tests {
 
     use super::*;
 
+    /// A probe to `to` with sequence `seq` waiting until `deadline`, as
+    /// the sender registers it; its reply channel.
+    fn wait(s: &mut Shared, to: IpAddr, seq: u16, deadline: Instant) -> oneshot::Receiver<Outcome> {
+        let (tx, rx) = oneshot::channel();
+        s.waiting.insert(
+            (to, seq),
+            Waiter {
+                sent: None,
+                deadline,
+                reply: tx,
+            },
+        );
+        s.deadlines.insert((deadline, to, seq));
+        rx
+    }
+
     #[test]
     fn an_answered_probe_takes_its_deadline_with_it() {
         let mut s = Shared::default();
@@ -77,18 +93,12 @@ mod tests {
         let mut replies = Vec::new();
         for (last, seq) in [(1u8, 7u16), (2, 8)] {
             let to = IpAddr::from([127, 0, 0, last]);
-            let (tx, rx) = oneshot::channel();
-            let deadline = now + Duration::from_millis(u64::from(seq));
-            s.waiting.insert(
-                (to, seq),
-                Waiter {
-                    sent: None,
-                    deadline,
-                    reply: tx,
-                },
-            );
-            s.deadlines.insert((deadline, to, seq));
-            replies.push(rx);
+            replies.push(wait(
+                &mut s,
+                to,
+                seq,
+                now + Duration::from_millis(u64::from(seq)),
+            ));
         }
         let first = IpAddr::from([127, 0, 0, 1]);
         assert!(s.take((first, 7)).is_some());
@@ -107,18 +117,12 @@ mod tests {
         let to = IpAddr::from([127, 0, 0, 1]);
         let mut replies = Vec::new();
         for seq in 1..=3u16 {
-            let (tx, rx) = oneshot::channel();
-            let deadline = now + Duration::from_millis(u64::from(seq));
-            s.waiting.insert(
-                (to, seq),
-                Waiter {
-                    sent: None,
-                    deadline,
-                    reply: tx,
-                },
-            );
-            s.deadlines.insert((deadline, to, seq));
-            replies.push(rx);
+            replies.push(wait(
+                &mut s,
+                to,
+                seq,
+                now + Duration::from_millis(u64::from(seq)),
+            ));
         }
         let third = now + Duration::from_millis(3);
         assert_eq!(s.expire(now + Duration::from_millis(2)), Some(third));
