@@ -19,7 +19,7 @@ use crate::round::Outcome;
 use super::filter;
 use super::mmsg::{receive_batch, send_batch, BATCH, MESSAGE};
 use super::packet::{answer_of, PORT_UNREACHABLE};
-use super::waiters::{Request, Shared, Waiter};
+use super::waiters::{Request, Shared};
 
 /// One socket with its sender and receiver tasks.
 pub(super) struct Channel {
@@ -128,25 +128,8 @@ impl Channel {
         packet: Vec<u8>,
         timeout: Duration,
     ) -> oneshot::Receiver<Outcome> {
-        let (tx, rx) = oneshot::channel();
-        let deadline = Instant::now() + timeout;
         let mut s = self.lock();
-        // A probe that still waits on this sequence number (65536 probes
-        // to one address ago) is given up.
-        s.take((to, seq));
-        s.waiting.insert(
-            (to, seq),
-            Waiter {
-                sent: None,
-                deadline,
-                reply: tx,
-            },
-        );
-        let sooner = s
-            .deadlines
-            .first()
-            .is_none_or(|(first, _, _)| deadline < *first);
-        s.deadlines.insert((deadline, to, seq));
+        let (rx, sooner) = s.wait(to, seq, Instant::now() + timeout);
         s.outgoing.push(Request { to, seq, packet });
         if s.outgoing.len() == 1 {
             self.queued.notify_one();

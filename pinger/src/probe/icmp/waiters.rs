@@ -25,6 +25,34 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// Registers a probe to `to` with sequence `seq` that waits until
+    /// `deadline`; a probe still waiting on that sequence number (65536
+    /// probes to one address ago) is given up. Returns the receiver of its
+    /// outcome, and whether its deadline is now the earliest.
+    pub(super) fn wait(
+        &mut self,
+        to: IpAddr,
+        seq: u16,
+        deadline: Instant,
+    ) -> (oneshot::Receiver<Outcome>, bool) {
+        let (tx, rx) = oneshot::channel();
+        self.take((to, seq));
+        self.waiting.insert(
+            (to, seq),
+            Waiter {
+                sent: None,
+                deadline,
+                reply: tx,
+            },
+        );
+        let sooner = self
+            .deadlines
+            .first()
+            .is_none_or(|(first, _, _)| deadline < *first);
+        self.deadlines.insert((deadline, to, seq));
+        (rx, sooner)
+    }
+
     /// Takes the waiter of a probe, and its deadline.
     pub(super) fn take(&mut self, key: (IpAddr, u16)) -> Option<Waiter> {
         let w = self.waiting.remove(&key)?;
@@ -70,22 +98,6 @@ mod tests {
 
     use super::*;
 
-    /// A probe to `to` with sequence `seq` waiting until `deadline`, as
-    /// the sender registers it; its reply channel.
-    fn wait(s: &mut Shared, to: IpAddr, seq: u16, deadline: Instant) -> oneshot::Receiver<Outcome> {
-        let (tx, rx) = oneshot::channel();
-        s.waiting.insert(
-            (to, seq),
-            Waiter {
-                sent: None,
-                deadline,
-                reply: tx,
-            },
-        );
-        s.deadlines.insert((deadline, to, seq));
-        rx
-    }
-
     #[test]
     fn an_answered_probe_takes_its_deadline_with_it() {
         let mut s = Shared::default();
@@ -93,12 +105,8 @@ mod tests {
         let mut replies = Vec::new();
         for (last, seq) in [(1u8, 7u16), (2, 8)] {
             let to = IpAddr::from([127, 0, 0, last]);
-            replies.push(wait(
-                &mut s,
-                to,
-                seq,
-                now + Duration::from_millis(u64::from(seq)),
-            ));
+            let (reply, _) = s.wait(to, seq, now + Duration::from_millis(u64::from(seq)));
+            replies.push(reply);
         }
         let first = IpAddr::from([127, 0, 0, 1]);
         assert!(s.take((first, 7)).is_some());
@@ -117,12 +125,8 @@ mod tests {
         let to = IpAddr::from([127, 0, 0, 1]);
         let mut replies = Vec::new();
         for seq in 1..=3u16 {
-            replies.push(wait(
-                &mut s,
-                to,
-                seq,
-                now + Duration::from_millis(u64::from(seq)),
-            ));
+            let (reply, _) = s.wait(to, seq, now + Duration::from_millis(u64::from(seq)));
+            replies.push(reply);
         }
         let third = now + Duration::from_millis(3);
         assert_eq!(s.expire(now + Duration::from_millis(2)), Some(third));
