@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context as _, Result};
 use combo_api::keys;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
@@ -193,6 +193,19 @@ fn tcp_probes(text: &str, target: SocketAddr) -> (f64, Option<f64>) {
     (failed, up)
 }
 
+/// The Events matching `fields` whose message names `target`.
+async fn events_naming(
+    c: &Client,
+    ns: &str,
+    fields: &str,
+    target: SocketAddr,
+) -> Result<Vec<Event>> {
+    let target = target.to_string();
+    let mut found = events(c, ns, fields).await?;
+    found.retain(|e| e.message.as_deref().unwrap_or_default().contains(&target));
+    Ok(found)
+}
+
 /// UIDs of the `ProbeRecovered` Events on `pod` that name `target`.
 async fn recoveries(
     c: &Client,
@@ -201,15 +214,9 @@ async fn recoveries(
     target: SocketAddr,
 ) -> Result<BTreeSet<String>> {
     let fields = format!("involvedObject.name={pod},reason=ProbeRecovered");
-    Ok(events(c, ns, &fields)
+    Ok(events_naming(c, ns, &fields, target)
         .await?
         .into_iter()
-        .filter(|e| {
-            e.message
-                .as_deref()
-                .unwrap_or_default()
-                .contains(&target.to_string())
-        })
         .filter_map(|e| e.metadata.uid)
         .collect())
 }
@@ -227,15 +234,9 @@ async fn target_events(
     target: SocketAddr,
 ) -> Result<BTreeSet<(String, Option<i32>, Option<i32>)>> {
     let fields = format!("involvedObject.name={pod}");
-    Ok(events(c, ns, &fields)
+    Ok(events_naming(c, ns, &fields, target)
         .await?
         .into_iter()
-        .filter(|e| {
-            e.message
-                .as_deref()
-                .unwrap_or_default()
-                .contains(&target.to_string())
-        })
         .map(|e| {
             (
                 e.metadata.uid.unwrap_or_default(),
@@ -250,9 +251,8 @@ async fn target_events(
 /// has recorded an Event about it for [`EVENT_GAP`], and returns their
 /// state. A pinger's Events about one target are at least 30 s apart
 /// (docs/pinger.md, "The budget"): a recent one (the previous case's
-/// recovery, or a pod of another test leaving the node, which changes
-/// the node bridge's address and cuts the pods' path for a while) would
-/// hold the outage's failure back until the outage is over.
+/// recovery) would hold the outage's failure back until the outage is
+/// over.
 async fn pingers_before(c: &Client, ns: &str, target: SocketAddr) -> Result<PingerState> {
     let want = workload_nodes().len();
     let probing = keys::debugger_selector(PROBING);
