@@ -54,17 +54,18 @@ pub fn parse_line(line: &str) -> Line {
 /// and an errlog line, and must stay one line that draws nothing on a
 /// terminal (docs/runner.md, "Scripts").
 pub fn printable_item(item: &str) -> String {
-    item.chars()
-        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
-        .collect()
+    replace_controls(item, '\u{FFFD}')
 }
 
 /// `message` with each control character (a tab, a carriage return, an
 /// escape) replaced by a space, for the same reason as [`printable_item`].
 pub fn printable_message(message: &str) -> String {
-    message
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+    replace_controls(message, ' ')
+}
+
+fn replace_controls(s: &str, with: char) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { with } else { c })
         .collect()
 }
 
