@@ -27,6 +27,16 @@ pub fn fnv1a_seeded(seed: u64, parts: &[&[u8]]) -> u64 {
         })
 }
 
+/// [`fnv1a`] continued: from the value of some parts, the value of those
+/// parts followed by `parts`, so `fnv1a_more(fnv1a(&[a]), &[b])` is
+/// `fnv1a(&[a, b])`. Lets a caller hash a common first part once.
+pub fn fnv1a_more(h: u64, parts: &[&[u8]]) -> u64 {
+    let step = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(PRIME);
+    parts.iter().fold(h, |h, part| {
+        part.iter().fold(step(h, 0), |h, b| step(h, *b))
+    })
+}
+
 /// The SplitMix64 finaliser: every input bit reaches every output bit.
 /// FNV-1a's last bytes barely touch its high bits, so keys differing in
 /// one trailing byte hash close together; mixed, they land far apart,
@@ -72,6 +82,15 @@ pub type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn continuing_a_hash_equals_hashing_all_parts_at_once() {
+        for (a, b) in [("node-1", "node-2"), ("", ""), ("ab", "c"), ("a", "")] {
+            let whole = fnv1a(&[a.as_bytes(), b.as_bytes()]);
+            assert_eq!(fnv1a_more(fnv1a(&[a.as_bytes()]), &[b.as_bytes()]), whole);
+        }
+        assert_eq!(fnv1a_more(7, &[]), 7);
+    }
 
     #[test]
     fn fnv1a_matches_the_published_test_vectors() {

@@ -32,6 +32,17 @@ pub const ANNOTATION_LOGICAL_SWITCH: &str = "ovn.kubernetes.io/logical_switch";
 /// operator writes the account again.
 pub const ANNOTATION_ACCOUNT_UID: &str = "kubecombo.io/service-account-uid";
 
+/// Annotation the operator applies to each workload pod whose pinger
+/// probes a bounded number of peers: the addresses of the peers chosen for
+/// it (docs/pinger.md, "Peers"). Its pinger reads it from the watch of its
+/// own pod, so no pinger follows every pod of its Debugger.
+pub const ANNOTATION_PEERS: &str = "kubecombo.io/peers";
+
+/// Server-side apply field manager of the operator's peer lists: separate
+/// from [`FIELD_MANAGER_OPERATOR`], which owns the whole of the pods a
+/// `Pod`-type Debugger creates, so that applying a list never touches them.
+pub const FIELD_MANAGER_PEERS: &str = "combo-operator/peers";
+
 /// Name of the runner container in workload pods.
 pub const CONTAINER_RUNNER: &str = "runner";
 /// Name of the pinger container in workload pods.

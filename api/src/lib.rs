@@ -12,6 +12,7 @@ pub mod debugger;
 pub mod hash;
 pub mod http;
 pub mod keys;
+pub mod peers;
 pub mod pinger;
 pub mod report;
 pub mod retry;

@@ -8,7 +8,6 @@ pub mod events;
 pub mod gateway;
 pub mod metrics;
 pub mod probe;
-pub mod rendezvous;
 pub mod round;
 pub mod standalone;
 pub mod targets;

@@ -8,9 +8,9 @@ use std::time::Duration;
 use combo_api::pinger::parse_dns_server;
 use combo_api::PingerSpec;
 
-use crate::rendezvous;
 use crate::round::Thresholds;
 use crate::targets::{self, TargetLists, TargetSet};
+use combo_api::peers::rendezvous;
 
 /// What a pinger in a pod needs to know about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -15,40 +15,68 @@
 //!   only the choices of the probers that now rank it in their top `max`
 //!   (each drops its lowest one): about `max` probers either way, out of `n`.
 
-use combo_api::hash::{fnv1a, mix64};
+use crate::hash::{fnv1a, fnv1a_more, mix64};
 
 /// The scores of a prober's peers: FNV-1a over both names with a separator,
 /// then the SplitMix64 finaliser so that names differing in one trailing
 /// byte still get unrelated scores.
 pub fn score(prober: &str, peer: &str) -> u64 {
-    mix64(fnv1a(&[prober.as_bytes(), peer.as_bytes()]))
+    Scores::of(prober).peer(peer)
 }
 
-/// The peers `prober` probes: the `max` candidates with the highest
-/// [`score`], or all of them when `max` is 0 or not smaller than their
-/// number. The prober itself is never chosen. Ties (equal scores of
-/// different names) are broken by name, so the result depends only on the
-/// set of candidates, not on their order.
+/// One prober's [`score`]s, with its own name hashed once.
+#[derive(Clone, Copy, Debug)]
+pub struct Scores(u64);
+
+impl Scores {
+    /// The scores of `prober`.
+    pub fn of(prober: &str) -> Scores {
+        Scores(fnv1a(&[prober.as_bytes()]))
+    }
+
+    /// The score of `peer` for this prober.
+    pub fn peer(self, peer: &str) -> u64 {
+        mix64(fnv1a_more(self.0, &[peer.as_bytes()]))
+    }
+}
+
+/// The order of a choice: the higher score first, then the smaller name,
+/// so that equal scores of different names still have one order.
+pub fn better(a: (u64, &str), b: (u64, &str)) -> std::cmp::Ordering {
+    b.0.cmp(&a.0).then(a.1.cmp(b.1))
+}
+
+/// The `max` candidates with the highest [`score`]s for `prober`, best
+/// first, with their scores; all of them when `max` is 0 or not smaller
+/// than their number. The prober itself and repeated names are left out.
+pub fn top<'a, I>(prober: &str, candidates: I, max: usize) -> Vec<(u64, &'a str)>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let scores = Scores::of(prober);
+    let mut scored: Vec<(u64, &'a str)> = candidates
+        .into_iter()
+        .filter(|c| *c != prober)
+        .map(|c| (scores.peer(c), c))
+        .collect();
+    scored.sort_unstable_by(|a, b| better(*a, *b));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    if max > 0 {
+        scored.truncate(max);
+    }
+    scored
+}
+
+/// The peers `prober` probes: the names of [`top`], sorted by name. The
+/// result depends only on the set of candidates, not on their order.
 pub fn choose<'a, I>(prober: &str, candidates: I, max: usize) -> Vec<&'a str>
 where
     I: IntoIterator<Item = &'a str>,
 {
-    let mut scored: Vec<(u64, &'a str)> = candidates
+    let mut chosen: Vec<&str> = top(prober, candidates, max)
         .into_iter()
-        .filter(|c| *c != prober)
-        .map(|c| (score(prober, c), c))
+        .map(|(_, c)| c)
         .collect();
-    if max == 0 || max >= scored.len() {
-        let mut all: Vec<&str> = scored.into_iter().map(|(_, c)| c).collect();
-        all.sort_unstable();
-        all.dedup();
-        return all;
-    }
-    let by_rank = |a: &(u64, &str), b: &(u64, &str)| b.0.cmp(&a.0).then(a.1.cmp(b.1));
-    scored.sort_unstable_by(by_rank);
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.truncate(max);
-    let mut chosen: Vec<&str> = scored.into_iter().map(|(_, c)| c).collect();
     chosen.sort_unstable();
     chosen
 }

@@ -1,0 +1,112 @@
+//! Which peers a pinger probes, and how the operator tells it. Pure.
+//!
+//! With `peers: true` and `maxPeers` between 1 and [`LIST_MAX`], the
+//! operator follows the pods of each Debugger, chooses each pod's peers by
+//! [`rendezvous`] hashing and applies them to the pod as the annotation
+//! [`keys::ANNOTATION_PEERS`](crate::keys::ANNOTATION_PEERS). The pinger
+//! learns its list from the watch of its own pod. What a pinger receives
+//! then grows with `maxPeers`, not with the Debugger's pods: a pod coming or
+//! going rewrites the lists of about `maxPeers` probers, and no other.
+//!
+//! With `maxPeers: 0` (all peers) or above [`LIST_MAX`] each list would hold
+//! most of the pods anyway, so the pinger follows the pods itself.
+
+pub mod rendezvous;
+
+use std::net::IpAddr;
+
+/// The largest `maxPeers` the operator writes lists for: 1,000 IPv6
+/// addresses are under 40 KB, well within the 256 KiB Kubernetes allows
+/// for all of a pod's annotations.
+pub const LIST_MAX: u32 = 1000;
+
+/// Whether peers come from the operator's list for this spec (`true`), or
+/// the pinger follows its Debugger's pods itself (`false`; also when
+/// `peers` is off, as there is nothing to follow then).
+pub fn listed(peers: bool, max_peers: u32) -> bool {
+    peers && (1..=LIST_MAX).contains(&max_peers)
+}
+
+/// The annotation value of a list: the addresses, sorted, joined by
+/// commas; empty when there are none.
+pub fn format(ips: &[IpAddr]) -> String {
+    let mut sorted = ips.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    sorted
+        .iter()
+        .map(IpAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The addresses of an annotation value, and the entries that are no
+/// address (skipped, for the caller to log).
+pub fn parse(value: &str) -> (Vec<IpAddr>, Vec<String>) {
+    let mut ips = Vec::new();
+    let mut bad = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        match entry.parse() {
+            Ok(ip) => ips.push(ip),
+            Err(_) => bad.push(entry.to_string()),
+        }
+    }
+    ips.sort_unstable();
+    ips.dedup();
+    (ips, bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_reads_back_as_written_in_address_order() {
+        let ips: Vec<IpAddr> = ["10.0.0.9", "fd00::1", "10.0.0.10", "10.0.0.9"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let value = format(&ips);
+        assert_eq!(value, "10.0.0.9,10.0.0.10,fd00::1");
+        let (back, bad) = parse(&value);
+        assert_eq!(format(&back), value);
+        assert!(bad.is_empty());
+        assert_eq!(format(&[]), "");
+        assert_eq!(parse(""), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn entries_that_are_no_address_are_skipped_and_named() {
+        let (ips, bad) = parse(" 10.0.0.1 ,,peer-2,10.0.0.300,::1");
+        assert_eq!(
+            ips,
+            [
+                "10.0.0.1".parse::<IpAddr>().unwrap(),
+                "::1".parse().unwrap()
+            ]
+        );
+        assert_eq!(bad, ["peer-2", "10.0.0.300"]);
+    }
+
+    #[test]
+    fn lists_are_used_for_a_bounded_max_and_never_without_peers() {
+        assert!(listed(true, 1));
+        assert!(listed(true, 20));
+        assert!(listed(true, LIST_MAX));
+        assert!(!listed(true, 0));
+        assert!(!listed(true, LIST_MAX + 1));
+        assert!(!listed(false, 20));
+    }
+
+    #[test]
+    fn the_largest_list_fits_a_pods_annotations() {
+        let widest: Vec<IpAddr> = (0..LIST_MAX)
+            .map(|i| {
+                format!("fd12:3456:789a:bcde:f012:3456:789a:{i:04x}")
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert!(format(&widest).len() < 64 * 1024);
+    }
+}
