@@ -1,6 +1,7 @@
 //! The controller: watches Debuggers, the Pingers they use and the objects
 //! they own, fills the caches the reconciles read, and runs [`reconcile`]
 //! for each Debugger, with [`retry`] deciding what a failed one does next.
+//! Beside it, for as long as it runs, [`peer_lists`](crate::peer_lists).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -159,6 +160,13 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     let (pod_store, pod_writer) = reflector::store();
     let (pinger_store, pinger_writer) = reflector::store();
     let (role_store, role_writer) = reflector::store();
+    let peer_lists = crate::peer_lists::run(
+        client.clone(),
+        ns.clone(),
+        store.clone(),
+        pinger_store.clone(),
+        metrics.clone(),
+    );
     let caches = Caches::new(ds_store, pod_store, pinger_store, role_store);
     let recent = caches.recent_daemonsets.clone();
     let daemonsets = cached_watch(
@@ -289,6 +297,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     tokio::select! {
         _ = async { futures::join!(debuggers, pingers) } => {}
         () = retire => {}
+        () = peer_lists => {}
     }
     for (reference, event) in held.pace.drain() {
         if let Err(e) = held.recorder.publish(&event, &reference).await {

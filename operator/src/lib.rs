@@ -8,7 +8,8 @@
 //! reconciles, and [`controller`] wires the watches, the [`cache`] and
 //! [`recent`] writes to the reconcile. Around it: [`rbac`] (the workload
 //! ServiceAccount per namespace), [`events`], [`metrics`], [`http`],
-//! [`leader`] and [`crdgen`]. [`plugin`] is the `kubectl combo` plugin.
+//! [`leader`] and [`crdgen`]. [`peer_lists`] (with [`mesh`]) chooses each
+//! workload pod's peers. [`plugin`] is the `kubectl combo` plugin.
 
 pub mod aggregate;
 pub mod apply;
@@ -22,8 +23,10 @@ pub mod events;
 pub mod fetch;
 pub mod http;
 pub mod leader;
+pub mod mesh;
 pub mod metrics;
 pub mod pace;
+pub mod peer_lists;
 pub mod pinger_status;
 pub mod plugin;
 pub mod rbac;

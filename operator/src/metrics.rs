@@ -15,6 +15,7 @@ pub struct Metrics {
     errors: Family<Labels, Counter>,
     duration: Histogram,
     writes: Family<Labels, Counter>,
+    peer_lists: Counter,
 }
 
 impl Default for Metrics {
@@ -24,6 +25,7 @@ impl Default for Metrics {
         let errors = Family::<Labels, Counter>::default();
         let duration = Histogram::new(exponential_buckets(0.001, 2.0, 15));
         let writes = Family::<Labels, Counter>::default();
+        let peer_lists = Counter::default();
         let sub = registry.sub_registry_with_prefix("combo_operator");
         sub.register("reconciles", "Debugger reconciles", reconciles.clone());
         sub.register(
@@ -41,12 +43,18 @@ impl Default for Metrics {
             "Writes (apply, delete) the operator sent, by object kind",
             writes.clone(),
         );
+        sub.register(
+            "peer_list_writes",
+            "Peer lists applied to workload pods (docs/operator.md, \"Peer lists\")",
+            peer_lists.clone(),
+        );
         Metrics {
             registry,
             reconciles,
             errors,
             duration,
             writes,
+            peer_lists,
         }
     }
 }
@@ -72,6 +80,11 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts one peer list applied to a pod.
+    pub fn peer_list_written(&self) {
+        self.peer_lists.inc();
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -90,6 +103,7 @@ mod tests {
         m.reconciled(0.01);
         m.error("invalid_spec");
         m.write("DaemonSet");
+        m.peer_list_written();
         let text = m.encode();
         assert!(text.contains("combo_operator_reconciles_total 1"), "{text}");
         assert!(
@@ -98,6 +112,10 @@ mod tests {
         );
         assert!(
             text.contains(r#"combo_operator_api_writes_total{kind="DaemonSet"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("combo_operator_peer_list_writes_total 1"),
             "{text}"
         );
         assert!(text.contains("combo_operator_reconcile_duration_seconds_count 1"));

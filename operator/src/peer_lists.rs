@@ -1,0 +1,596 @@
+//! Peer lists: which peers each workload pod's pinger probes, chosen here
+//! and applied to the pod as the annotation `kubecombo.io/peers`
+//! (docs/operator.md, "Peer lists").
+//!
+//! One watch of the pods labelled with a Debugger feeds a [`Mesh`] per
+//! Debugger whose Pinger has `peers: true` and a `maxPeers` from 1 to
+//! [`LIST_MAX`](combo_api::peers::LIST_MAX). A pod coming, going, turning
+//! Ready or not rewrites the lists of about `maxPeers` pods; each pinger
+//! reads only its own pod's list. Writes are server-side applies of that
+//! one annotation (field manager `combo-operator/peers`), at most
+//! [`WRITES_PER_TICK`] per [`TICK`], the newest list of a pod winning over
+//! one still waiting.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use combo_api::{keys, peers, Debugger, Pinger};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher::{self, watcher, Event};
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+use crate::mesh::Mesh;
+use crate::metrics::Metrics;
+
+/// How often waiting lists are written and Pinger changes picked up.
+pub const TICK: Duration = Duration::from_millis(500);
+/// Lists written per [`TICK`] at most: 200 a second.
+pub const WRITES_PER_TICK: usize = 100;
+/// Lists written at once.
+const IN_FLIGHT: usize = 16;
+
+/// A Debugger: namespace and name.
+pub type Key = (String, String);
+
+/// What the operator knows of one pod of a Debugger.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// Its UID: a list is applied to this pod only, never to a new one of
+    /// the same name.
+    pub uid: String,
+    /// Its address when it can be probed (Running, Ready, with an IP).
+    pub peer: Option<IpAddr>,
+    /// Its annotation as last seen or written ("" when absent).
+    pub current: String,
+    listing: u64,
+}
+
+/// One Debugger's pods, its mesh while it has lists, and the pods whose
+/// list may need writing.
+#[derive(Debug, Default)]
+struct Group {
+    pods: BTreeMap<String, Seen>,
+    mesh: Option<Mesh>,
+    dirty: BTreeSet<String>,
+}
+
+/// A list to apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Write {
+    /// The Debugger.
+    pub key: Key,
+    /// Pod name.
+    pub pod: String,
+    /// Pod UID, a precondition of the write.
+    pub uid: String,
+    /// The annotation value.
+    pub value: String,
+}
+
+/// Every Debugger's pods and lists. Pure.
+#[derive(Debug, Default)]
+pub struct Groups {
+    groups: HashMap<Key, Group>,
+    /// Counts (re)lists of the watch; pods not seen in the latest are gone.
+    listing: u64,
+}
+
+/// The Debugger and the pod's entry, or None for a pod that is no prober
+/// (no Debugger label, no name, terminating).
+pub fn seen(pod: &Pod) -> Option<(Key, String, Option<Seen>)> {
+    let debugger = pod.labels().get(keys::LABEL_DEBUGGER)?.clone();
+    let key = (pod.namespace()?, debugger);
+    let name = pod.metadata.name.clone()?;
+    if pod.metadata.deletion_timestamp.is_some() {
+        return Some((key, name, None));
+    }
+    let status = pod.status.as_ref();
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
+    let ip = status
+        .and_then(|s| s.pod_ip.as_deref())
+        .and_then(|ip| ip.parse().ok());
+    let current = pod
+        .annotations()
+        .get(keys::ANNOTATION_PEERS)
+        .cloned()
+        .unwrap_or_default();
+    Some((
+        key,
+        name,
+        Some(Seen {
+            uid: pod.uid().unwrap_or_default(),
+            peer: ip.filter(|_| ready && running),
+            current,
+            listing: 0,
+        }),
+    ))
+}
+
+impl Groups {
+    /// Takes in one watch event.
+    pub fn observe(&mut self, event: Event<Pod>) {
+        match event {
+            Event::Init => self.listing += 1,
+            Event::InitApply(pod) | Event::Apply(pod) => self.apply(&pod),
+            Event::Delete(pod) => {
+                if let Some((key, name, _)) = seen(&pod) {
+                    self.set(key, &name, None);
+                }
+            }
+            Event::InitDone => self.forget_unlisted(),
+        }
+    }
+
+    fn apply(&mut self, pod: &Pod) {
+        if let Some((key, name, entry)) = seen(pod) {
+            self.set(key, &name, entry);
+        }
+    }
+
+    /// Sets (or with None removes) one pod.
+    pub fn set(&mut self, key: Key, name: &str, entry: Option<Seen>) {
+        let listing = self.listing;
+        let group = self.groups.entry(key.clone()).or_default();
+        let touched = match entry {
+            Some(mut e) => {
+                e.listing = listing;
+                let peer = e.peer;
+                let same_peer = group.pods.get(name).map(|old| old.peer) == Some(peer);
+                // A pod seen for the first time or replaced under its name,
+                // or someone else's write: check its list.
+                let check = group
+                    .pods
+                    .get(name)
+                    .is_none_or(|old| old.current != e.current || old.uid != e.uid);
+                group.pods.insert(name.to_string(), e);
+                let mut touched = match (&mut group.mesh, same_peer) {
+                    (Some(mesh), false) => mesh.set(name, peer),
+                    _ => BTreeSet::new(),
+                };
+                if check {
+                    touched.insert(name.to_string());
+                }
+                touched
+            }
+            None => {
+                group.pods.remove(name);
+                group.dirty.remove(name);
+                match &mut group.mesh {
+                    Some(mesh) => mesh.remove(name),
+                    None => BTreeSet::new(),
+                }
+            }
+        };
+        group.dirty.extend(touched);
+        if group.pods.is_empty() {
+            self.groups.remove(&key);
+        }
+    }
+
+    /// Drops the pods the latest list did not hold.
+    fn forget_unlisted(&mut self) {
+        let listing = self.listing;
+        let gone: Vec<(Key, String)> = self
+            .groups
+            .iter()
+            .flat_map(|(k, g)| {
+                g.pods
+                    .iter()
+                    .filter(|(_, s)| s.listing < listing)
+                    .map(move |(n, _)| (k.clone(), n.clone()))
+            })
+            .collect();
+        for (key, name) in gone {
+            self.set(key, &name, None);
+        }
+    }
+
+    /// Gives each Debugger the bound `bound_of` says (None: no lists); a
+    /// changed bound chooses every list again.
+    pub fn bound_all(&mut self, bound_of: impl Fn(&Key) -> Option<usize>) {
+        for (key, group) in &mut self.groups {
+            let want = bound_of(key);
+            if want == group.mesh.as_ref().map(Mesh::max) {
+                continue;
+            }
+            group.mesh = want.map(|max| {
+                let mut mesh = Mesh::new(max);
+                for (name, seen) in &group.pods {
+                    mesh.set(name, seen.peer);
+                }
+                mesh
+            });
+            group.dirty.extend(group.pods.keys().cloned());
+        }
+    }
+
+    /// Up to `limit` lists that differ from what their pods carry, taken
+    /// off the waiting set. A Debugger without lists clears a list left
+    /// from before.
+    pub fn due(&mut self, limit: usize) -> Vec<Write> {
+        let mut out = Vec::new();
+        for (key, group) in &mut self.groups {
+            while out.len() < limit {
+                let Some(name) = group.dirty.pop_first() else {
+                    break;
+                };
+                let Some(seen) = group.pods.get(&name) else {
+                    continue;
+                };
+                let want = match &group.mesh {
+                    Some(mesh) => mesh.list(&name).unwrap_or_default(),
+                    None => String::new(),
+                };
+                if want != seen.current {
+                    out.push(Write {
+                        key: key.clone(),
+                        pod: name,
+                        uid: seen.uid.clone(),
+                        value: want,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Records the outcome of a write: the pod now carries `value`, or on
+    /// failure its list waits for the next round.
+    pub fn written(&mut self, w: &Write, ok: bool) {
+        let Some(group) = self.groups.get_mut(&w.key) else {
+            return;
+        };
+        match group.pods.get_mut(&w.pod) {
+            Some(seen) if seen.uid == w.uid => {
+                if ok {
+                    seen.current = w.value.clone();
+                } else {
+                    group.dirty.insert(w.pod.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Pods known, and lists waiting to be checked.
+    pub fn sizes(&self) -> (usize, usize) {
+        self.groups
+            .values()
+            .fold((0, 0), |(p, d), g| (p + g.pods.len(), d + g.dirty.len()))
+    }
+}
+
+/// The `maxPeers` of a Debugger's lists: Some when its pinger is on and its
+/// Pinger asks for peers with a bound the operator writes lists for.
+pub fn bound(
+    debugger: Option<&Debugger>,
+    pinger: impl Fn(&str) -> Option<Arc<Pinger>>,
+) -> Option<usize> {
+    let d = debugger?;
+    if !d.spec.enable_pinger || d.spec.pinger.is_empty() {
+        return None;
+    }
+    let p = pinger(&d.spec.pinger)?;
+    peers::listed(p.spec.peers, p.spec.max_peers).then(|| p.spec.max_peers as usize)
+}
+
+/// Follows the Debuggers' pods and keeps their lists written, until
+/// dropped (the controller stops with leadership).
+pub async fn run(
+    client: Client,
+    namespace: Option<String>,
+    debuggers: Store<Debugger>,
+    pingers: Store<Pinger>,
+    metrics: Arc<Metrics>,
+) {
+    let api: Api<Pod> = match &namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let config = watcher::Config::default().labels(keys::LABEL_DEBUGGER);
+    let mut events = watcher(api, config).default_backoff().boxed();
+    let mut groups = Groups::default();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(e)) => groups.observe(e),
+                Some(Err(e)) => tracing::warn!(error = %e, "watching the Debuggers' pods failed; retrying"),
+                None => return,
+            },
+            _ = tick.tick() => {
+                groups.bound_all(|(ns, name)| {
+                    let d = debuggers.get(&ObjectRef::new(name).within(ns));
+                    bound(d.as_deref(), |p| pingers.get(&ObjectRef::new(p).within(ns)))
+                });
+                let batch = groups.due(WRITES_PER_TICK);
+                let results: Vec<(Write, bool)> = futures::stream::iter(batch)
+                    .map(|w| {
+                        let client = client.clone();
+                        async move {
+                            let ok = write(client, &w).await;
+                            (w, ok)
+                        }
+                    })
+                    .buffer_unordered(IN_FLIGHT)
+                    .collect()
+                    .await;
+                for (w, ok) in &results {
+                    if *ok {
+                        metrics.peer_list_written();
+                    }
+                    groups.written(w, *ok);
+                }
+            }
+        }
+    }
+}
+
+/// Applies one list; false when it should be tried again. A pod that is
+/// gone or was replaced (404, a UID precondition failing) is not retried:
+/// the watch removes or renews it.
+async fn write(client: Client, w: &Write) -> bool {
+    let api: Api<Pod> = Api::namespaced(client, &w.key.0);
+    let patch = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": w.pod,
+            "namespace": w.key.0,
+            "uid": w.uid,
+            "annotations": { keys::ANNOTATION_PEERS: w.value },
+        },
+    });
+    let params = PatchParams::apply(keys::FIELD_MANAGER_PEERS).force();
+    match api.patch(&w.pod, &params, &Patch::Apply(&patch)).await {
+        Ok(_) => true,
+        Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409 | 422) => {
+            tracing::debug!(pod = %w.pod, code = s.code, "peer list not written: the pod is gone or replaced");
+            true
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, pod = %w.pod, namespace = %w.key.0, "writing a peer list failed; retrying");
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use combo_api::{DebuggerSpec, PingerSpec};
+    use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn key() -> Key {
+        ("ops".into(), "mesh".into())
+    }
+
+    fn pod(name: &str, ip: Option<&str>, ready: bool) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = Some("ops".into());
+        p.metadata.uid = Some(format!("uid-{name}"));
+        p.metadata.labels = Some([(keys::LABEL_DEBUGGER.to_string(), "mesh".to_string())].into());
+        p.status = Some(PodStatus {
+            phase: Some("Running".into()),
+            pod_ip: ip.map(String::from),
+            conditions: Some(vec![PodCondition {
+                type_: "Ready".into(),
+                status: if ready { "True" } else { "False" }.into(),
+                ..PodCondition::default()
+            }]),
+            ..PodStatus::default()
+        });
+        p
+    }
+
+    fn write_all(g: &mut Groups) -> Vec<Write> {
+        let batch = g.due(usize::MAX);
+        for w in &batch {
+            g.written(w, true);
+        }
+        batch
+    }
+
+    #[test]
+    fn a_pod_is_a_candidate_only_running_ready_with_an_address_and_not_terminating() {
+        let (_, _, s) = seen(&pod("a", Some("10.0.0.1"), true)).unwrap();
+        assert_eq!(s.unwrap().peer, Some("10.0.0.1".parse().unwrap()));
+        let (_, _, s) = seen(&pod("a", Some("10.0.0.1"), false)).unwrap();
+        assert_eq!(s.unwrap().peer, None);
+        let (_, _, s) = seen(&pod("a", None, true)).unwrap();
+        assert_eq!(s.unwrap().peer, None);
+        let mut pending = pod("a", Some("10.0.0.1"), true);
+        pending.status.as_mut().unwrap().phase = Some("Pending".into());
+        assert_eq!(seen(&pending).unwrap().2.unwrap().peer, None);
+        let mut leaving = pod("a", Some("10.0.0.1"), true);
+        leaving.metadata.deletion_timestamp = Some(Time(chrono_now()));
+        assert_eq!(seen(&leaving).unwrap().2, None);
+        let mut stray = pod("a", Some("10.0.0.1"), true);
+        stray.metadata.labels = None;
+        assert!(seen(&stray).is_none());
+    }
+
+    fn chrono_now() -> k8s_openapi::jiff::Timestamp {
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH
+    }
+
+    #[test]
+    fn lists_are_written_once_and_only_where_they_change() {
+        let mut g = Groups::default();
+        g.observe(Event::Init);
+        for i in 1..=30u8 {
+            g.observe(Event::InitApply(pod(
+                &format!("p{i}"),
+                Some(&format!("10.0.0.{i}")),
+                true,
+            )));
+        }
+        g.observe(Event::InitDone);
+        // No bound yet (the Pinger not known): nothing to write.
+        assert!(write_all(&mut g).is_empty());
+        g.bound_all(|_| Some(3));
+        let first = write_all(&mut g);
+        assert_eq!(first.len(), 30);
+        assert!(first.iter().all(|w| w.value.split(',').count() == 3));
+        assert!(first
+            .iter()
+            .all(|w| !w.value.contains(&format!("10.0.0.{},", &w.pod[1..]))));
+        // The watch brings the written annotations back: nothing more.
+        for w in &first {
+            let mut p = pod(&w.pod, Some(&format!("10.0.0.{}", &w.pod[1..])), true);
+            p.metadata.annotations =
+                Some([(keys::ANNOTATION_PEERS.to_string(), w.value.clone())].into());
+            g.observe(Event::Apply(p));
+        }
+        assert!(write_all(&mut g).is_empty());
+        // One pod turning unready rewrites only the lists that held it.
+        let holders = first
+            .iter()
+            .filter(|w| w.value.split(',').any(|ip| ip == "10.0.0.7"))
+            .count();
+        let mut unready = pod("p7", Some("10.0.0.7"), false);
+        let own = first.iter().find(|w| w.pod == "p7").unwrap().value.clone();
+        unready.metadata.annotations = Some([(keys::ANNOTATION_PEERS.to_string(), own)].into());
+        g.observe(Event::Apply(unready));
+        let second = write_all(&mut g);
+        assert_eq!(second.len(), holders, "{second:?}");
+        assert!(second
+            .iter()
+            .all(|w| !w.value.contains("10.0.0.7,") && !w.value.ends_with("10.0.0.7")));
+        // The Pinger turning lists off clears every list once.
+        g.bound_all(|_| None);
+        let cleared = write_all(&mut g);
+        assert_eq!(cleared.len(), 30);
+        assert!(cleared.iter().all(|w| w.value.is_empty()));
+        assert!(write_all(&mut g).is_empty());
+    }
+
+    #[test]
+    fn a_failed_write_waits_for_the_next_round_and_a_replaced_pod_is_not_written() {
+        let mut g = Groups::default();
+        g.bound_all(|_| Some(2));
+        g.observe(Event::Apply(pod("a", Some("10.0.0.1"), true)));
+        g.observe(Event::Apply(pod("b", Some("10.0.0.2"), true)));
+        g.bound_all(|_| Some(2));
+        let batch = g.due(usize::MAX);
+        assert_eq!(batch.len(), 2);
+        g.written(&batch[0], false);
+        g.written(&batch[1], true);
+        let again = g.due(usize::MAX);
+        assert_eq!(again, vec![batch[0].clone()]);
+        // A write that comes back after its pod was replaced changes nothing.
+        let mut newer = pod(&again[0].pod, Some("10.0.0.9"), true);
+        newer.metadata.uid = Some("uid-new".into());
+        g.observe(Event::Apply(newer));
+        g.written(&again[0], true);
+        let (pods, _) = g.sizes();
+        assert_eq!(pods, 2);
+        // The new pod gets its list; its peer's list follows its address.
+        let redo = g.due(usize::MAX);
+        assert_eq!(redo.len(), 2, "{redo:?}");
+        assert_eq!(redo[0].uid, "uid-new");
+        assert_eq!(redo[1].value, "10.0.0.9");
+    }
+
+    #[test]
+    fn at_most_the_limit_is_due_per_round_and_the_rest_waits() {
+        let mut g = Groups::default();
+        for i in 1..=10u8 {
+            g.observe(Event::Apply(pod(
+                &format!("p{i}"),
+                Some(&format!("10.0.0.{i}")),
+                true,
+            )));
+        }
+        g.bound_all(|_| Some(2));
+        let a = g.due(4);
+        assert_eq!(a.len(), 4);
+        let b = g.due(100);
+        assert_eq!(b.len(), 6);
+        assert!(a.iter().all(|w| !b.iter().any(|x| x.pod == w.pod)));
+    }
+
+    #[test]
+    fn pods_missing_from_a_relist_leave_their_probers_lists() {
+        let mut g = Groups::default();
+        g.bound_all(|_| Some(5));
+        for i in 1..=4u8 {
+            g.observe(Event::Apply(pod(
+                &format!("p{i}"),
+                Some(&format!("10.0.0.{i}")),
+                true,
+            )));
+        }
+        g.bound_all(|_| Some(5));
+        write_all(&mut g);
+        g.observe(Event::Init);
+        for i in 1..=3u8 {
+            g.observe(Event::InitApply(pod(
+                &format!("p{i}"),
+                Some(&format!("10.0.0.{i}")),
+                true,
+            )));
+        }
+        g.observe(Event::InitDone);
+        let after = write_all(&mut g);
+        assert_eq!(after.len(), 3, "{after:?}");
+        assert!(after.iter().all(|w| !w.value.contains("10.0.0.4")));
+        assert_eq!(g.sizes().0, 3);
+        g.observe(Event::Delete(pod("p1", None, false)));
+        assert_eq!(g.sizes().0, 2);
+    }
+
+    #[test]
+    fn the_bound_follows_the_debuggers_pinger() {
+        let mut d = Debugger::new(
+            "mesh",
+            DebuggerSpec {
+                enable_pinger: true,
+                pinger: "p".into(),
+                ..DebuggerSpec::default()
+            },
+        );
+        d.metadata.namespace = Some("ops".into());
+        let pinger =
+            |spec: PingerSpec| move |_: &str| Some(Arc::new(Pinger::new("p", spec.clone())));
+        assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), Some(20));
+        assert_eq!(
+            bound(
+                Some(&d),
+                pinger(PingerSpec {
+                    max_peers: 0,
+                    ..PingerSpec::default()
+                })
+            ),
+            None
+        );
+        assert_eq!(
+            bound(
+                Some(&d),
+                pinger(PingerSpec {
+                    peers: false,
+                    ..PingerSpec::default()
+                })
+            ),
+            None
+        );
+        assert_eq!(bound(Some(&d), |_: &str| None), None);
+        assert_eq!(bound(None, pinger(PingerSpec::default())), None);
+        d.spec.enable_pinger = false;
+        assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), None);
+        let _ = key();
+    }
+}
