@@ -13,10 +13,14 @@
 # simulated pods). Needs kubectl for that cluster, nft, ss, and root.
 # PINGER_LOG: the pinger's log (its "round failed" lines are counted);
 # LOSS_SECONDS: how long the 1 % loss lasts (default 3 × SECONDS);
-# NODES: the cluster size of the printed totals (default 5000).
+# NODES: the cluster size of the printed totals (default 5000);
+# PEER_SOURCE: `list` when the pinger reads its peers from its own pod's
+# list (maxPeers 1..1000, the default), `pods` when it follows every pod of
+# its Debugger (maxPeers 0); it picks the cluster-wide watch formula.
 set -euo pipefail
 pid=${1:?pid} port=${2:?metrics port} ns=${3:?namespace} pod=${4:?pod} secs=${5:-60}
 loss_secs=${LOSS_SECONDS:-$((3 * secs))} nodes=${NODES:-5000} log=${PINGER_LOG:-}
+source=${PEER_SOURCE:-list}
 tick=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 scrape() { curl -sf "http://127.0.0.1:$port/metrics"; }
@@ -96,9 +100,10 @@ after=$(events)
 dead_events=$((after - before))
 echo "peer $dead silenced for $secs s: $dead_events Warning Event(s) created on $pod"
 
-python3 - "$nodes" "$targets" "$series" "$mbytes" "$watch_bytes" "$peers" "$sent" "$lost" "$loss_secs" <<'PY'
+python3 - "$nodes" "$targets" "$series" "$mbytes" "$watch_bytes" "$peers" "$sent" "$lost" "$loss_secs" "$source" <<'PY'
 import sys
-nodes, targets, series, mbytes, watch, peers, sent, lost, loss_secs = map(int, sys.argv[1:])
+nodes, targets, series, mbytes, watch, peers, sent, lost, loss_secs = map(int, sys.argv[1:10])
+source = sys.argv[10]
 count, interval = 3, 5                     # the Pinger defaults
 loss = 0.01
 q = 3 * loss**2 * (1 - loss) + loss**3     # a round fails: 2 or 3 of 3 lost (maxLossPercent 50)
@@ -106,9 +111,15 @@ per_target_hour = 3600 / interval * q * q  # a Warning: 2 failed rounds in a row
 print(f"cluster-wide at {nodes} nodes, each pinger as this one:")
 print(f"  echo requests : {nodes * targets * count / interval:,.0f} a second")
 print(f"  series        : {nodes * series:,} ({nodes * mbytes / 1e6:,.0f} MB per scrape of every pinger)")
-# Each of the nodes' pingers watches all the others: the bytes per peer
-# measured here, times nodes peers, times nodes pingers.
-print(f"  peer watches  : {nodes * nodes * watch / max(peers, 1) / 1e9:,.2f} GB sent by the API servers when every pod is updated once")
+if source == "pods":
+    # Each pinger follows all the others: the bytes per peer measured here,
+    # times nodes peers, times nodes pingers.
+    total = nodes * nodes * watch / max(peers, 1)
+else:
+    # Each pinger follows its own pod only: what it received here, times
+    # nodes pingers, whatever the number of peers.
+    total = nodes * watch
+print(f"  peer watches  : {total / 1e9:,.3f} GB sent by the API servers when every pod is updated once ({source})")
 print(f"  1 % loss      : model {per_target_hour:.2g} Warnings per target-hour, {per_target_hour * nodes * targets:.1f} an hour"
       f" (measured here: {sent} probes, {lost} lost, {loss_secs * targets / 3600:.2f} target-hours)")
 print(f"  one dead node : about {targets} probers, one Event series each")
