@@ -1,6 +1,7 @@
-//! In-cluster mode: follow the Pinger, its Debugger's peer pods and the
-//! gateway; probe; publish Events and metrics. The API server being away
-//! never stops probing or the process.
+//! In-cluster mode: follow the Pinger, the own pod's peer list (or, for
+//! an unbounded `maxPeers`, the Debugger's pods) and the gateway; probe;
+//! publish Events and metrics. The API server being away never stops
+//! probing or the process.
 
 mod peers;
 mod publish;
@@ -27,7 +28,7 @@ use crate::metrics::{self, Metrics};
 use crate::probe::{dns::Dns, icmp::Icmp, Probers};
 use crate::targets::Target;
 use crate::{gateway, ExitCode};
-use peers::{Knobs, Me};
+use peers::{Knobs, Known, Me};
 use publish::Publisher;
 use watch::Update;
 
@@ -64,15 +65,28 @@ impl Environment {
 #[derive(Default)]
 struct State {
     spec: Option<PingerSpec>,
+    /// The Debugger's peer pods, while the pod watch runs (docs/pinger.md,
+    /// "Peer discovery").
     peers: BTreeMap<String, IpAddr>,
+    /// The addresses of the own pod's peer list; None without one.
+    listed: Option<Vec<IpAddr>>,
+    /// The list as written, so that a list is parsed (and its bad entries
+    /// logged) once, not at every change of the pod.
+    listed_value: Option<String>,
 }
 
 impl State {
-    /// Takes in a change of the Pinger or of the peer pods (the own UID is
-    /// the publisher's, not part of this).
+    /// Takes in a change of the Pinger, the own pod's peer list or the peer
+    /// pods (the own UID is the publisher's, not part of this).
     fn apply(&mut self, update: Update) {
         match update {
             Update::Spec(spec) => self.spec = spec.map(|s| *s),
+            Update::Listed(value) => {
+                let bad = self.take_list(value);
+                if !bad.is_empty() {
+                    tracing::warn!(entries = ?bad, annotation = keys::ANNOTATION_PEERS, "peer list entries that are no address skipped");
+                }
+            }
             Update::Peers(all) => self.peers = all,
             Update::Peer(name, Some(ip)) => {
                 self.peers.insert(name, ip);
@@ -82,6 +96,24 @@ impl State {
             }
             Update::SelfUid(_) => {}
         }
+    }
+
+    /// Keeps the own pod's peer list `value`; returns the entries that are
+    /// no address when the value is new (empty when it is the kept one).
+    fn take_list(&mut self, value: Option<String>) -> Vec<String> {
+        if value == self.listed_value {
+            return Vec::new();
+        }
+        let (listed, bad) = match &value {
+            Some(v) => {
+                let (ips, bad) = combo_api::peers::parse(v);
+                (Some(ips), bad)
+            }
+            None => (None, Vec::new()),
+        };
+        self.listed = listed;
+        self.listed_value = value;
+        bad
     }
 
     /// The spec in force: the Pinger's, or while it is unknown the defaults
@@ -118,7 +150,11 @@ impl Probing {
         } else {
             Vec::new()
         };
-        let set = peers::desired(&spec, &state.peers, me, &gateways);
+        let known = Known {
+            listed: state.listed.as_deref(),
+            pods: &state.peers,
+        };
+        let set = peers::desired(&spec, known, me, &gateways);
         if set.invalid != self.last_invalid {
             for bad in &set.invalid {
                 tracing::warn!(pinger = %pinger, error = %bad, "target skipped");
@@ -175,6 +211,73 @@ impl Probing {
     }
 }
 
+/// The table watch of the Debugger's pods, while the spec in force needs it
+/// (docs/pinger.md, "Peer discovery"). Its updates have their own channel,
+/// so that stopping it drops those not yet taken in with it.
+struct PodWatch {
+    task: JoinHandle<()>,
+    rows: mpsc::Receiver<Update>,
+}
+
+impl PodWatch {
+    fn start(client: &Client, namespace: &str, debugger: &str) -> PodWatch {
+        let (tx, rows) = mpsc::channel(256);
+        let task = tokio::spawn(table_watch::peers(
+            client.clone(),
+            namespace.to_string(),
+            keys::debugger_selector(debugger),
+            tx,
+        ));
+        PodWatch { task, rows }
+    }
+}
+
+impl Drop for PodWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The next update of the pod watch; never while there is none.
+async fn next_row(watch: &mut Option<PodWatch>) -> Update {
+    if let Some(w) = watch {
+        if let Some(update) = w.rows.recv().await {
+            return update;
+        }
+    }
+    std::future::pending().await
+}
+
+/// Whether the pinger follows its Debugger's pods itself: with peers on
+/// and a `maxPeers` the operator writes no lists for. Pure.
+fn follows_pods(spec: &PingerSpec, debugger: bool) -> bool {
+    debugger && spec.peers && !combo_api::peers::listed(spec.peers, spec.max_peers)
+}
+
+/// Starts the pod watch when the spec in force needs it and it does not
+/// run, with `start(debugger)`; stops it, and forgets its peers, when it
+/// runs and is not needed.
+fn switch_pod_watch(
+    watch: &mut Option<PodWatch>,
+    state: &mut State,
+    debugger: Option<&str>,
+    start: impl FnOnce(&str) -> PodWatch,
+) {
+    let needed = follows_pods(&state.spec_in_force(), debugger.is_some());
+    match (debugger, watch.is_some(), needed) {
+        (Some(debugger), false, true) => {
+            tracing::info!(%debugger, "following the Debugger's pods for peers");
+            *watch = Some(start(debugger));
+        }
+        (_, true, false) => {
+            tracing::info!("no longer following the Debugger's pods");
+            *watch = None;
+            state.peers.clear();
+        }
+        _ => {}
+    }
+}
+
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(pinger: String) -> ExitCode {
     let envr = Environment::read();
@@ -186,14 +289,6 @@ pub async fn run(pinger: String) -> ExitCode {
         pinger.clone(),
         tx.clone(),
     ));
-    if let Some(debugger) = &envr.debugger {
-        tokio::spawn(table_watch::peers(
-            client.clone(),
-            envr.namespace.clone(),
-            keys::debugger_selector(debugger),
-            tx.clone(),
-        ));
-    }
     tokio::spawn(watch::own_pod(
         Api::<Pod>::namespaced(client.clone(), &envr.namespace),
         envr.pod.clone(),
@@ -213,40 +308,53 @@ pub async fn run(pinger: String) -> ExitCode {
         knobs,
         metrics: Arc::new(Metrics::default()),
         gate: Gate::new(Policy::default()),
-        publisher: Publisher::new(client, &envr.namespace, &envr.pod),
+        publisher: Publisher::new(client.clone(), &envr.namespace, &envr.pod),
         icmp,
         last_invalid: Vec::new(),
     };
     let mut server: Option<(u16, JoinHandle<()>)> = None;
     let mut state = State::default();
+    let mut pod_watch: Option<PodWatch> = None;
     let stop = crate::shutdown_signal();
     tokio::pin!(stop);
 
     loop {
-        tokio::select! {
-            Some(update) = updates.recv() => {
-                match update {
-                    Update::SelfUid(uid) => {
-                        probing.publisher.set_uid(uid);
-                        continue;
-                    }
-                    Update::Spec(None) => {
-                        tracing::warn!(pinger = %pinger, "the Pinger is gone; probing stops until it is back");
-                    }
-                    _ => {}
-                }
-                state.apply(update);
-                let spec = probing.follow(&state, &me, &pinger);
-                // No endpoint until the Pinger is known: its port is not yet.
-                let serving = state.spec.as_ref().map_or(PingerSpec { enable_metrics: false, ..spec }, |s| s.clone());
-                server = reconcile_server(server, &serving, &probing.metrics).await;
+        let update = tokio::select! {
+            Some(update) = updates.recv() => update,
+            update = next_row(&mut pod_watch) => update,
+            Some(report) = reports.recv() => {
+                probing.on_report(&report);
+                continue;
             }
-            Some(report) = reports.recv() => probing.on_report(&report),
             () = &mut stop => {
                 tracing::info!("stopping");
                 return ExitCode::Passed;
             }
+        };
+        match update {
+            Update::SelfUid(uid) => {
+                probing.publisher.set_uid(uid);
+                continue;
+            }
+            Update::Spec(None) => {
+                tracing::warn!(pinger = %pinger, "the Pinger is gone; probing stops until it is back");
+            }
+            _ => {}
         }
+        state.apply(update);
+        switch_pod_watch(&mut pod_watch, &mut state, envr.debugger.as_deref(), |d| {
+            PodWatch::start(&client, &envr.namespace, d)
+        });
+        let spec = probing.follow(&state, &me, &pinger);
+        // No endpoint until the Pinger is known: its port is not yet.
+        let serving = state.spec.as_ref().map_or(
+            PingerSpec {
+                enable_metrics: false,
+                ..spec
+            },
+            |s| s.clone(),
+        );
+        server = reconcile_server(server, &serving, &probing.metrics).await;
     }
 }
 
@@ -350,29 +458,32 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_peer_that_leaves_takes_all_its_metric_series_with_it() {
+    /// Follows a peer set of 127.0.0.2 and 127.0.0.3, then the change
+    /// `leave` that takes 127.0.0.3 away, and checks the scrapes before and
+    /// after.
+    async fn a_peer_leaves(spec: PingerSpec, known: Vec<Update>, leave: Update) {
         let me = Me {
             pod: "me".into(),
             ip: Some(IpAddr::from([127, 0, 0, 1])),
         };
         let mut probing = probing(&me);
         let mut state = State::default();
-        // Rounds an hour apart: the test is over before any probe is due.
-        state.apply(Update::Spec(Some(Box::new(PingerSpec {
-            peers: true,
-            gateway: false,
-            interval_seconds: 3600,
-            ..PingerSpec::default()
-        }))));
-        let (stays, leaves) = (IpAddr::from([127, 0, 0, 2]), IpAddr::from([127, 0, 0, 3]));
-        state.apply(Update::Peers(BTreeMap::from([
-            ("a".to_string(), stays),
-            ("b".to_string(), leaves),
-            ("me".to_string(), IpAddr::from([127, 0, 0, 1])),
-        ])));
+        state.apply(Update::Spec(Some(Box::new(spec))));
+        for update in known {
+            state.apply(update);
+        }
         probing.follow(&state, &me, "p");
-        let probed = [stays, leaves].map(|ip| Target::icmp(Host::Ip(ip)));
+        let probed = [2, 3].map(|i| Target::icmp(Host::Ip(IpAddr::from([127, 0, 0, i]))));
+        let known = Known {
+            listed: state.listed.as_deref(),
+            pods: &state.peers,
+        };
+        let chosen = peers::desired(&state.spec_in_force(), known, &me, &[]).targets;
+        assert_eq!(
+            chosen,
+            BTreeSet::from(probed.clone()),
+            "the own address is no peer"
+        );
         for t in &probed {
             probing.on_report(&round(t, true));
             probing.on_report(&round(t, false));
@@ -384,7 +495,7 @@ mod tests {
         let before = scrape(addr).await;
         assert!(before.contains(r#"target="127.0.0.3""#), "{before}");
 
-        state.apply(Update::Peer("b".into(), None));
+        state.apply(leave);
         probing.follow(&state, &me, "p");
         let after = scrape(addr).await;
         server.abort();
@@ -394,6 +505,134 @@ mod tests {
             before.matches(r#"target="127.0.0.2""#).count(),
             "the peer that stays keeps its series: {after}"
         );
+    }
+
+    /// Rounds an hour apart: the test is over before any probe is due.
+    fn hourly(max_peers: u32) -> PingerSpec {
+        PingerSpec {
+            peers: true,
+            gateway: false,
+            max_peers,
+            interval_seconds: 3600,
+            ..PingerSpec::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_leaves_takes_all_its_metric_series_with_it() {
+        // Listed: the operator writes the list without it.
+        a_peer_leaves(
+            hourly(20),
+            vec![Update::Listed(Some("127.0.0.3,127.0.0.1,127.0.0.2".into()))],
+            Update::Listed(Some("127.0.0.2".into())),
+        )
+        .await;
+        // All peers: the pod watch reports its pod gone.
+        a_peer_leaves(
+            hourly(0),
+            vec![Update::Peers(BTreeMap::from([
+                ("a".to_string(), IpAddr::from([127, 0, 0, 2])),
+                ("b".to_string(), IpAddr::from([127, 0, 0, 3])),
+                ("me".to_string(), IpAddr::from([127, 0, 0, 1])),
+            ]))],
+            Update::Peer("b".into(), None),
+        )
+        .await;
+    }
+
+    #[test]
+    fn a_peer_list_is_parsed_once_per_value_and_its_bad_entries_named() {
+        let mut state = State::default();
+        assert!(state.take_list(None).is_empty());
+        assert_eq!(state.listed, None);
+        let value = "10.0.0.2,peer-3,10.0.0.1".to_string();
+        assert_eq!(state.take_list(Some(value.clone())), ["peer-3"]);
+        let want: Vec<IpAddr> = vec![[10, 0, 0, 1].into(), [10, 0, 0, 2].into()];
+        assert_eq!(state.listed.as_deref(), Some(&want[..]));
+        // The same value again (another change of the pod): not named again.
+        assert!(state.take_list(Some(value.clone())).is_empty());
+        assert_eq!(state.listed.as_deref(), Some(&want[..]));
+        // An empty list is a list: no peers, not "no list".
+        assert!(state.take_list(Some(String::new())).is_empty());
+        assert_eq!(state.listed.as_deref(), Some(&[][..]));
+        assert_eq!(state.take_list(Some(value)), ["peer-3"]);
+        state.apply(Update::Listed(None));
+        assert_eq!(state.listed, None);
+    }
+
+    #[test]
+    fn the_pods_are_followed_only_for_all_peers_or_more_than_a_list_holds() {
+        let spec = |peers, max_peers| PingerSpec {
+            peers,
+            max_peers,
+            ..PingerSpec::default()
+        };
+        let max = combo_api::peers::LIST_MAX;
+        assert!(follows_pods(&spec(true, 0), true));
+        assert!(follows_pods(&spec(true, max + 1), true));
+        assert!(!follows_pods(&spec(true, 1), true));
+        assert!(!follows_pods(&spec(true, 20), true));
+        assert!(!follows_pods(&spec(true, max), true));
+        assert!(!follows_pods(&spec(false, 0), true));
+        assert!(!follows_pods(&spec(true, 0), false));
+        // While the Pinger is unknown: no peers, nothing to follow.
+        assert!(!follows_pods(&State::default().spec_in_force(), true));
+    }
+
+    #[tokio::test]
+    async fn the_pod_watch_starts_and_stops_with_the_spec_and_takes_its_peers_along() {
+        let mut state = State::default();
+        let mut watch: Option<PodWatch> = None;
+        let mut started = Vec::new();
+        let mut switch = |state: &mut State, watch: &mut Option<PodWatch>, debugger| {
+            switch_pod_watch(watch, state, debugger, |d| {
+                started.push(d.to_string());
+                let (_, rows) = mpsc::channel(1);
+                PodWatch {
+                    task: tokio::spawn(std::future::pending()),
+                    rows,
+                }
+            });
+        };
+        let set = |state: &mut State, max_peers| {
+            state.apply(Update::Spec(Some(Box::new(PingerSpec {
+                max_peers,
+                ..PingerSpec::default()
+            }))));
+        };
+        switch(&mut state, &mut watch, Some("d"));
+        assert!(watch.is_none(), "started before the Pinger is known");
+        set(&mut state, 20);
+        switch(&mut state, &mut watch, Some("d"));
+        assert!(watch.is_none(), "started for a listed maxPeers");
+
+        set(&mut state, 0);
+        switch(&mut state, &mut watch, Some("d"));
+        let task = watch
+            .as_ref()
+            .expect("started for maxPeers 0")
+            .task
+            .abort_handle();
+        state.apply(Update::Peer("a".into(), Some([10, 0, 0, 1].into())));
+        // A change that still needs it keeps the same task.
+        set(&mut state, combo_api::peers::LIST_MAX + 1);
+        switch(&mut state, &mut watch, Some("d"));
+        assert_eq!(watch.as_ref().map(|w| w.task.id()), Some(task.id()));
+
+        set(&mut state, 20);
+        switch(&mut state, &mut watch, Some("d"));
+        assert!(watch.is_none());
+        assert!(
+            state.peers.is_empty(),
+            "the pods' peers outlived their watch"
+        );
+        tokio::task::yield_now().await;
+        assert!(task.is_finished(), "the stopped watch still runs");
+
+        set(&mut state, 0);
+        switch(&mut state, &mut watch, None);
+        assert!(watch.is_none(), "started without a Debugger");
+        assert_eq!(started, ["d"]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use combo_api::PingerSpec;
 
 use crate::round::Thresholds;
 use crate::targets::{self, TargetLists, TargetSet};
-use combo_api::peers::rendezvous;
+use combo_api::peers::{self, rendezvous};
 
 /// What a pinger in a pod needs to know about itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,17 +21,30 @@ pub struct Me {
     pub ip: Option<IpAddr>,
 }
 
-/// The targets of a spec, with the peers and gateways it asks for: at most
-/// `spec.maxPeers` peers, chosen by [`rendezvous::choose`].
-pub fn desired(
-    spec: &PingerSpec,
-    peers: &BTreeMap<String, IpAddr>,
-    me: &Me,
-    gateways: &[IpAddr],
-) -> TargetSet {
+/// Where the peers come from: the list the operator wrote on the own pod,
+/// or the Debugger's pods the pinger follows itself (docs/pinger.md,
+/// "Peer discovery").
+#[derive(Clone, Copy, Debug)]
+pub struct Known<'a> {
+    /// The own pod's list, parsed; None while it has none.
+    pub listed: Option<&'a [IpAddr]>,
+    /// The Debugger's pods that are peers, by name, from the table watch.
+    pub pods: &'a BTreeMap<String, IpAddr>,
+}
+
+/// The targets of a spec, with the peers and gateways it asks for. With a
+/// bounded `spec.maxPeers` ([`peers::listed`]) the peers are the listed
+/// addresses, none while there is no list; otherwise every peer pod or
+/// `spec.maxPeers` of them, chosen by [`rendezvous::choose`]. Never the
+/// pod itself.
+pub fn desired(spec: &PingerSpec, known: Known<'_>, me: &Me, gateways: &[IpAddr]) -> TargetSet {
     let mut extra: Vec<IpAddr> = Vec::new();
-    if spec.peers {
-        let candidates = peers
+    if peers::listed(spec.peers, spec.max_peers) {
+        let listed = known.listed.unwrap_or_default();
+        extra.extend(listed.iter().filter(|ip| Some(**ip) != me.ip));
+    } else if spec.peers {
+        let pods = known.pods;
+        let candidates = pods
             .iter()
             .filter(|(name, ip)| **name != me.pod && Some(**ip) != me.ip)
             .map(|(name, _)| name.as_str());
@@ -39,7 +52,7 @@ pub fn desired(
         extra.extend(
             rendezvous::choose(&me.pod, candidates, max)
                 .into_iter()
-                .map(|name| peers[name]),
+                .map(|name| pods[name]),
         );
     }
     if spec.gateway {
@@ -86,6 +99,19 @@ impl From<&PingerSpec> for Knobs {
 mod tests {
     use super::*;
 
+    /// The peer pods of the table watch, without a list.
+    fn pods(pods: &BTreeMap<String, IpAddr>) -> Known<'_> {
+        Known { listed: None, pods }
+    }
+
+    fn labels(set: &TargetSet) -> Vec<String> {
+        set.targets.iter().map(|t| t.label()).collect()
+    }
+
+    fn ips(list: &[&str]) -> Vec<IpAddr> {
+        list.iter().map(|s| s.parse().unwrap()).collect()
+    }
+
     #[test]
     fn peers_exclude_the_pod_itself_and_follow_the_peers_switch() {
         let peers: BTreeMap<String, IpAddr> = [
@@ -99,38 +125,47 @@ mod tests {
             ip: Some("10.0.0.3".parse().unwrap()),
         };
         let gw: Vec<IpAddr> = vec!["10.0.0.254".parse().unwrap()];
-        let spec = PingerSpec::default();
-        let set = desired(&spec, &peers, &me, &gw);
-        let labels: Vec<String> = set.targets.iter().map(|t| t.label()).collect();
-        assert_eq!(labels, ["10.0.0.2"]);
+        let spec = PingerSpec {
+            max_peers: 0,
+            ..PingerSpec::default()
+        };
+        assert_eq!(
+            labels(&desired(&spec, pods(&peers), &me, &gw)),
+            ["10.0.0.2"]
+        );
         let spec = PingerSpec {
             peers: false,
             gateway: true,
             ping: vec!["10.9.9.9".into()],
             ..PingerSpec::default()
         };
-        let labels: Vec<String> = desired(&spec, &peers, &me, &gw)
-            .targets
-            .iter()
-            .map(|t| t.label())
-            .collect();
-        assert_eq!(labels, ["10.0.0.254", "10.9.9.9"]);
+        assert_eq!(
+            labels(&desired(&spec, pods(&peers), &me, &gw)),
+            ["10.0.0.254", "10.9.9.9"]
+        );
     }
 
     #[test]
-    fn at_most_max_peers_are_probed_and_the_choice_is_the_rendezvous_one() {
-        let peers: BTreeMap<String, IpAddr> = (1..=50u8)
-            .map(|i| (format!("p{i}"), IpAddr::from([10, 0, 0, i])))
+    fn above_the_largest_list_at_most_max_peers_are_probed_by_the_rendezvous_choice() {
+        // Above the largest list: the pinger chooses from the pods itself.
+        let max = combo_api::peers::LIST_MAX as usize + 1;
+        let peers: BTreeMap<String, IpAddr> = (1..=max + 50)
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    IpAddr::from((0x0a00_0000 + i as u32).to_be_bytes()),
+                )
+            })
             .collect();
         let me = Me {
             pod: "p1".into(),
             ip: Some("10.0.0.1".parse().unwrap()),
         };
         let spec = PingerSpec {
-            max_peers: 7,
+            max_peers: max as u32,
             ..PingerSpec::default()
         };
-        let got: Vec<IpAddr> = desired(&spec, &peers, &me, &[])
+        let got: Vec<IpAddr> = desired(&spec, pods(&peers), &me, &[])
             .targets
             .iter()
             .map(|t| match t.host {
@@ -138,7 +173,7 @@ mod tests {
                 _ => unreachable!("peers are addresses"),
             })
             .collect();
-        let mut want: Vec<IpAddr> = rendezvous::choose("p1", peers.keys().map(String::as_str), 7)
+        let mut want: Vec<IpAddr> = rendezvous::choose("p1", peers.keys().map(String::as_str), max)
             .into_iter()
             .map(|n| peers[n])
             .collect();
@@ -148,7 +183,55 @@ mod tests {
             max_peers: 0,
             ..PingerSpec::default()
         };
-        assert_eq!(desired(&all, &peers, &me, &[]).targets.len(), 49);
+        assert_eq!(
+            desired(&all, pods(&peers), &me, &[]).targets.len(),
+            max + 49
+        );
+    }
+
+    #[test]
+    fn with_a_bounded_max_the_peers_are_the_listed_ones_but_the_pod_itself() {
+        // Pods the table watch would know: in list mode they count for
+        // nothing.
+        let pods: BTreeMap<String, IpAddr> = (1..=9u8)
+            .map(|i| (format!("p{i}"), IpAddr::from([10, 0, 1, i])))
+            .collect();
+        let me = Me {
+            pod: "p1".into(),
+            ip: Some("10.0.0.1".parse().unwrap()),
+        };
+        let listed = ips(&["10.0.0.1", "10.0.0.2", "fd00::3"]);
+        let known = Known {
+            listed: Some(&listed),
+            pods: &pods,
+        };
+        let spec = PingerSpec {
+            max_peers: 20,
+            ..PingerSpec::default()
+        };
+        assert_eq!(
+            labels(&desired(&spec, known, &me, &[])),
+            ["10.0.0.2", "fd00::3"]
+        );
+        // No list yet: no peers, and no fallback to the pods.
+        let unlisted = Known {
+            listed: None,
+            pods: &pods,
+        };
+        assert!(desired(&spec, unlisted, &me, &[]).targets.is_empty());
+        // peers: false probes no peer, listed or not.
+        let off = PingerSpec {
+            peers: false,
+            ping: vec!["10.9.9.9".into()],
+            ..spec.clone()
+        };
+        assert_eq!(labels(&desired(&off, known, &me, &[])), ["10.9.9.9"]);
+        // maxPeers 0 (all): the pods but p1 itself, not the list.
+        let all = PingerSpec {
+            max_peers: 0,
+            ..spec
+        };
+        assert_eq!(desired(&all, known, &me, &[]).targets.len(), 8);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use combo_api::keys;
 use combo_api::{Pinger, PingerSpec};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -24,6 +25,9 @@ pub enum Update {
     Peer(String, Option<IpAddr>),
     /// The pinger's own pod UID, for Event references.
     SelfUid(String),
+    /// The peer list the operator wrote on the own pod (annotation
+    /// [`keys::ANNOTATION_PEERS`]) as it reads, or None without one.
+    Listed(Option<String>),
 }
 
 /// Follows one Pinger by name.
@@ -55,12 +59,14 @@ pub async fn pinger(api: Api<Pinger>, name: String, tx: mpsc::Sender<Update>) {
     }
 }
 
-/// Follows the pinger's own pod, for its UID (Events refer to it). Peers
-/// come from [`super::table_watch`], which reads far less than whole Pods.
+/// Follows the pinger's own pod: its UID (Events refer to it) and the peer
+/// list the operator writes on it (docs/pinger.md, "Peer discovery"), each
+/// sent when it changes, the list's first reading included.
 pub async fn own_pod(api: Api<Pod>, me: String, tx: mpsc::Sender<Update>) {
     let cfg = watcher::Config::default().fields(&format!("metadata.name={me}"));
     let mut stream = watcher(api, cfg).default_backoff().boxed();
-    let mut sent: Option<String> = None;
+    let mut sent_uid: Option<String> = None;
+    let mut sent_list: Option<Option<String>> = None;
     while let Some(event) = stream.next().await {
         let pod = match event {
             Ok(Event::Apply(pod)) | Ok(Event::InitApply(pod)) => pod,
@@ -70,17 +76,25 @@ pub async fn own_pod(api: Api<Pod>, me: String, tx: mpsc::Sender<Update>) {
                 continue;
             }
         };
-        if let Some(uid) = own_uid(&pod, &me).filter(|u| sent.as_ref() != Some(u)) {
-            sent = Some(uid.clone());
-            if tx.send(Update::SelfUid(uid)).await.is_err() {
+        if pod.name_any() != me {
+            continue;
+        }
+        let mut updates = Vec::new();
+        if let Some(uid) = pod.uid().filter(|u| sent_uid.as_ref() != Some(u)) {
+            sent_uid = Some(uid.clone());
+            updates.push(Update::SelfUid(uid));
+        }
+        let list = pod.annotations().get(keys::ANNOTATION_PEERS).cloned();
+        if sent_list.as_ref() != Some(&list) {
+            sent_list = Some(list.clone());
+            updates.push(Update::Listed(list));
+        }
+        for update in updates {
+            if tx.send(update).await.is_err() {
                 return;
             }
         }
     }
-}
-
-fn own_uid(pod: &Pod, me: &str) -> Option<String> {
-    (pod.name_any() == me).then(|| pod.uid()).flatten()
 }
 
 #[cfg(test)]
@@ -122,6 +136,63 @@ mod tests {
         }
         assert!(seen.count() >= 4);
         assert!(!task.is_finished());
+        task.abort();
+    }
+
+    fn pod(annotation: Option<&str>, version: u32) -> serde_json::Value {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "me", "namespace": "ops", "uid": "u1",
+                "resourceVersion": version.to_string(), "annotations": {"other": "x"}}});
+        if let Some(value) = annotation {
+            pod["metadata"]["annotations"][keys::ANNOTATION_PEERS] = value.into();
+        }
+        pod
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_own_pods_peer_list_is_sent_when_it_changes_and_none_without_one() {
+        let list = json!({"apiVersion": "v1", "kind": "PodList",
+            "metadata": {"resourceVersion": "3"}, "items": [pod(None, 3)]});
+        let events = [
+            (Some("10.0.0.2,10.0.0.3"), 4),
+            // Another change of the pod: the list is the same, nothing sent.
+            (Some("10.0.0.2,10.0.0.3"), 5),
+            (Some("10.0.0.4"), 6),
+            (None, 7),
+        ]
+        .iter()
+        .map(|(a, v)| json!({"type": "MODIFIED", "object": pod(*a, *v)}).to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+        let (client, seen) = StandIn::scripted(vec![
+            Answer::ok(list.to_string()),
+            Answer::ok(events + "\n"),
+        ]);
+        let (tx, mut rx) = mpsc::channel(16);
+        let task = tokio::spawn(own_pod(Api::namespaced(client, "ops"), "me".into(), tx));
+        let mut got = Vec::new();
+        while let Ok(Some(update)) = tokio::time::timeout(Duration::from_secs(60), rx.recv()).await
+        {
+            got.push(format!("{update:?}"));
+        }
+        assert_eq!(
+            got,
+            [
+                r#"SelfUid("u1")"#,
+                "Listed(None)",
+                r#"Listed(Some("10.0.0.2,10.0.0.3"))"#,
+                r#"Listed(Some("10.0.0.4"))"#,
+                "Listed(None)",
+            ]
+        );
+        // Only the own pod is asked for, never the Debugger's pods.
+        let uris = seen.uris();
+        assert!(uris.len() >= 2, "{uris:?}");
+        assert!(
+            uris.iter()
+                .all(|u| u.contains("fieldSelector=metadata.name%3Dme")),
+            "{uris:?}"
+        );
         task.abort();
     }
 
