@@ -290,7 +290,7 @@ pub async fn run(pinger: String) -> ExitCode {
         tx.clone(),
     ));
     tokio::spawn(watch::own_pod(
-        Api::<Pod>::namespaced(client.clone(), &envr.namespace),
+        Api::<kube::core::PartialObjectMeta<Pod>>::namespaced(client.clone(), &envr.namespace),
         envr.pod.clone(),
         tx.clone(),
     ));

@@ -9,7 +9,8 @@ use combo_api::keys;
 use combo_api::{Pinger, PingerSpec};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::watcher::{self, metadata_watcher, watcher, Event};
+use kube::core::PartialObjectMeta;
+use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, ResourceExt};
 use tokio::sync::mpsc;
@@ -64,9 +65,9 @@ pub async fn pinger(api: Api<Pinger>, name: String, tx: mpsc::Sender<Update>) {
 /// sent when it changes, the list's first reading included. Both are
 /// metadata, so the watch asks for metadata only: a list change costs the
 /// pod's metadata, not its spec and status as well.
-pub async fn own_pod(api: Api<Pod>, me: String, tx: mpsc::Sender<Update>) {
+pub async fn own_pod(api: Api<PartialObjectMeta<Pod>>, me: String, tx: mpsc::Sender<Update>) {
     let cfg = watcher::Config::default().fields(&format!("metadata.name={me}"));
-    let mut stream = metadata_watcher(api, cfg).default_backoff().boxed();
+    let mut stream = watcher(api, cfg).default_backoff().boxed();
     let mut sent_uid: Option<String> = None;
     let mut sent_list: Option<Option<String>> = None;
     while let Some(event) = stream.next().await {
