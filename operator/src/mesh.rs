@@ -41,6 +41,26 @@ impl Mesh {
         }
     }
 
+    /// A mesh of `pods` (name, and address when it can be probed) at
+    /// once: each prober chooses once among all candidates, instead of
+    /// the candidates joining one by one.
+    pub fn with_pods<'a>(
+        max: usize,
+        pods: impl IntoIterator<Item = (&'a str, Option<IpAddr>)>,
+    ) -> Mesh {
+        let mut mesh = Mesh::new(max);
+        mesh.pods = pods
+            .into_iter()
+            .map(|(n, ip)| (n.to_string(), ip))
+            .collect();
+        mesh.chosen = mesh
+            .pods
+            .keys()
+            .map(|p| (p.clone(), mesh.rank_for(p)))
+            .collect();
+        mesh
+    }
+
     /// The bound it was made with.
     pub fn max(&self) -> usize {
         self.max
@@ -249,6 +269,20 @@ mod tests {
         assert!(moved <= 45, "{moved} lists for one address change");
         let same = check(&mut m, |m| m.set("node-check-00020", Some(ip(0x20))));
         assert_eq!(same, 0, "an unchanged pod touches nothing");
+    }
+
+    #[test]
+    fn a_mesh_made_at_once_equals_one_made_a_pod_at_a_time() {
+        let pods: Vec<(String, Option<IpAddr>)> = (0..400u32)
+            .map(|i| (format!("pod-{i}"), (i % 7 != 0).then(|| ip(i))))
+            .collect();
+        let at_once = Mesh::with_pods(20, pods.iter().map(|(n, ip)| (n.as_str(), *ip)));
+        let mut one_by_one = Mesh::new(20);
+        for (n, ip) in &pods {
+            one_by_one.set(n, *ip);
+        }
+        assert_eq!(lists(&at_once), lists(&one_by_one));
+        assert_eq!(lists(&at_once), expected(&at_once));
     }
 
     #[test]

@@ -59,11 +59,15 @@ where
         .filter(|c| *c != prober)
         .map(|c| (scores.peer(c), c))
         .collect();
-    scored.sort_unstable_by(|a, b| better(*a, *b));
+    scored.sort_unstable_by(|a, b| a.1.cmp(b.1));
     scored.dedup_by(|a, b| a.1 == b.1);
-    if max > 0 {
+    // Only the best `max` need an order: select them first, so a prober
+    // among n candidates costs O(n), not O(n log n).
+    if max > 0 && max < scored.len() {
+        scored.select_nth_unstable_by(max - 1, |a, b| better(*a, *b));
         scored.truncate(max);
     }
+    scored.sort_unstable_by(|a, b| better(*a, *b));
     scored
 }
 
