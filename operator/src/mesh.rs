@@ -285,6 +285,29 @@ mod tests {
         assert_eq!(lists(&at_once), expected(&at_once));
     }
 
+    /// How long choosing every list of a 5,000-pod Debugger takes
+    /// (`cargo test --release -p combo-operator --lib -- --ignored --nocapture mesh`).
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn time_to_choose_every_list_of_five_thousand_pods() {
+        let pods: Vec<(String, Option<IpAddr>)> = (0..5000u32)
+            .map(|i| (format!("node-check-{i:05x}"), Some(ip(i))))
+            .collect();
+        let start = std::time::Instant::now();
+        let mesh = Mesh::with_pods(20, pods.iter().map(|(n, ip)| (n.as_str(), *ip)));
+        let all = start.elapsed();
+        let start = std::time::Instant::now();
+        let mut m = mesh;
+        let joined = m.set("node-check-new", Some(ip(9999))).len();
+        let join = start.elapsed();
+        let start = std::time::Instant::now();
+        let left = m.remove("node-check-00017").len();
+        let leave = start.elapsed();
+        eprintln!(
+            "5,000 pods: every list {all:?}; a join {join:?} ({joined} lists); a leave {leave:?} ({left} lists)"
+        );
+    }
+
     #[test]
     fn a_prober_that_is_no_candidate_still_gets_a_list_and_never_itself() {
         let mut m = Mesh::new(3);
