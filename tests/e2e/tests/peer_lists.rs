@@ -96,10 +96,11 @@ fn lists(pods: &BTreeMap<String, Pod>, max: usize) -> (Vec<String>, Vec<String>)
     (want, have)
 }
 
-/// The peer addresses a pinger has a `target_up` series for.
+/// The peer addresses among `candidates` a pinger has a `target_up`
+/// series for, sorted (as a parsed list is).
 fn probed_peers(pod: &Pod, candidates: &[IpAddr]) -> Result<Vec<IpAddr>> {
     let text = scrape(pod, METRICS_PORT)?;
-    Ok(candidates
+    let mut probed: Vec<IpAddr> = candidates
         .iter()
         .filter(|ip| {
             text.contains(&format!(
@@ -107,7 +108,10 @@ fn probed_peers(pod: &Pod, candidates: &[IpAddr]) -> Result<Vec<IpAddr>> {
             ))
         })
         .copied()
-        .collect())
+        .collect();
+    probed.sort_unstable();
+    probed.dedup();
+    Ok(probed)
 }
 
 /// Watches of Pods the API server holds open now.
@@ -183,9 +187,12 @@ async fn the_operator_lists_each_pods_peers_and_the_pingers_probe_exactly_them()
     let now_ips: Vec<IpAddr> = after.values().filter_map(ip_of).collect();
     let probers_now = &after[&prober.name_any()];
     let listed = peers::parse(&probers_now.annotations()[keys::ANNOTATION_PEERS]).0;
+    // The new pod may get the old one's address back on its node.
+    let mut candidates = now_ips.clone();
+    candidates.push(old_ip);
+    candidates.sort_unstable();
+    candidates.dedup();
     wait_for(WAIT, "the prober following its new list", || async {
-        let mut candidates = now_ips.clone();
-        candidates.push(old_ip);
         Ok(probed_peers(probers_now, &candidates)? == listed)
     })
     .await?;
@@ -210,11 +217,12 @@ async fn the_operator_lists_each_pods_peers_and_the_pingers_probe_exactly_them()
     })
     .await?;
     for pod in cleared.values() {
-        let others: Vec<IpAddr> = now_ips
+        let mut others: Vec<IpAddr> = now_ips
             .iter()
             .copied()
             .filter(|ip| Some(*ip) != ip_of(pod))
             .collect();
+        others.sort_unstable();
         wait_for(WAIT, "every other pod probed with maxPeers 0", || async {
             Ok(probed_peers(pod, &now_ips)? == others)
         })
