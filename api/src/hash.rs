@@ -17,24 +17,27 @@ pub fn fnv1a(parts: &[&[u8]]) -> u64 {
 /// hashes per seed, so two processes with different seeds place the same
 /// key differently. Seed 0 is plain [`fnv1a`].
 pub fn fnv1a_seeded(seed: u64, parts: &[&[u8]]) -> u64 {
-    let step = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(PRIME);
-    parts
-        .iter()
-        .enumerate()
-        .fold(OFFSET ^ seed, |h, (i, part)| {
-            let h = if i > 0 { step(h, 0) } else { h };
-            part.iter().fold(h, |h, b| step(h, *b))
-        })
+    match parts.split_first() {
+        Some((first, rest)) => fnv1a_more(bytes(OFFSET ^ seed, first), rest),
+        None => OFFSET ^ seed,
+    }
 }
 
 /// [`fnv1a`] continued: from the value of some parts, the value of those
 /// parts followed by `parts`, so `fnv1a_more(fnv1a(&[a]), &[b])` is
 /// `fnv1a(&[a, b])`. Lets a caller hash a common first part once.
 pub fn fnv1a_more(h: u64, parts: &[&[u8]]) -> u64 {
-    let step = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(PRIME);
-    parts.iter().fold(h, |h, part| {
-        part.iter().fold(step(h, 0), |h, b| step(h, *b))
-    })
+    parts.iter().fold(h, |h, part| bytes(step(h, 0), part))
+}
+
+/// One FNV-1a step: the byte in, then the multiply.
+fn step(h: u64, b: u8) -> u64 {
+    (h ^ u64::from(b)).wrapping_mul(PRIME)
+}
+
+/// FNV-1a steps over `part`, from `h`.
+fn bytes(h: u64, part: &[u8]) -> u64 {
+    part.iter().fold(h, |h, b| step(h, *b))
 }
 
 /// The SplitMix64 finaliser: every input bit reaches every output bit.
@@ -69,10 +72,8 @@ impl std::hash::Hasher for Fnv {
         self.0
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(PRIME);
-        }
+    fn write(&mut self, data: &[u8]) {
+        self.0 = bytes(self.0, data);
     }
 }
 
