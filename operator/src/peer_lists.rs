@@ -92,9 +92,7 @@ pub fn seen(pod: &Pod) -> Option<(Key, String, Option<Seen>)> {
         return Some((key, name, None));
     }
     let status = pod.status.as_ref();
-    let ready = status
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let ready = crate::status::pod_ready(pod);
     let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
     let ip = status
         .and_then(|s| s.pod_ip.as_deref())

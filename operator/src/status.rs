@@ -35,16 +35,19 @@ pub fn daemonset_counts(ds: &DaemonSet) -> PodCounts {
     }
 }
 
-/// Pod counts of a single Pod: it is desired; ready when its Ready condition is True.
-pub fn pod_counts(pod: &Pod) -> PodCounts {
-    let ready = pod
-        .status
+/// Whether a pod's Ready condition is True.
+pub fn pod_ready(pod: &Pod) -> bool {
+    pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Pod counts of a single Pod: it is desired; ready when its Ready condition is True.
+pub fn pod_counts(pod: &Pod) -> PodCounts {
     PodCounts {
         desired: 1,
-        ready: i32::from(ready),
+        ready: i32::from(pod_ready(pod)),
     }
 }
 
