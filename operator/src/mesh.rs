@@ -66,16 +66,6 @@ impl Mesh {
         self.max
     }
 
-    /// Number of probers.
-    pub fn len(&self) -> usize {
-        self.pods.len()
-    }
-
-    /// Whether there is no pod.
-    pub fn is_empty(&self) -> bool {
-        self.pods.is_empty()
-    }
-
     /// Adds or updates pod `name`; `peer` is its address when it can be
     /// probed. Returns the probers whose list may have changed.
     pub fn set(&mut self, name: &str, peer: Option<IpAddr>) -> BTreeSet<String> {
@@ -120,11 +110,6 @@ impl Mesh {
             .filter_map(|(_, name)| self.pods.get(name).copied().flatten())
             .collect();
         Some(peers::format(&ips))
-    }
-
-    /// The names of every prober.
-    pub fn probers(&self) -> impl Iterator<Item = &str> {
-        self.pods.keys().map(String::as_str)
     }
 
     /// `name` became a candidate: every other prober that ranks it in its
@@ -209,8 +194,9 @@ mod tests {
     }
 
     fn lists(m: &Mesh) -> BTreeMap<String, String> {
-        m.probers()
-            .map(|p| (p.to_string(), m.list(p).unwrap()))
+        m.pods
+            .keys()
+            .map(|p| (p.clone(), m.list(p).unwrap()))
             .collect()
     }
 
@@ -248,7 +234,11 @@ mod tests {
                 _ => m.set(&pod, Some(ip(step))),
             });
         }
-        assert!(m.len() > 20, "the walk should leave a crowd: {}", m.len());
+        assert!(
+            m.pods.len() > 20,
+            "the walk should leave a crowd: {}",
+            m.pods.len()
+        );
     }
 
     #[test]
@@ -328,6 +318,6 @@ mod tests {
             m.set(&format!("p{i}"), Some(ip(i)));
         }
         assert_eq!(m.max(), 1);
-        assert!(m.probers().all(|p| !m.list(p).unwrap().contains(',')));
+        assert!(m.pods.keys().all(|p| !m.list(p).unwrap().contains(',')));
     }
 }

@@ -255,13 +255,6 @@ impl Groups {
             _ => {}
         }
     }
-
-    /// Pods known, and lists waiting to be checked.
-    pub fn sizes(&self) -> (usize, usize) {
-        self.groups
-            .values()
-            .fold((0, 0), |(p, d), g| (p + g.pods.len(), d + g.dirty.len()))
-    }
 }
 
 /// The `maxPeers` of a Debugger's lists: Some when its pinger is on and its
@@ -371,10 +364,7 @@ mod tests {
     use combo_api::{DebuggerSpec, PingerSpec};
     use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-    fn key() -> Key {
-        ("ops".into(), "mesh".into())
-    }
+    use k8s_openapi::jiff::Timestamp;
 
     fn pod(name: &str, ip: Option<&str>, ready: bool) -> Pod {
         let mut p = Pod::default();
@@ -393,6 +383,16 @@ mod tests {
             ..PodStatus::default()
         });
         p
+    }
+
+    /// Pod `p<i>`, Running and Ready at 10.0.0.<i>.
+    fn ready(i: u8) -> Pod {
+        pod(&format!("p{i}"), Some(&format!("10.0.0.{i}")), true)
+    }
+
+    /// The pods known, over all Debuggers.
+    fn pod_count(g: &Groups) -> usize {
+        g.groups.values().map(|g| g.pods.len()).sum()
     }
 
     fn write_all(g: &mut Groups) -> Vec<Write> {
@@ -415,15 +415,11 @@ mod tests {
         pending.status.as_mut().unwrap().phase = Some("Pending".into());
         assert_eq!(seen(&pending).unwrap().2.unwrap().peer, None);
         let mut leaving = pod("a", Some("10.0.0.1"), true);
-        leaving.metadata.deletion_timestamp = Some(Time(chrono_now()));
+        leaving.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
         assert_eq!(seen(&leaving).unwrap().2, None);
         let mut stray = pod("a", Some("10.0.0.1"), true);
         stray.metadata.labels = None;
         assert!(seen(&stray).is_none());
-    }
-
-    fn chrono_now() -> k8s_openapi::jiff::Timestamp {
-        k8s_openapi::jiff::Timestamp::UNIX_EPOCH
     }
 
     #[test]
@@ -431,11 +427,7 @@ mod tests {
         let mut g = Groups::default();
         g.observe(Event::Init);
         for i in 1..=30u8 {
-            g.observe(Event::InitApply(pod(
-                &format!("p{i}"),
-                Some(&format!("10.0.0.{i}")),
-                true,
-            )));
+            g.observe(Event::InitApply(ready(i)));
         }
         g.observe(Event::InitDone);
         // No bound yet (the Pinger not known): nothing to write.
@@ -480,7 +472,6 @@ mod tests {
     #[test]
     fn a_failed_write_waits_for_the_next_round_and_a_replaced_pod_is_not_written() {
         let mut g = Groups::default();
-        g.bound_all(|_| Some(2));
         g.observe(Event::Apply(pod("a", Some("10.0.0.1"), true)));
         g.observe(Event::Apply(pod("b", Some("10.0.0.2"), true)));
         g.bound_all(|_| Some(2));
@@ -495,8 +486,7 @@ mod tests {
         newer.metadata.uid = Some("uid-new".into());
         g.observe(Event::Apply(newer));
         g.written(&again[0], true);
-        let (pods, _) = g.sizes();
-        assert_eq!(pods, 2);
+        assert_eq!(pod_count(&g), 2);
         // The new pod gets its list; its peer's list follows its address.
         let redo = g.due(usize::MAX);
         assert_eq!(redo.len(), 2, "{redo:?}");
@@ -508,11 +498,7 @@ mod tests {
     fn at_most_the_limit_is_due_per_round_and_the_rest_waits() {
         let mut g = Groups::default();
         for i in 1..=10u8 {
-            g.observe(Event::Apply(pod(
-                &format!("p{i}"),
-                Some(&format!("10.0.0.{i}")),
-                true,
-            )));
+            g.observe(Event::Apply(ready(i)));
         }
         g.bound_all(|_| Some(2));
         let a = g.due(4);
@@ -525,31 +511,22 @@ mod tests {
     #[test]
     fn pods_missing_from_a_relist_leave_their_probers_lists() {
         let mut g = Groups::default();
-        g.bound_all(|_| Some(5));
         for i in 1..=4u8 {
-            g.observe(Event::Apply(pod(
-                &format!("p{i}"),
-                Some(&format!("10.0.0.{i}")),
-                true,
-            )));
+            g.observe(Event::Apply(ready(i)));
         }
         g.bound_all(|_| Some(5));
         write_all(&mut g);
         g.observe(Event::Init);
         for i in 1..=3u8 {
-            g.observe(Event::InitApply(pod(
-                &format!("p{i}"),
-                Some(&format!("10.0.0.{i}")),
-                true,
-            )));
+            g.observe(Event::InitApply(ready(i)));
         }
         g.observe(Event::InitDone);
         let after = write_all(&mut g);
         assert_eq!(after.len(), 3, "{after:?}");
         assert!(after.iter().all(|w| !w.value.contains("10.0.0.4")));
-        assert_eq!(g.sizes().0, 3);
+        assert_eq!(pod_count(&g), 3);
         g.observe(Event::Delete(pod("p1", None, false)));
-        assert_eq!(g.sizes().0, 2);
+        assert_eq!(pod_count(&g), 2);
     }
 
     #[test]
@@ -590,6 +567,5 @@ mod tests {
         assert_eq!(bound(None, pinger(PingerSpec::default())), None);
         d.spec.enable_pinger = false;
         assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), None);
-        let _ = key();
     }
 }
