@@ -116,6 +116,14 @@ impl State {
         bad
     }
 
+    /// Where the peers come from, as [`peers::desired`] reads it.
+    fn known(&self) -> Known<'_> {
+        Known {
+            listed: self.listed.as_deref(),
+            pods: &self.peers,
+        }
+    }
+
     /// The spec in force: the Pinger's, or while it is unknown the defaults
     /// without peers, which set the round settings but probe nothing.
     fn spec_in_force(&self) -> PingerSpec {
@@ -150,11 +158,7 @@ impl Probing {
         } else {
             Vec::new()
         };
-        let known = Known {
-            listed: state.listed.as_deref(),
-            pods: &state.peers,
-        };
-        let set = peers::desired(&spec, known, me, &gateways);
+        let set = peers::desired(&spec, state.known(), me, &gateways);
         if set.invalid != self.last_invalid {
             for bad in &set.invalid {
                 tracing::warn!(pinger = %pinger, error = %bad, "target skipped");
@@ -474,11 +478,7 @@ mod tests {
         }
         probing.follow(&state, &me, "p");
         let probed = [2, 3].map(|i| Target::icmp(Host::Ip(IpAddr::from([127, 0, 0, i]))));
-        let known = Known {
-            listed: state.listed.as_deref(),
-            pods: &state.peers,
-        };
-        let chosen = peers::desired(&state.spec_in_force(), known, &me, &[]).targets;
+        let chosen = peers::desired(&state.spec_in_force(), state.known(), &me, &[]).targets;
         assert_eq!(
             chosen,
             BTreeSet::from(probed.clone()),
