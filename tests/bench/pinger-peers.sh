@@ -176,12 +176,7 @@ PINGER_LOG=$dir/pinger.log "$repo/tests/bench/pinger-scale.sh" "$pinger_pid" 180
 # A rolling update: REPLACE peers replaced one by one, at a pace the
 # operator's writes keep up with (each replacement rewrites about 2 ×
 # maxPeers lists; the operator writes at most 200 a second).
-received() {
-    ss -tinpH 2>/dev/null | awk -v p="pid=$pinger_pid," '
-        /^[A-Z]/ { mine = index($0, p) > 0; next }
-        mine { for (i = 1; i <= NF; i++) if ($i ~ /^bytes_received:/) { split($i, a, ":"); s += a[2] } }
-        END { print s + 0 }'
-}
+received() { "$repo/tests/bench/tcp-received.sh" "$pinger_pid"; }
 # Until neither the operator's writes nor the pinger's received bytes have
 # moved for 3 s.
 settle() {

@@ -28,14 +28,8 @@ events() {
     kubectl get events -n "$ns" --field-selector "involvedObject.name=$pod" -o json |
         python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin)["items"] if e.get("type") == "Warning"))'
 }
-# Bytes the pinger's TCP connections have received (tcp_info bytes_received
-# through ss): the API server's answers, watches included.
-received() {
-    ss -tinpH 2>/dev/null | awk -v p="pid=$pid," '
-        /^[A-Z]/ { mine = index($0, p) > 0; next }
-        mine { for (i = 1; i <= NF; i++) if ($i ~ /^bytes_received:/) { split($i, a, ":"); s += a[2] } }
-        END { print s + 0 }'
-}
+# Bytes the pinger's TCP connections have received.
+received() { "$(dirname "${BASH_SOURCE[0]}")/tcp-received.sh" "$pid"; }
 # Sum of combo_pinger_probes_total of ICMP targets with result $1.
 probes() { printf %s "$1" | awk -v r="result=\"$2\"" '/^combo_pinger_probes_total\{kind="icmp"/ && index($0, r) { s += $NF } END { print s + 0 }'; }
 failed_rounds() { if [[ -n $log ]]; then grep -c 'round failed' "$log" || true; else echo 0; fi; }
