@@ -162,7 +162,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     let (role_store, role_writer) = reflector::store();
     let peer_lists = crate::peer_lists::run(
         client.clone(),
-        ns.clone(),
+        api::<Pod>(&client, ns),
         store.clone(),
         pinger_store.clone(),
         metrics.clone(),

@@ -271,19 +271,16 @@ pub fn bound(
     peers::listed(p.spec.peers, p.spec.max_peers).then(|| p.spec.max_peers as usize)
 }
 
-/// Follows the Debuggers' pods and keeps their lists written, until
-/// dropped (the controller stops with leadership).
+/// Follows the Debuggers' pods through `api` (the operator's namespace or
+/// all) and keeps their lists written, until dropped (the controller stops
+/// with leadership).
 pub async fn run(
     client: Client,
-    namespace: Option<String>,
+    api: Api<Pod>,
     debuggers: Store<Debugger>,
     pingers: Store<Pinger>,
     metrics: Arc<Metrics>,
 ) {
-    let api: Api<Pod> = match &namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
     let config = watcher::Config::default().labels(keys::LABEL_DEBUGGER);
     let mut events = watcher(api, config).default_backoff().boxed();
     let mut groups = Groups::default();
