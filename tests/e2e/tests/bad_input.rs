@@ -280,7 +280,7 @@ async fn missing_warnings(
 
 /// Makes Debugger `sentinel` in `ns`, waits for its DaemonSet and returns
 /// what tells whether it was written since.
-async fn start_sentinel(c: &Client, ns: &str) -> Result<(String, String)> {
+async fn start_sentinel(c: &Client, ns: &str) -> Result<Sentinel> {
     apply_yaml(
         ns,
         "apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: sentinel\nspec:\n  selector:\n    kubecombo.io/bad-input: none\n",
@@ -299,13 +299,26 @@ async fn start_sentinel(c: &Client, ns: &str) -> Result<(String, String)> {
     sentinel(c, ns).await
 }
 
-async fn sentinel(c: &Client, ns: &str) -> Result<(String, String)> {
+/// The sentinel DaemonSet as far as a writer other than the DaemonSet
+/// controller sees it: its UID, generation (bumped by every spec change),
+/// labels, annotations and the managedFields entries of every manager but
+/// kube-controller-manager, whose status updates (observedGeneration, pod
+/// counts) come when they come and change the resourceVersion.
+type Sentinel = (String, Option<i64>, Value);
+
+async fn sentinel(c: &Client, ns: &str) -> Result<Sentinel> {
     let ds = Api::<DaemonSet>::namespaced(c.clone(), ns)
         .get("sentinel")
         .await?;
+    let managers: Vec<_> = ds
+        .managed_fields()
+        .iter()
+        .filter(|m| m.manager.as_deref() != Some("kube-controller-manager"))
+        .collect();
     Ok((
         ds.uid().unwrap_or_default(),
-        ds.resource_version().unwrap_or_default(),
+        ds.metadata.generation,
+        json!({"labels": ds.labels(), "annotations": ds.annotations(), "managedFields": managers}),
     ))
 }
 
@@ -406,8 +419,11 @@ async fn generated_debugger_specs_are_refused_with_a_message_or_reconciled_or_re
     if std::path::Path::new(PWNED).exists() {
         problems.push(format!("{PWNED} exists: a spec string reached a shell"));
     }
-    if sentinel(&c, &guard.name).await? != sentinel_before {
-        problems.push("the sentinel's DaemonSet was written".into());
+    let sentinel_after = sentinel(&c, &guard.name).await?;
+    if sentinel_after != sentinel_before {
+        problems.push(format!(
+            "the sentinel's DaemonSet was written: {sentinel_before:?} became {sentinel_after:?}"
+        ));
     }
     eprintln!(
         "bad input: {refused} Debuggers refused by the API server, {} accepted: {reasons:?}, {} with a Warning Event; refusals such as {messages:#?}",
@@ -665,8 +681,11 @@ async fn generated_pinger_specs_are_refused_with_a_message_or_reconciled_or_repo
             pinger_specs::PWNED
         ));
     }
-    if sentinel(&c, &guard.name).await? != sentinel_before {
-        global.push("the sentinel's DaemonSet was written".into());
+    let sentinel_after = sentinel(&c, &guard.name).await?;
+    if sentinel_after != sentinel_before {
+        global.push(format!(
+            "the sentinel's DaemonSet was written: {sentinel_before:?} became {sentinel_after:?}"
+        ));
     }
     eprintln!(
         "bad input: {refused} Pingers refused by the API server, {} accepted: {pinger_reasons:?}; \
