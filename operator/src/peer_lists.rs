@@ -304,32 +304,42 @@ pub async fn run(
                     })
                 });
                 let batch = groups.due(WRITES_PER_TICK);
-                let results: Vec<(Write, bool)> = futures::stream::iter(batch)
+                let results: Vec<(Write, Outcome)> = futures::stream::iter(batch)
                     .map(|w| {
                         let client = client.clone();
                         async move {
-                            let ok = write(client, &w).await;
-                            (w, ok)
+                            let outcome = write(client, &w).await;
+                            (w, outcome)
                         }
                     })
                     .buffer_unordered(IN_FLIGHT)
                     .collect()
                     .await;
-                for (w, ok) in &results {
-                    if *ok {
+                for (w, outcome) in &results {
+                    if *outcome == Outcome::Written {
                         metrics.peer_list_written();
                     }
-                    groups.written(w, *ok);
+                    groups.written(w, *outcome != Outcome::Failed);
                 }
             }
         }
     }
 }
 
-/// Applies one list; false when it should be tried again. A pod that is
-/// gone or was replaced (404, a UID precondition failing) is not retried:
-/// the watch removes or renews it.
-async fn write(client: Client, w: &Write) -> bool {
+/// What became of one list write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The pod carries the list.
+    Written,
+    /// The pod is gone or was replaced (404, a UID precondition failing):
+    /// not retried, the watch removes or renews it.
+    Gone,
+    /// Anything else: tried again next round.
+    Failed,
+}
+
+/// Applies one list.
+async fn write(client: Client, w: &Write) -> Outcome {
     let api: Api<Pod> = Api::namespaced(client, &w.key.0);
     let patch = json!({
         "apiVersion": "v1",
@@ -343,14 +353,14 @@ async fn write(client: Client, w: &Write) -> bool {
     });
     let params = PatchParams::apply(keys::FIELD_MANAGER_PEERS).force();
     match api.patch(&w.pod, &params, &Patch::Apply(&patch)).await {
-        Ok(_) => true,
+        Ok(_) => Outcome::Written,
         Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409 | 422) => {
             tracing::debug!(pod = %w.pod, code = s.code, "peer list not written: the pod is gone or replaced");
-            true
+            Outcome::Gone
         }
         Err(e) => {
             tracing::warn!(error = %e, pod = %w.pod, namespace = %w.key.0, "writing a peer list failed; retrying");
-            false
+            Outcome::Failed
         }
     }
 }
@@ -564,5 +574,48 @@ mod tests {
         assert_eq!(bound(None, pinger(PingerSpec::default())), None);
         d.spec.enable_pinger = false;
         assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), None);
+    }
+
+    /// A write is an apply by the peers' field manager carrying the pod's
+    /// UID; what the API server answers decides whether it landed, is
+    /// dropped (the pod is gone or replaced) or comes again.
+    #[tokio::test]
+    async fn a_write_landed_is_told_from_a_pod_gone_and_from_a_failure() {
+        use combo_api::stand_in::{Answer, StandIn};
+        let w = Write {
+            key: ("ops".into(), "mesh".into()),
+            pod: "p1".into(),
+            uid: "uid-p1".into(),
+            value: "10.0.0.2,10.0.0.3".into(),
+        };
+        let answers = [
+            (
+                Answer::Json(200, serde_json::to_value(ready(1)).unwrap()),
+                Outcome::Written,
+            ),
+            (Answer::status(404, "NotFound"), Outcome::Gone),
+            (Answer::status(409, "Conflict"), Outcome::Gone),
+            (Answer::status(422, "Invalid"), Outcome::Gone),
+            (Answer::status(500, "InternalError"), Outcome::Failed),
+            (Answer::status(403, "Forbidden"), Outcome::Failed),
+        ];
+        for (answer, want) in answers {
+            let (client, stand_in) = StandIn::scripted(vec![answer.clone()]);
+            assert_eq!(write(client, &w).await, want, "answer {answer:?}");
+            let request = &stand_in.requests()[0];
+            assert_eq!(request.line(), "PATCH /api/v1/namespaces/ops/pods/p1");
+            assert!(
+                request.uri.contains("fieldManager=combo-operator%2Fpeers")
+                    && request.uri.contains("force=true"),
+                "{}",
+                request.uri
+            );
+            let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+            assert_eq!(body["metadata"]["uid"], "uid-p1");
+            assert_eq!(
+                body["metadata"]["annotations"][keys::ANNOTATION_PEERS],
+                "10.0.0.2,10.0.0.3"
+            );
+        }
     }
 }
