@@ -34,9 +34,9 @@ impl Coalesce {
     }
 
     /// Records a write for `uid` at `now`. Records older than [`WINDOW`]
-    /// hold nothing back, so they are dropped once there are [`KEEP`]:
+    /// hold nothing back, so they are dropped once there are 1,024 (`KEEP`):
     /// the record never holds more than the Debuggers written in the last
-    /// [`WINDOW`] plus [`KEEP`].
+    /// [`WINDOW`] plus 1,024.
     pub fn wrote(&self, uid: &str, now: Instant) {
         let mut m = self.0.lock().expect("coalesce lock");
         if m.len() >= KEEP {

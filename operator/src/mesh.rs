@@ -4,7 +4,7 @@
 //! Every pod that is not terminating is a prober; the pods that are
 //! Running and Ready with an address are also candidates (peers). Each
 //! prober holds its `max` best candidates by
-//! [`rendezvous`](combo_api::peers::rendezvous) score. A change touches
+//! [`combo_api::peers::rendezvous`] score. A change touches
 //! only the probers it concerns, and says which they are, so the operator
 //! rewrites about `max` lists per pod coming or going instead of all of
 //! them (docs/operator.md, "Peer lists").

@@ -341,7 +341,7 @@ pub async fn write(
     }
 }
 
-/// Writes reports in the background with [`write`], so each lands in the
+/// Writes reports in the background with [`write()`], so each lands in the
 /// end; a newer result replaces one still waiting, so a slow API server
 /// delays a result but never loses the latest one.
 pub fn spawn_writer(publisher: Publisher) -> mpsc::UnboundedSender<Pending> {

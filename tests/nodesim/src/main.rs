@@ -26,7 +26,7 @@ struct Args {
     /// Admin kubeconfig of the test cluster.
     #[arg(long)]
     kubeconfig: PathBuf,
-    /// The cluster's state directory; pod logs go to DIR/pods/<ns>/<pod>/<container>.log.
+    /// The cluster's state directory; pod logs go to `DIR/pods/<ns>/<pod>/<container>.log`.
     #[arg(long)]
     dir: PathBuf,
     /// Number of simulated nodes, node-1 .. node-N.
