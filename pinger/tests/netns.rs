@@ -216,14 +216,15 @@ fn a_black_holed_address_times_out_while_the_others_keep_their_rhythm() {
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
-/// The address each kind of route sends nowhere in the routes test, and
-/// the error the kernel gives each send to it (EINVAL, EHOSTUNREACH,
-/// EACCES), which the round reports as its first failure.
-const ROUTED_AWAY: [(&str, &str, &str); 4] = [
+/// The address each kind of route (or, for `drop`, an nftables rule in
+/// the output hook) sends nowhere in the routes test, and the error the
+/// kernel gives each send to it (EINVAL, EHOSTUNREACH, EACCES, EPERM),
+/// which the round reports as its first failure.
+const ROUTED_AWAY: [(&str, &str, &str); 5] = [
     (
         "blackhole",
         "10.77.0.1",
-        "error: Invalid argument (os error 22)",
+        "error: Invalid argument (os error 22): likely a blackhole route to it",
     ),
     (
         "unreachable",
@@ -233,12 +234,17 @@ const ROUTED_AWAY: [(&str, &str, &str); 4] = [
     (
         "prohibit",
         "10.77.0.3",
-        "error: Permission denied (os error 13)",
+        "error: Permission denied (os error 13): likely a prohibit route to it",
     ),
     (
         "blackhole",
         "2001:db8::1",
-        "error: Invalid argument (os error 22)",
+        "error: Invalid argument (os error 22): likely a blackhole route to it",
+    ),
+    (
+        "drop",
+        "127.0.0.77",
+        "error: Operation not permitted (os error 1): likely a firewall rule on this node dropping it",
     ),
 ];
 
@@ -247,11 +253,17 @@ fn addresses_behind_blackhole_unreachable_and_prohibit_routes_fail_each_round_wh
 ) {
     let case = Case::new(
         "faults",
-        "pinger: addresses behind blackhole, unreachable and prohibit routes (IPv4) and a blackhole route (IPv6)",
+        "pinger: addresses behind blackhole, unreachable and prohibit routes (IPv4), a blackhole route (IPv6) and an nftables drop on output",
         ROUTED_AWAY.len() as u64,
     );
     let ns = Netns::new();
     for (kind, addr, _) in ROUTED_AWAY {
+        if kind == "drop" {
+            ns.nft(&format!(
+                "table inet out {{\n chain out {{\n  type filter hook output priority 0;\n  ip daddr {addr} drop\n }}\n}}\n"
+            ));
+            continue;
+        }
         let family = if addr.contains(':') { "-6" } else { "-4" };
         ns.exec(&["ip", family, "route", "add", kind, addr]);
     }

@@ -76,11 +76,59 @@ pub(crate) fn any_of_family(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Maps an I/O error to a probe outcome: refused stays distinct.
+/// Maps an I/O error to a probe outcome: refused stays distinct, and an
+/// error keeps the kernel's words with what they most likely mean on a
+/// node (see [`cause`]).
 pub(crate) fn io_outcome(e: &std::io::Error) -> Outcome {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => Outcome::Refused,
         std::io::ErrorKind::TimedOut => Outcome::Timeout,
-        _ => Outcome::Error(e.to_string()),
+        _ => Outcome::Error(match cause(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        }),
+    }
+}
+
+/// The usual cause of a send or connect refused with `e`, for the errnos
+/// whose own words do not name it: a `blackhole` route gives EINVAL, a
+/// `prohibit` route EACCES, and a firewall rule dropping the outgoing
+/// packet (nftables or iptables `drop` in output) EPERM. "likely", as
+/// these errnos have rarer causes too.
+fn cause(e: &std::io::Error) -> Option<&'static str> {
+    use nix::errno::Errno;
+    match Errno::from_raw(e.raw_os_error()?) {
+        Errno::EINVAL => Some("likely a blackhole route to it"),
+        Errno::EACCES => Some("likely a prohibit route to it"),
+        Errno::EPERM => Some("likely a firewall rule on this node dropping it"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Error;
+
+    #[test]
+    fn io_errors_map_to_outcomes_with_their_likely_cause() {
+        let os = |n: nix::errno::Errno| io_outcome(&Error::from_raw_os_error(n as i32));
+        assert_eq!(os(nix::errno::Errno::ECONNREFUSED), Outcome::Refused);
+        assert_eq!(os(nix::errno::Errno::ETIMEDOUT), Outcome::Timeout);
+        assert_eq!(
+            os(nix::errno::Errno::EPERM),
+            Outcome::Error(
+                "Operation not permitted (os error 1): likely a firewall rule on this node dropping it"
+                    .into()
+            )
+        );
+        assert_eq!(
+            os(nix::errno::Errno::EHOSTUNREACH),
+            Outcome::Error("No route to host (os error 113)".into())
+        );
+        assert_eq!(
+            io_outcome(&Error::other("odd")),
+            Outcome::Error("odd".into())
+        );
     }
 }
