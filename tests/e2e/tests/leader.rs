@@ -106,7 +106,9 @@ fn scale(replicas: u32) -> Result<()> {
     .map(drop)
 }
 
-async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<Duration> {
+/// The handover time, and who took the Lease: "the standby" or "the
+/// replacement".
+async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'static str)> {
     scale(2)?;
     wait_for(WAIT, "two Ready operator replicas", || async {
         Ok(replicas(c)
@@ -203,7 +205,12 @@ async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<Duration> {
         handover <= HANDOVER + Duration::from_secs(5),
         "handover took {handover:?}"
     );
-    Ok(handover)
+    let who = if taker == standby.name_any() {
+        "the standby"
+    } else {
+        "the replacement"
+    };
+    Ok((handover, who))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -214,12 +221,13 @@ async fn of_two_replicas_one_writes_and_another_takes_over_when_the_leader_is_ki
     let c = client().await;
     let result = two_replicas_one_writer(&c, &ns.name).await;
     let case = match &result {
-        Ok(d) => format!(
-            "two operator replicas, leader SIGKILLed: handover after {:.1} s",
+        Ok((d, who)) => format!(
+            "two operator replicas, leader SIGKILLed: handover to {who} after {:.1} s",
             d.as_secs_f64()
         ),
         Err(_) => "two operator replicas, leader SIGKILLed".to_string(),
     };
+    eprintln!("{case}");
     record("faults", &case, 1, u64::from(result.is_ok()), 0);
     scale(1)?;
     result.map(drop)
