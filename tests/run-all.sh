@@ -16,6 +16,7 @@ bash tests/deps.sh
 step "formatting and lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 shellcheck tests/e2e/*.sh tests/bench/*.sh tests/*.sh deploy/*.sh .ci/run
 
 step "unit and integration tests"

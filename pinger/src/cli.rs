@@ -15,6 +15,9 @@ use crate::targets::TargetLists;
 /// PINGER_NAME in POD_NAMESPACE.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "combo-pinger", version)]
+// The field comments are the `--help` text, where `[v6]` and `[:port]` are
+// literal brackets, not links.
+#[allow(rustdoc::broken_intra_doc_links)]
 pub struct Args {
     /// ICMP echo target: IPv4/IPv6 address or DNS name (repeatable).
     #[arg(long, value_name = "HOST")]
