@@ -106,11 +106,9 @@ fn scale(replicas: u32) -> Result<()> {
     .map(drop)
 }
 
-/// The handover time, and who took the Lease: "the standby" or "the
-/// replacement".
-async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'static str)> {
-    scale(2)?;
-    wait_for(WAIT, "two Ready operator replicas", || async {
+/// Waits until two operator replicas are Running and Ready.
+async fn two_ready(c: &Client, what: &str) -> Result<()> {
+    wait_for(WAIT, what, || async {
         Ok(replicas(c)
             .await?
             .iter()
@@ -118,7 +116,14 @@ async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'st
             .count()
             == 2)
     })
-    .await?;
+    .await
+}
+
+/// The handover time, and who took the Lease: "the standby" or "the
+/// replacement".
+async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'static str)> {
+    scale(2)?;
+    two_ready(c, "two Ready operator replicas").await?;
     let pods = replicas(c).await?;
     let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
     wait_for(WAIT, "a replica holding the Lease", || async {
@@ -179,15 +184,7 @@ async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'st
     let handover = killed.elapsed();
     apply_yaml(ns, &debugger("after"))?;
     daemonset(c, ns, "after").await?;
-    wait_for(WAIT, "two Ready operator replicas again", || async {
-        Ok(replicas(c)
-            .await?
-            .iter()
-            .filter(|p| running_and_ready(p))
-            .count()
-            == 2)
-    })
-    .await?;
+    two_ready(c, "two Ready operator replicas again").await?;
     let live = replicas(c).await?;
     ensure!(
         live.iter().any(|p| p.name_any() == taker),
