@@ -187,11 +187,10 @@ async fn the_operator_lists_each_pods_peers_and_the_pingers_probe_exactly_them()
     let now_ips: Vec<IpAddr> = after.values().filter_map(ip_of).collect();
     let probers_now = &after[&prober.name_any()];
     let listed = peers::parse(&probers_now.annotations()[keys::ANNOTATION_PEERS]).0;
-    // The new pod may get the old one's address back on its node.
+    // The new pod may get the old one's address back on its node:
+    // probed_peers drops the repeat.
     let mut candidates = now_ips.clone();
     candidates.push(old_ip);
-    candidates.sort_unstable();
-    candidates.dedup();
     wait_for(WAIT, "the prober following its new list", || async {
         Ok(probed_peers(probers_now, &candidates)? == listed)
     })
