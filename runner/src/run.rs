@@ -96,9 +96,10 @@ pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report>
     })
 }
 
-/// The items a script produced (docs/runner.md, "Scripts"): its `ok`/`err` lines, plus, when it
-/// failed or timed out without any `err` line, an item named after the script
-/// with `exit <code>: <last stderr line>` or `timeout after <N>s`.
+/// The items a script produced (docs/runner.md, "Scripts"): its `ok`/`err`
+/// lines, plus an item named after the script with `timeout after <N>s`
+/// when it timed out, or with `exit <code>: <last stderr line>` when it
+/// failed without any `err` line.
 pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)> {
     let mut items: Vec<(String, ItemResult)> = Vec::new();
     let mut put = |item: String, r: ItemResult| match items.iter_mut().find(|(i, _)| *i == item) {
@@ -118,15 +119,19 @@ pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)>
             Line::Plain => {}
         }
     }
-    if !reported_err && !outcome.exit.success() {
-        let msg = match &outcome.exit {
-            Exit::Code(c) => format!(
-                "exit {c}: {}",
-                crate::output::printable_message(&outcome.last_stderr_line)
-            ),
-            Exit::Timeout(n) => format!("timeout after {n}s"),
-            Exit::Spawn(e) => format!("exit 126: {e}"),
-        };
+    let msg = match &outcome.exit {
+        Exit::Code(0) => None,
+        // The err lines it printed before it hung do not say that the
+        // check never finished: a timeout is always an item of its own.
+        Exit::Timeout(n) => Some(format!("timeout after {n}s")),
+        _ if reported_err => None,
+        Exit::Code(c) => Some(format!(
+            "exit {c}: {}",
+            crate::output::printable_message(&outcome.last_stderr_line)
+        )),
+        Exit::Spawn(e) => Some(format!("exit 126: {e}")),
+    };
+    if let Some(msg) = msg {
         let msg = msg.trim_end_matches([':', ' ']).to_string();
         put(script.name.clone(), ItemResult::err(msg));
     }
@@ -216,6 +221,18 @@ mod tests {
         assert_eq!(
             items_of(&script(""), &o)[1],
             ("usage".into(), ItemResult::err("timeout after 7s"))
+        );
+    }
+
+    #[test]
+    fn a_timeout_adds_the_script_item_even_after_err_lines() {
+        let o = outcome(Exit::Timeout(1), vec![err("x", "boom")], "");
+        assert_eq!(
+            items_of(&script(""), &o),
+            vec![
+                ("x".into(), ItemResult::err("boom")),
+                ("usage".into(), ItemResult::err("timeout after 1s")),
+            ]
         );
     }
 

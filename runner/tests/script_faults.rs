@@ -142,3 +142,26 @@ fn a_script_killed_by_a_signal_is_reported_with_the_signal() {
     assert_eq!(err_of(&y, "net", "segv"), Some("exit 139"));
     assert_eq!(err_of(&y, "net", "killed"), Some("exit 137: oops"));
 }
+
+#[test]
+fn a_script_that_reports_an_err_and_then_hangs_also_gets_its_timeout_item() {
+    let case = Case::new(
+        "faults",
+        "runner: a script hanging past its timeout after an err line",
+        1,
+    );
+    let t = Tree::new("err-then-hang");
+    t.script("disk/stuck.sh", "echo 'err x boom'\nexec sleep 300");
+    let (code, y, _) = once_yaml(t.path(), &["--timeout", "1"]);
+    let handled = code == 1
+        && err_of(&y, "disk", "x") == Some("boom")
+        && err_of(&y, "disk", "stuck") == Some("timeout after 1s");
+    case.done(u64::from(handled), 0);
+    assert_eq!(code, 1);
+    assert_eq!(err_of(&y, "disk", "x"), Some("boom"), "the printed err stays");
+    assert_eq!(
+        err_of(&y, "disk", "stuck"),
+        Some("timeout after 1s"),
+        "the check did not finish: {y:?}"
+    );
+}
