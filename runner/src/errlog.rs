@@ -2,6 +2,7 @@
 //! failed in one run; only the newest files are kept.
 
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use combo_api::{Category, RunId};
 
@@ -85,17 +86,23 @@ pub fn write(layout: &Layout, report: &Report, retention: usize) -> Result<Vec<P
             },
         };
         if let Some(dir) = path.parent() {
-            prune(dir, retention);
+            prune(dir, &name, retention);
         }
         written.push(path);
     }
     Ok(written)
 }
 
+/// Writes `dir/name` whole or not at all: the text goes to a hidden file
+/// first, renamed into place once complete, so a runner stopped while
+/// writing leaves no partial errlog (a name that starts with `.` is never
+/// taken for one).
 fn write_file(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
     let path = dir.join(name);
+    let partial = dir.join(format!(".{name}.partial"));
     std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&path, text))
+        .and_then(|_| std::fs::write(&partial, text))
+        .and_then(|_| std::fs::rename(&partial, &path))
         .map_err(|source| Error::Write {
             path: path.clone(),
             source,
@@ -137,57 +144,128 @@ pub fn render(run_id: RunId, category: Category, failed: &[&ScriptRun]) -> Strin
     s
 }
 
-/// Keeps the `retention` newest errlogs in `dir` (run ids sort by time);
-/// other files are left alone.
-pub fn prune(dir: &Path, retention: usize) {
+/// Keeps the `retention` newest errlogs in `dir`, by when they were
+/// written, and always `written`, the file of the run just finished; other
+/// files are left alone.
+pub fn prune(dir: &Path, written: &str, retention: usize) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let names: Vec<String> = entries
+    let logs: Vec<(SystemTime, String)> = entries
         .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter_map(|e| {
+            let modified = e.metadata().ok()?.modified().ok()?;
+            Some((modified, e.file_name().to_string_lossy().into_owned()))
+        })
         .collect();
-    for old in to_remove(names, retention) {
+    for old in to_remove(logs, written, retention) {
         if let Err(e) = std::fs::remove_file(dir.join(&old)) {
             tracing::warn!(file = %old, error = %e, "cannot remove old errlog");
         }
     }
 }
 
-/// Which of `names` to delete so the `retention` newest errlogs remain.
-pub fn to_remove(names: Vec<String>, retention: usize) -> Vec<String> {
-    let mut logs: Vec<String> = names
+/// Which of `logs` (modification time, file name) to delete so that
+/// `written` and the newest others, `retention` files in all, remain.
+///
+/// Newest by time, not by name: a run id names the scheduled time, and a
+/// `runAt` set to an earlier timestamp runs after later ones, so the file
+/// just written may have the smallest name. Equal times fall back to the
+/// name.
+pub fn to_remove(logs: Vec<(SystemTime, String)>, written: &str, retention: usize) -> Vec<String> {
+    let mut older: Vec<(SystemTime, String)> = logs
         .into_iter()
-        .filter(|n| {
-            n.strip_suffix(".log")
-                .is_some_and(|id| id.parse::<RunId>().is_ok())
+        .filter(|(_, n)| {
+            n != written
+                && n.strip_suffix(".log")
+                    .is_some_and(|id| id.parse::<RunId>().is_ok())
         })
         .collect();
-    logs.sort();
-    let keep_from = logs.len().saturating_sub(retention);
-    logs.truncate(keep_from);
-    logs
+    older.sort();
+    let keep_from = older.len().saturating_sub(retention.saturating_sub(1));
+    older.truncate(keep_from);
+    older.into_iter().map(|(_, n)| n).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs)
+    }
+
     #[test]
-    fn retention_removes_the_oldest_run_ids_and_nothing_else() {
-        let names = vec![
-            "20261122T060000Z.log".to_string(),
-            "20251231T235959Z.log".to_string(),
-            "20261122T000000Z.log".to_string(),
-            "notes.txt".to_string(),
-            "garbage.log".to_string(),
+    fn retention_removes_the_oldest_errlogs_and_nothing_else() {
+        let logs = vec![
+            (at(300), "20261122T060000Z.log".to_string()),
+            (at(100), "20251231T235959Z.log".to_string()),
+            (at(200), "20261122T000000Z.log".to_string()),
+            (at(50), "notes.txt".to_string()),
+            (at(60), "garbage.log".to_string()),
         ];
+        let written = "20261122T060000Z.log";
         assert_eq!(
-            to_remove(names.clone(), 2),
+            to_remove(logs.clone(), written, 2),
             vec!["20251231T235959Z.log".to_string()]
         );
-        assert_eq!(to_remove(names.clone(), 10), Vec::<String>::new());
-        assert_eq!(to_remove(names, 0).len(), 3);
+        assert_eq!(to_remove(logs.clone(), written, 10), Vec::<String>::new());
+        assert_eq!(to_remove(logs, written, 0).len(), 2, "never the one written");
+    }
+
+    #[test]
+    fn retention_goes_by_when_a_run_happened_not_by_its_name() {
+        // Two ad-hoc runs in November, then runAt set back to June: the
+        // June file is the newest though its name sorts first.
+        let logs = vec![
+            (at(100), "20261125T180000Z.log".to_string()),
+            (at(200), "20261125T180100Z.log".to_string()),
+            (at(300), "20250601T000000Z.log".to_string()),
+        ];
+        assert_eq!(
+            to_remove(logs.clone(), "20250601T000000Z.log", 2),
+            vec!["20261125T180000Z.log".to_string()]
+        );
+        // Equal times: the name decides, and the file written stays.
+        let same = vec![
+            (at(100), "20261125T180000Z.log".to_string()),
+            (at(100), "20261125T180100Z.log".to_string()),
+            (at(100), "20250601T000000Z.log".to_string()),
+        ];
+        assert_eq!(
+            to_remove(same, "20250601T000000Z.log", 2),
+            vec!["20261125T180000Z.log".to_string()]
+        );
+    }
+
+    #[test]
+    fn an_errlog_of_an_earlier_run_id_written_last_is_kept() {
+        let d = crate::testdir::TestDir::new("errlog-retention");
+        let layout = Layout::BesideScripts(d.path().to_path_buf());
+        let now = SystemTime::now();
+        for (name, age) in [("20261125T180000Z.log", 120), ("20261125T180100Z.log", 60)] {
+            d.file(&format!("disk/errlog/{name}"), "old", 0o644);
+            std::fs::File::options()
+                .write(true)
+                .open(d.path().join("disk/errlog").join(name))
+                .unwrap()
+                .set_modified(now - std::time::Duration::from_secs(age))
+                .unwrap();
+        }
+        let mut r = report(Category::Disk, true);
+        r.run_id = RunId::at(
+            chrono::DateTime::parse_from_rfc3339("2025-06-01T00:00:00Z")
+                .unwrap()
+                .to_utc(),
+        );
+        let written = write(&layout, &r, 2).unwrap();
+        assert_eq!(written, vec![d.path().join("disk/errlog/20250601T000000Z.log")]);
+        let mut left: Vec<String> = std::fs::read_dir(d.path().join("disk/errlog"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["20250601T000000Z.log", "20261125T180100Z.log"]);
     }
 
     fn report(category: Category, failed: bool) -> Report {
