@@ -70,7 +70,7 @@ async fn start_delay(client: &kube::Client) {
         namespace: ns.name.clone(),
         debugger: "bench".into(),
     };
-    let runner = tokio::spawn(serve(args, id, client.clone()));
+    let runner = tokio::spawn(serve(args, id, client.clone(), std::future::pending()));
 
     let mut delays = Vec::with_capacity(RUNS);
     for i in 0..RUNS {

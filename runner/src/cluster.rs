@@ -1,6 +1,7 @@
 //! In-cluster mode: follow this pod's Debugger, run at its `runAt` times,
 //! and publish this node's result.
 
+use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::publish::{self, Pending, Publisher};
 use crate::report;
 use crate::run::{self, RunConfig};
 use crate::schedule::{self, Decision, History};
+use crate::shutdown::{self, Stop};
 
 /// Why in-cluster mode cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -59,17 +61,17 @@ impl Identity {
     }
 }
 
-/// Runs until killed; returns 2 when the pod's environment is incomplete.
-pub async fn run(args: Args) -> ExitCode {
+/// Runs until `stop` resolves, then exits with the signal's status;
+/// returns 2 when the pod's environment is incomplete.
+pub async fn run(args: Args, stop: impl Future<Output = Stop>) -> ExitCode {
     let result = async {
         let id = Identity::from_env()?;
         let client = Client::try_default().await.map_err(Error::Client)?;
-        serve(args, id, client).await;
-        Ok::<_, Error>(())
+        Ok::<_, Error>((id, client))
     }
     .await;
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok((id, client)) => shutdown::exit(serve(args, id, client, stop).await),
         Err(e) => {
             // Said once, plainly, to whoever started it outside a pod.
             eprintln!(
@@ -81,8 +83,18 @@ pub async fn run(args: Args) -> ExitCode {
     }
 }
 
-/// Follows the Debugger and runs at its schedule, forever.
-pub async fn serve(args: Args, id: Identity, client: Client) {
+/// Follows the Debugger and runs at its schedule until `stop` resolves.
+///
+/// Then the run in progress, if any, is dropped where it stands (`stop`
+/// has killed its scripts): no errlog and no report of it is written. A
+/// result of an earlier run still waiting to be written gets one attempt
+/// of at most [`publish::FLUSH_LIMIT`]. Returns what stopped it.
+pub async fn serve(
+    args: Args,
+    id: Identity,
+    client: Client,
+    stop: impl Future<Output = Stop>,
+) -> Stop {
     let spec_rx = watch_debugger(client.clone(), &id);
     let publisher = Publisher::new(
         client,
@@ -91,15 +103,21 @@ pub async fn serve(args: Args, id: Identity, client: Client) {
         id.pod.clone(),
     );
     let writer = publish::spawn_writer(publisher.clone());
-    Scheduler {
+    let scheduler = Scheduler {
         args,
         id,
         publisher,
-        writer,
+        writer: writer.clone(),
         spec_rx,
-    }
-    .run()
-    .await;
+    };
+    let mut stop = std::pin::pin!(stop);
+    let stopped = tokio::select! {
+        s = &mut stop => s,
+        // It ends only if the Debugger's watch does; wait for the signal.
+        _ = scheduler.run() => stop.await,
+    };
+    writer.flush(publish::FLUSH_LIMIT).await;
+    stopped
 }
 
 /// The latest Debugger, kept current by a watch on just that object.
@@ -129,7 +147,7 @@ struct Scheduler {
     args: Args,
     id: Identity,
     publisher: Publisher,
-    writer: tokio::sync::mpsc::UnboundedSender<Pending>,
+    writer: publish::Writer,
     spec_rx: watch::Receiver<Option<Debugger>>,
 }
 
@@ -401,7 +419,7 @@ mod tests {
             namespace: "ops".into(),
             debugger: "dbg".into(),
         };
-        let runner = tokio::spawn(serve(args, id, client));
+        let runner = tokio::spawn(serve(args, id, client, std::future::pending()));
         let written = async {
             loop {
                 let patch = seen.requests().into_iter().find(|r| {
@@ -439,5 +457,132 @@ mod tests {
         );
         // No run for the invalid runAt or the malformed objects: one report.
         assert_eq!(count(&|m, _| m == "PATCH"), 1);
+    }
+
+    /// A stand-in API server holding `debugger`, whose watch stays quiet,
+    /// with no report of this node yet, taking every report written.
+    fn holding(debugger: serde_json::Value) -> (Client, StandIn) {
+        StandIn::answering(move |r| {
+            let (method, uri) = (r.method.as_str(), r.uri.as_str());
+            if uri.contains("/debuggers?") && uri.contains("watch=true") {
+                Answer::Never
+            } else if uri.contains("/debuggers?") {
+                Answer::Json(200, list(debugger.clone()))
+            } else if uri.contains("/debuggerreports/") && method == "PATCH" {
+                Answer::Json(
+                    200,
+                    json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
+                        "metadata": {"name": "dbg.node", "namespace": "ops"},
+                        "spec": {"debugger": "dbg", "node": "node", "runAt": "x"}}),
+                )
+            } else {
+                Answer::status(404, "NotFound")
+            }
+        })
+    }
+
+    fn identity(node: &str) -> Identity {
+        Identity {
+            node: node.into(),
+            pod: "runner-x".into(),
+            namespace: "ops".into(),
+            debugger: "dbg".into(),
+        }
+    }
+
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let wait = async {
+            while !done() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .unwrap_or_else(|_| panic!("{what}"));
+    }
+
+    #[tokio::test]
+    async fn an_idle_runner_stops_as_soon_as_it_is_told() {
+        let scripts = TestDir::new("stop-idle");
+        scripts.script("disk/ok.sh", "exit 0");
+        // An empty runAt in a DaemonSet: nothing to run, ever.
+        let (client, seen) = holding(debugger(json!("")));
+        let args = Args::parse_from([
+            "combo-runner",
+            "--scripts",
+            scripts.path().to_str().unwrap(),
+        ]);
+        let (tx, rx) = tokio::sync::oneshot::channel::<Stop>();
+        let runner = tokio::spawn(serve(args, identity("node-1"), client, async move {
+            rx.await.unwrap()
+        }));
+        until("the runner reads its report back", || {
+            seen.requests()
+                .iter()
+                .any(|r| r.method == "GET" && r.uri.contains("/debuggerreports/"))
+        })
+        .await;
+        tx.send(Stop::Term).unwrap();
+        let stopped = tokio::time::timeout(Duration::from_secs(10), runner)
+            .await
+            .expect("the idle runner stopped")
+            .unwrap();
+        assert_eq!(stopped, Stop::Term);
+        assert!(
+            !seen.requests().iter().any(|r| r.method == "PATCH"),
+            "nothing ran, nothing is written"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_result_waiting_for_its_spread_offset_is_written_when_the_runner_stops() {
+        let scripts = TestDir::new("stop-flush");
+        scripts.script("disk/bad.sh", "echo 'err sda broken'");
+        let mut dbg = debugger(json!("2020-01-01T00:00:00Z"));
+        // 5,000 pods: a 10 s spread window, and a node whose offset in it
+        // is more than 6 s.
+        dbg["status"] = json!({"desiredPods": 5000});
+        let window = publish::spread_window(5000);
+        let node = (0..)
+            .map(|i| format!("node-{i}"))
+            .find(|n| publish::spread_delay(n, window) > Duration::from_secs(6))
+            .unwrap();
+        let (client, seen) = holding(dbg);
+        let args = Args::parse_from([
+            "combo-runner",
+            "--scripts",
+            scripts.path().to_str().unwrap(),
+        ]);
+        let (tx, rx) = tokio::sync::oneshot::channel::<Stop>();
+        let runner = tokio::spawn(serve(args, identity(&node), client, async move {
+            rx.await.unwrap()
+        }));
+        let errlog = scripts.path().join("disk/errlog/20200101T000000Z.log");
+        until("the run ends", || errlog.exists()).await;
+        // The result goes to the writer right after its errlog.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            !seen.requests().iter().any(|r| r.method == "PATCH"),
+            "the writer waits for the node's offset"
+        );
+        let asked = std::time::Instant::now();
+        tx.send(Stop::Term).unwrap();
+        let stopped = tokio::time::timeout(Duration::from_secs(10), runner)
+            .await
+            .expect("the runner stopped")
+            .unwrap();
+        assert_eq!(stopped, Stop::Term);
+        let patches: Vec<_> = seen
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "PATCH" && r.uri.contains("/debuggerreports/"))
+            .collect();
+        assert_eq!(patches.len(), 1, "the pending result is written once");
+        assert!(
+            asked.elapsed() < Duration::from_secs(6),
+            "written before its offset came: {:?}",
+            asked.elapsed()
+        );
+        assert!(patches[0].body.contains("broken"), "{}", patches[0].body);
     }
 }

@@ -15,5 +15,6 @@ pub mod reaper;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod shutdown;
 #[cfg(test)]
 mod testdir;

@@ -1,5 +1,6 @@
 //! Local mode (`--once`, docs/runner.md, "Local mode"): one run on this machine, no Kubernetes.
 
+use std::future::Future;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use crate::cli::Args;
 use crate::errlog::{self, Layout};
 use crate::report;
 use crate::run::{self, RunConfig};
+use crate::shutdown::{self, Stop};
 
 /// Exit code when every item is healthy.
 pub const EXIT_HEALTHY: u8 = 0;
@@ -18,8 +20,10 @@ pub const EXIT_FAILED: u8 = 1;
 /// Exit code of a usage or setup error.
 pub const EXIT_SETUP: u8 = 2;
 
-/// Runs once and prints the result; returns the process exit code.
-pub async fn run_once(args: Args) -> ExitCode {
+/// Runs once and prints the result; returns the process exit code. When
+/// `stop` resolves first, the run is abandoned: nothing is printed or
+/// written, and the process exits with the signal's status.
+pub async fn run_once(args: Args, stop: impl Future<Output = Stop>) -> ExitCode {
     let cfg = RunConfig {
         scripts: args.scripts.clone(),
         categories: args.categories.clone(),
@@ -29,7 +33,17 @@ pub async fn run_once(args: Args) -> ExitCode {
         host_root: args.host_root.clone(),
     };
     let run_id = RunId::at(chrono::Utc::now());
-    let report = match run::inspect(&cfg, run_id).await {
+    let inspected = tokio::select! {
+        r = run::inspect(&cfg, run_id) => r,
+        stop = stop => {
+            eprintln!(
+                "combo-runner: stopped by {}; run {run_id} was not finished and nothing of it was written",
+                stop.name()
+            );
+            shutdown::exit(stop)
+        }
+    };
+    let report = match inspected {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{}", combo_api::cli::error_line("combo-runner", &e));

@@ -3,6 +3,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use combo_runner::shutdown::Signals;
 use combo_runner::{cli::Args, cluster, local};
 use tracing_subscriber::EnvFilter;
 
@@ -17,12 +18,19 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
         .init();
+    let signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}", combo_api::cli::error_line("combo-runner", &e));
+            return ExitCode::from(local::EXIT_SETUP);
+        }
+    };
     if let Err(e) = combo_runner::reaper::adopt_orphans() {
         tracing::warn!(error = %e, "cannot adopt the orphans of scripts: processes they start outside their group are not killed");
     }
     if args.once {
-        local::run_once(args).await
+        local::run_once(args, signals.stopped()).await
     } else {
-        cluster::run(args).await
+        cluster::run(args, signals.stopped()).await
     }
 }

@@ -2,6 +2,8 @@
 //! apply, field manager `combo-runner/<node>`), read back after a restart,
 //! and the `InspectionFailed` Event on the runner's own pod.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use combo_api::hash::fnv1a;
@@ -341,17 +343,92 @@ pub async fn write(
     }
 }
 
+/// How long a stopping runner tries to write a result still pending: one
+/// attempt, without the spread offset, so the runner still exits within
+/// 2 s of SIGTERM (docs/runner.md, "Stopping").
+pub const FLUSH_LIMIT: Duration = Duration::from_secs(1);
+
+/// The background writer has ended (its runtime is shutting down).
+#[derive(Debug, thiserror::Error)]
+#[error("the report writer has ended")]
+pub struct WriterGone;
+
+/// The background writer of this node's reports (see [`spawn_writer`]).
+#[derive(Clone)]
+pub struct Writer {
+    publisher: Publisher,
+    tx: mpsc::UnboundedSender<(u64, Pending)>,
+    /// The newest result handed over and not yet landed or refused, with
+    /// its sequence number.
+    unlanded: Arc<Mutex<Option<(u64, Pending)>>>,
+    sent: Arc<AtomicU64>,
+}
+
+impl Writer {
+    /// Hands `pending` to the writer.
+    pub fn send(&self, pending: Pending) -> Result<(), WriterGone> {
+        let seq = self.sent.fetch_add(1, Ordering::SeqCst) + 1;
+        *self.unlanded.lock().expect("unlanded lock") = Some((seq, pending.clone()));
+        self.tx.send((seq, pending)).map_err(|_| WriterGone)
+    }
+
+    /// For a runner that stops: makes one attempt, of at most `limit`, to
+    /// write the newest result that has not landed yet, at once. Returns
+    /// whether one was pending and landed.
+    pub async fn flush(&self, limit: Duration) -> bool {
+        let Some((_, pending)) = self.unlanded.lock().expect("unlanded lock").take() else {
+            return false;
+        };
+        let run_at = pending.summary.run_at.clone();
+        match tokio::time::timeout(
+            limit,
+            self.publisher.apply(&pending.owner, &pending.summary),
+        )
+        .await
+        {
+            Ok(Ok(())) => {
+                tracing::info!(%run_at, "report written before stopping");
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(%run_at, error = %e, "report not written before stopping");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(%run_at, "report not written before stopping: no answer within {limit:?}");
+                false
+            }
+        }
+    }
+}
+
 /// Writes reports in the background with [`write()`], so each lands in the
 /// end; a newer result replaces one still waiting, so a slow API server
 /// delays a result but never loses the latest one.
-pub fn spawn_writer(publisher: Publisher) -> mpsc::UnboundedSender<Pending> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Pending>();
+pub fn spawn_writer(publisher: Publisher) -> Writer {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(u64, Pending)>();
+    let writer = Writer {
+        publisher: publisher.clone(),
+        tx,
+        unlanded: Arc::default(),
+        sent: Arc::default(),
+    };
+    let unlanded = writer.unlanded.clone();
     tokio::spawn(async move {
-        while let Some(pending) = rx.recv().await {
-            write(&publisher, pending, || rx.try_recv().ok()).await;
+        while let Some((mut seq, pending)) = rx.recv().await {
+            write(&publisher, pending, || {
+                let (s, newer) = rx.try_recv().ok()?;
+                seq = s;
+                Some(newer)
+            })
+            .await;
+            let mut slot = unlanded.lock().expect("unlanded lock");
+            if slot.as_ref().is_some_and(|(s, _)| *s <= seq) {
+                *slot = None;
+            }
         }
     });
-    tx
+    writer
 }
 
 #[cfg(test)]

@@ -55,6 +55,46 @@ pub fn finished(pid: Option<u32>) {
     }
 }
 
+/// Kills, with SIGKILL, the process group of every script running, and
+/// then, for at most about 200 ms, every live child of this runner: the
+/// processes those scripts started outside their group, re-parented here
+/// as their parents die. Returns how many scripts were running. Nothing is
+/// reaped: it is for a runner about to exit.
+pub fn stop_all() -> usize {
+    let running: Vec<i32> = RUNNING
+        .lock()
+        .expect("running lock")
+        .iter()
+        .copied()
+        .collect();
+    for &pid in &running {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    if active() {
+        let me = getpid().as_raw();
+        for _ in 0..20 {
+            let live: Vec<i32> = children_of(me).into_iter().filter(|p| alive(*p)).collect();
+            if live.is_empty() {
+                break;
+            }
+            for pid in live {
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    running.len()
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ")?.1.chars().next())
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
 /// The parent pid in the text of `/proc/<pid>/stat`. Pure.
 pub fn parent_of(stat: &str) -> Option<i32> {
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses.

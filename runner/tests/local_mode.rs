@@ -367,3 +367,76 @@ fn in_cluster_mode_outside_a_pod_is_one_line_and_exit_two() {
         "{stderr}"
     );
 }
+
+/// Starts `combo-runner --once` on a script that records its pid and its
+/// child's and sleeps, sends `signal` once both pids are written, and
+/// returns how long the runner took to exit after it, and its status.
+fn stop_mid_run(t: &Tree, signal: nix::sys::signal::Signal) -> (std::time::Duration, Option<i32>) {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = t.path().display().to_string();
+    t.script(
+        "disk/slow.sh",
+        &format!(
+            "echo 'err early boom'\n\
+             sleep 60 & echo $! > {dir}/child.pid.new\n\
+             echo $$ > {dir}/script.pid.new\n\
+             mv {dir}/child.pid.new {dir}/child.pid; mv {dir}/script.pid.new {dir}/script.pid\n\
+             wait"
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_combo-runner"))
+        .args(["--once", "--timeout", "120", "--scripts", &dir])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("combo-runner starts");
+    let started = Instant::now();
+    while !(t.join("script.pid").exists() && t.join("child.pid").exists()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the script did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let sent = Instant::now();
+    nix::sys::signal::kill(pid, signal).expect("signal sent");
+    // Polled, so a runner that ignores the signal fails the test after
+    // 20 s instead of hanging it; the bound checked is the one promised.
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    (sent.elapsed(), status.code())
+}
+
+#[test]
+fn sigterm_or_sigint_mid_run_stops_the_runner_and_its_scripts_and_writes_nothing() {
+    use nix::sys::signal::Signal;
+    for (signal, code) in [(Signal::SIGTERM, 143), (Signal::SIGINT, 130)] {
+        let t = Tree::new("stop");
+        let (took, status) = stop_mid_run(&t, signal);
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{signal}: exited {took:?} after the signal"
+        );
+        assert_eq!(status, Some(code), "{signal}: exit status");
+        for rel in ["script.pid", "child.pid"] {
+            let pid: u32 = t.read(rel).trim().parse().unwrap();
+            assert!(!alive(pid), "{signal}: {rel} {pid} outlived the runner");
+        }
+        assert_eq!(
+            t.list("disk/errlog"),
+            Vec::<String>::new(),
+            "{signal}: no errlog, whole or partial, of the interrupted run"
+        );
+    }
+}
