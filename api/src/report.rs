@@ -97,7 +97,19 @@ impl DebuggerReportSpec {
     /// [`MAX_REPORT_RESULT_BYTES`]; `failedItems` counts every failed item
     /// of the full result.
     pub fn of(debugger: &str, node: &str, result: &NodeSummary) -> DebuggerReportSpec {
-        let bounded = result.bounded(MAX_REPORT_RESULT_BYTES);
+        Self::of_by(debugger, node, result, |_, _| ())
+    }
+
+    /// [`DebuggerReportSpec::of`], cut with [`NodeSummary::bounded_by`]:
+    /// failed items are kept round-robin over their category and
+    /// `source(category, item)`.
+    pub fn of_by<K: Ord>(
+        debugger: &str,
+        node: &str,
+        result: &NodeSummary,
+        source: impl Fn(&str, &str) -> K,
+    ) -> DebuggerReportSpec {
+        let bounded = result.bounded_by(MAX_REPORT_RESULT_BYTES, source);
         DebuggerReportSpec {
             debugger: debugger.to_string(),
             node: node.to_string(),

@@ -91,9 +91,23 @@ impl NodeSummary {
     /// and shorter. If that is not enough, healthy items are folded into one
     /// item `(N healthy items omitted)` per category, and as a last resort
     /// failed items beyond what fits become one item
-    /// `(N failed items omitted)` that still carries an err, so a reader
-    /// never mistakes a cut summary for a healthy one.
+    /// `(N failed items omitted)` per category that still carries an err, so
+    /// a reader never mistakes a cut summary for a healthy one. Failed items
+    /// are dropped round-robin over the categories: the first failed item
+    /// of each category is the last to go (see [`NodeSummary::bounded_by`]).
     pub fn bounded(&self, max: usize) -> NodeSummary {
+        self.bounded_by(max, |_, _| ())
+    }
+
+    /// [`NodeSummary::bounded`], with failed items grouped by their category
+    /// and `source(category, item)` (the script that reported them, for
+    /// the runner): when failed items must go, distinct failures stay. Each
+    /// item ranks by its place within its group (the first of every group
+    /// ranks 0), and the items of the highest rank go first, from the end,
+    /// so one failure of each group is kept before a second of any, and so
+    /// on: 140 failures of one script do not push out the one failure of
+    /// another.
+    pub fn bounded_by<K: Ord>(&self, max: usize, source: impl Fn(&str, &str) -> K) -> NodeSummary {
         if self.to_yaml().len() <= max {
             return self.clone();
         }
@@ -123,23 +137,33 @@ impl NodeSummary {
         if s.to_yaml().len() <= max {
             return s;
         }
-        // Drop failed items from the end, one at a time, until it fits.
-        let mut omitted = 0usize;
-        while s.to_yaml().len() > max {
-            let last = s.categories.iter().rev().find_map(|(c, items)| {
-                items
-                    .iter()
-                    .rev()
-                    .find(|(k, r)| r.err.is_some() && !k.starts_with('('))
-                    .map(|(k, _)| (c.clone(), k.clone()))
-            });
-            let Some((cat, item)) = last else { break };
-            s.categories.get_mut(&cat).map(|items| items.remove(&item));
-            omitted += 1;
-            let items = s.categories.entry(cat).or_default();
+        // (rank within its group, place, category, item) of every failed item.
+        let mut seen: BTreeMap<(&str, K), usize> = BTreeMap::new();
+        let mut order: Vec<(usize, usize, String, String)> = Vec::new();
+        for (c, items) in &self.categories {
+            for (i, r) in items {
+                if r.err.is_none() || !s.categories[c].contains_key(i) {
+                    continue;
+                }
+                let rank = seen.entry((c.as_str(), source(c, i))).or_insert(0);
+                order.push((*rank, order.len(), c.clone(), i.clone()));
+                *rank += 1;
+            }
+        }
+        // The highest rank first, and within a rank the last item first.
+        order.sort_by_key(|o| std::cmp::Reverse((o.0, o.1)));
+        let mut omitted: BTreeMap<String, usize> = BTreeMap::new();
+        for (_, _, cat, item) in order {
+            if s.to_yaml().len() <= max {
+                break;
+            }
+            let items = s.categories.get_mut(&cat).expect("the item's category");
+            items.remove(&item);
+            let n = omitted.entry(cat).or_insert(0);
             items.retain(|k, _| !k.ends_with("failed items omitted)"));
+            *n += 1;
             items.insert(
-                format!("({omitted} failed items omitted)"),
+                format!("({n} failed items omitted)"),
                 ItemResult::err("omitted to keep the summary under the size limit"),
             );
         }
@@ -247,6 +271,78 @@ net:
         assert!(b.categories["disk"]
             .keys()
             .any(|k| k.ends_with("failed items omitted)")));
+    }
+
+    #[test]
+    fn a_lone_failure_of_another_source_outlasts_many_of_one() {
+        let mut s = NodeSummary {
+            run_at: "2026-11-22T06:00:00Z".into(),
+            finished_at: "2026-11-22T06:00:07Z".into(),
+            ..Default::default()
+        };
+        let net = s.categories.entry("net".into()).or_default();
+        for i in 0..140 {
+            net.insert(
+                format!("counters:veth{i:03}"),
+                ItemResult::err("rx+tx errors 1234 over 100"),
+            );
+        }
+        s.categories
+            .entry("svc".into())
+            .or_default()
+            .insert("systemd".into(), ItemResult::err("timeout after 60s"));
+        let source = |_: &str, item: &str| item.split(':').next().unwrap_or_default().to_string();
+        for b in [
+            s.bounded_by(MAX_SUMMARY_BYTES, source),
+            s.bounded(MAX_SUMMARY_BYTES),
+        ] {
+            assert!(b.to_yaml().len() <= MAX_SUMMARY_BYTES);
+            assert_eq!(
+                b.categories["svc"]["systemd"],
+                ItemResult::err("timeout after 60s"),
+                "the distinct failure is kept"
+            );
+            let kept = b.categories["net"]
+                .keys()
+                .filter(|k| k.starts_with("counters:"))
+                .count();
+            assert!(kept > 0, "some of the many are kept too");
+            assert!(
+                b.categories["net"].contains_key(&format!("({} failed items omitted)", 140 - kept)),
+                "{:?}",
+                b.categories["net"].keys().collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn failures_go_round_robin_over_their_sources() {
+        let mut s = NodeSummary {
+            run_at: "2026-11-22T06:00:00Z".into(),
+            ..Default::default()
+        };
+        let disk = s.categories.entry("disk".into()).or_default();
+        for i in 0..100 {
+            disk.insert(format!("a-{i:03}"), ItemResult::err("x".repeat(20)));
+        }
+        for i in 0..3 {
+            disk.insert(format!("b-{i}"), ItemResult::err("y".repeat(20)));
+        }
+        let b = s.bounded_by(1000, |_, item: &str| item.as_bytes()[0]);
+        let kept_b = b.categories["disk"]
+            .keys()
+            .filter(|k| k.starts_with("b-"))
+            .count();
+        let kept_a = b.categories["disk"]
+            .keys()
+            .filter(|k| k.starts_with("a-"))
+            .count();
+        assert_eq!(kept_b, 3, "the small source is kept whole");
+        assert!(kept_a >= 3, "{kept_a}");
+        assert!(
+            b.categories["disk"].contains_key("a-000"),
+            "each source keeps its first"
+        );
     }
 
     #[test]

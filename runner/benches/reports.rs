@@ -209,6 +209,7 @@ async fn reports(client: &kube::Client, n: usize, limit: Duration) {
         tx.send(Pending {
             owner: owner.clone(),
             summary: result(i),
+            sources: Default::default(),
             nodes: n as u32,
         })
         .expect("writer runs");

@@ -275,6 +275,7 @@ impl Scheduler {
         let _ = self.writer.send(Pending {
             owner,
             summary: summary.clone(),
+            sources: report::Sources::of(&report),
             nodes: dbg
                 .status
                 .as_ref()

@@ -16,6 +16,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 use tokio::sync::mpsc;
 
+use crate::report::Sources;
+
 /// Reason of the Event recorded after a run with failures
 /// (docs/runner.md, "`InspectionFailed` Event").
 pub const REASON_INSPECTION_FAILED: &str = "InspectionFailed";
@@ -104,15 +106,17 @@ impl Owner {
 }
 
 /// The server-side apply body of `node`'s report: its name, labels, owner
-/// and `result`, cut to fit (see [`DebuggerReportSpec::of`]). With nothing
-/// else in it, the runner owns no other field.
+/// and `result`, cut to fit keeping one failure of every script in
+/// `sources` before a second of any (see [`DebuggerReportSpec::of_by`]).
+/// With nothing else in it, the runner owns no other field.
 pub fn apply_body(
     namespace: &str,
     node: &str,
     owner: &Owner,
     result: &NodeSummary,
+    sources: &Sources,
 ) -> serde_json::Value {
-    let spec = DebuggerReportSpec::of(&owner.name, node, result);
+    let spec = DebuggerReportSpec::of_by(&owner.name, node, result, |c, i| sources.get(c, i));
     serde_json::json!({
         "apiVersion": DebuggerReport::api_version(&()),
         "kind": DebuggerReport::kind(&()),
@@ -209,9 +213,15 @@ impl Publisher {
             .and_then(|r| completed_run(&r)))
     }
 
-    /// Applies this node's report of `result` for `owner`.
-    pub async fn apply(&self, owner: &Owner, result: &NodeSummary) -> Result<(), kube::Error> {
-        let body = apply_body(&self.namespace, &self.node, owner, result);
+    /// Applies this node's report of `result`, whose failed items came
+    /// from `sources`, for `owner`.
+    pub async fn apply(
+        &self,
+        owner: &Owner,
+        result: &NodeSummary,
+        sources: &Sources,
+    ) -> Result<(), kube::Error> {
+        let body = apply_body(&self.namespace, &self.node, owner, result, sources);
         let pp = PatchParams::apply(&keys::field_manager_runner(&self.node)).force();
         self.reports()
             .patch(
@@ -283,6 +293,8 @@ pub struct Pending {
     pub owner: Owner,
     /// This node's result (cut to fit when written).
     pub summary: NodeSummary,
+    /// The scripts its failed items came from (what the cut keeps distinct).
+    pub sources: Sources,
     /// How many pods the Debugger has (sizes the write spread).
     pub nodes: u32,
 }
@@ -319,7 +331,7 @@ pub async fn write(
         let run_at = pending.summary.run_at.clone();
         let error = match tokio::time::timeout(
             limit,
-            publisher.apply(&pending.owner, &pending.summary),
+            publisher.apply(&pending.owner, &pending.summary, &pending.sources),
         )
         .await
         {
@@ -382,7 +394,8 @@ impl Writer {
         let run_at = pending.summary.run_at.clone();
         match tokio::time::timeout(
             limit,
-            self.publisher.apply(&pending.owner, &pending.summary),
+            self.publisher
+                .apply(&pending.owner, &pending.summary, &pending.sources),
         )
         .await
         {
@@ -457,7 +470,7 @@ mod tests {
             .entry("disk".into())
             .or_default()
             .insert("sda".into(), ItemResult::err("full"));
-        let b = apply_body("ops", "node-1", &owner(), &result);
+        let b = apply_body("ops", "node-1", &owner(), &result, &Sources::default());
         assert_eq!(b["apiVersion"], "kubecombo.io/v1");
         assert_eq!(b["kind"], "DebuggerReport");
         assert_eq!(b["metadata"]["name"], "dbg.node-1");
@@ -474,6 +487,84 @@ mod tests {
         assert_eq!(b["spec"]["failedItems"], 1);
         assert_eq!(b["spec"]["categories"]["disk"]["sda"]["err"], "full");
         assert_eq!(b.as_object().unwrap().len(), 4, "nothing else: {b}");
+    }
+
+    /// A run of `script` in `category` with these failed items.
+    fn failing(
+        category: combo_api::Category,
+        script: &str,
+        items: Vec<(String, &str)>,
+    ) -> crate::run::ScriptRun {
+        use crate::exec::{Capture, Exit, Outcome};
+        crate::run::ScriptRun {
+            script: crate::discover::Script {
+                category,
+                path: format!("/scripts/{category}/{script}.sh").into(),
+                name: script.into(),
+                item_prefix: String::new(),
+            },
+            outcome: Outcome {
+                exit: Exit::Timeout(60),
+                duration: Duration::from_secs(60),
+                lines: vec![],
+                stdout: Capture::default(),
+                stderr: Capture::default(),
+                last_stderr_line: String::new(),
+            },
+            items: items
+                .into_iter()
+                .map(|(i, e)| (i, ItemResult::err(e)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
+        use combo_api::Category;
+        let t = chrono::DateTime::parse_from_rfc3339("2026-11-22T06:00:00Z")
+            .unwrap()
+            .to_utc();
+        let many = |category, script: &str| {
+            failing(
+                category,
+                script,
+                (0..140)
+                    .map(|i| (format!("counters:veth{i:03}"), "rx+tx errors 1234 over 100"))
+                    .collect(),
+            )
+        };
+        let lone = |category, item: &str| {
+            failing(
+                category,
+                item,
+                vec![(item.to_string(), "timeout after 60s")],
+            )
+        };
+        // The lone failure in another category, and in the same category
+        // under a name that sorts after the many.
+        for (category, lone_item) in [(Category::Svc, "systemd"), (Category::Net, "zz-route")] {
+            let report = crate::run::Report {
+                run_id: RunId::at(t),
+                finished_at: t,
+                scripts: vec![many(Category::Net, "counters"), lone(category, lone_item)],
+            };
+            let summary = crate::report::summary(&report);
+            let b = apply_body("ops", "node-1", &owner(), &summary, &Sources::of(&report));
+            let cat = category.as_str();
+            assert_eq!(
+                b["spec"]["categories"][cat][lone_item]["err"], "timeout after 60s",
+                "{b}"
+            );
+            assert_eq!(b["spec"]["failedItems"], 141);
+            let net = b["spec"]["categories"]["net"].as_object().unwrap();
+            let kept = net.keys().filter(|k| k.starts_with("counters:")).count();
+            assert!(kept > 0);
+            assert!(
+                net.contains_key(&format!("({} failed items omitted)", 140 - kept)),
+                "{:?}",
+                net.keys().collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]
@@ -574,6 +665,7 @@ mod tests {
                 run_at: at.into(),
                 ..Default::default()
             },
+            sources: Sources::default(),
             nodes: 3,
         }
     }

@@ -45,6 +45,35 @@ pub fn summary(report: &Report) -> NodeSummary {
     }
 }
 
+/// The script that reported each failed item of a run, by category and
+/// item: the report's cut keeps one failure of every script before a second
+/// of any (docs/runner.md, "Reports: the summary ConfigMap").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sources(BTreeMap<(String, String), String>);
+
+impl Sources {
+    /// The sources of `report`'s failed items. An item that several
+    /// scripts of a category failed comes from the first of them, whose
+    /// message the summary keeps.
+    pub fn of(report: &Report) -> Sources {
+        let mut m = BTreeMap::new();
+        for run in &report.scripts {
+            for (item, _) in run.failed() {
+                m.entry((run.script.category.to_string(), item.to_string()))
+                    .or_insert_with(|| run.script.path.to_string_lossy().into_owned());
+            }
+        }
+        Sources(m)
+    }
+
+    /// The script that reported `item` of `category` failed, if known.
+    pub fn get(&self, category: &str, item: &str) -> Option<&str> {
+        self.0
+            .get(&(category.to_string(), item.to_string()))
+            .map(String::as_str)
+    }
+}
+
 /// Renders `summary` in `format`.
 pub fn render(summary: &NodeSummary, format: Format) -> String {
     match format {
@@ -161,6 +190,20 @@ mod tests {
         assert_eq!(v["runAt"], "2026-11-22T06:00:00Z");
         assert_eq!(v["net"]["eth2"]["err"], "link down");
         assert_eq!(v["net"]["eth0"], serde_json::json!({}));
+    }
+
+    #[test]
+    fn each_failed_item_comes_from_the_first_script_that_failed_it() {
+        let mut r = report();
+        r.scripts.push(run(
+            Category::Disk,
+            "/s/disk/c.sh",
+            vec![("sdb1", ItemResult::err("later"))],
+        ));
+        let sources = Sources::of(&r);
+        assert_eq!(sources.get("disk", "sdb1"), Some("/s/disk/a.sh"));
+        assert_eq!(sources.get("net", "eth2"), Some("/s/net/a.sh"));
+        assert_eq!(sources.get("disk", "sdb2"), None, "healthy");
     }
 
     #[test]

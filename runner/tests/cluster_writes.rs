@@ -12,6 +12,7 @@ use std::time::Duration;
 use combo_api::report::report_name;
 use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
 use combo_runner::publish::{spawn_writer, Owner, Pending, Publisher};
+use combo_runner::report::Sources;
 use kube::api::{ListParams, PostParams};
 use kube::Api;
 
@@ -65,6 +66,7 @@ async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
             tx.send(Pending {
                 owner: owner.clone(),
                 summary: summary(i, "2026-11-22T06:00:00Z"),
+                sources: Sources::default(),
                 nodes: WRITERS as u32,
             })
             .expect("writer runs");
@@ -93,7 +95,11 @@ async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
         "none".into(),
     );
     again
-        .apply(&owner, &summary(0, "2026-11-22T07:00:00Z"))
+        .apply(
+            &owner,
+            &summary(0, "2026-11-22T07:00:00Z"),
+            &Sources::default(),
+        )
         .await
         .unwrap();
     let reports = api.list(&ListParams::default()).await.unwrap().items;
