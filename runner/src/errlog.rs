@@ -210,7 +210,11 @@ mod tests {
             vec!["20251231T235959Z.log".to_string()]
         );
         assert_eq!(to_remove(logs.clone(), written, 10), Vec::<String>::new());
-        assert_eq!(to_remove(logs, written, 0).len(), 2, "never the one written");
+        assert_eq!(
+            to_remove(logs, written, 0).len(),
+            2,
+            "never the one written"
+        );
     }
 
     #[test]
@@ -259,7 +263,10 @@ mod tests {
                 .to_utc(),
         );
         let written = write(&layout, &r, 2).unwrap();
-        assert_eq!(written, vec![d.path().join("disk/errlog/20250601T000000Z.log")]);
+        assert_eq!(
+            written,
+            vec![d.path().join("disk/errlog/20250601T000000Z.log")]
+        );
         let mut left: Vec<String> = std::fs::read_dir(d.path().join("disk/errlog"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -158,7 +158,11 @@ fn a_script_that_reports_an_err_and_then_hangs_also_gets_its_timeout_item() {
         && err_of(&y, "disk", "stuck") == Some("timeout after 1s");
     case.done(u64::from(handled), 0);
     assert_eq!(code, 1);
-    assert_eq!(err_of(&y, "disk", "x"), Some("boom"), "the printed err stays");
+    assert_eq!(
+        err_of(&y, "disk", "x"),
+        Some("boom"),
+        "the printed err stays"
+    );
     assert_eq!(
         err_of(&y, "disk", "stuck"),
         Some("timeout after 1s"),
