@@ -214,6 +214,9 @@ pub enum TargetError {
     /// Port 0 or above 65535.
     #[error("{0:?} has an invalid port")]
     BadPort(String),
+    /// A `dns` entry that is an address: there is no name to look up.
+    #[error("dns: {0:?} is an address, not a name to resolve")]
+    NotAName(String),
 }
 
 /// Parses a `ping` or `dns` entry.
@@ -296,9 +299,16 @@ impl PingerSpec {
     /// the spec is valid.
     pub fn invalid_targets(&self) -> Vec<String> {
         let mut bad = Vec::new();
-        for t in self.ping.iter().chain(&self.dns) {
+        for t in &self.ping {
             if let Err(e) = parse_host(t) {
                 bad.push(e.to_string());
+            }
+        }
+        for t in &self.dns {
+            match parse_host(t) {
+                Err(e) => bad.push(e.to_string()),
+                Ok(Host::Ip(_)) => bad.push(TargetError::NotAName(t.clone()).to_string()),
+                Ok(Host::Name(_)) => {}
             }
         }
         for t in self.tcp_ping.iter().chain(&self.udp_ping) {
@@ -395,5 +405,17 @@ mod tests {
         assert_eq!(PingerSpec::default().metrics_port, 8080);
         assert_eq!(PingerSpec::default().max_peers, 20);
         assert_eq!(PingerSpec::default().max_loss_percent, 50);
+    }
+
+    #[test]
+    fn a_dns_entry_that_is_an_address_is_invalid_because_nothing_is_looked_up() {
+        let spec = PingerSpec {
+            dns: vec!["172.31.0.101".into(), "kubernetes.default".into()],
+            ..PingerSpec::default()
+        };
+        assert_eq!(
+            spec.invalid_targets(),
+            ["dns: \"172.31.0.101\" is an address, not a name to resolve"]
+        );
     }
 }

@@ -60,6 +60,14 @@ impl NodeReport {
                 .to_utc(),
         )
     }
+
+    /// When the run ended; its scheduled time if that is unknown.
+    fn finished_at(&self) -> Option<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(&self.spec.finished_at)
+            .ok()
+            .map(|t| t.to_utc())
+            .or_else(|| self.run_at())
+    }
 }
 
 /// How far the values of a summary were shortened, in the order applied.
@@ -192,7 +200,13 @@ pub fn run_summary<'a>(reports: impl IntoIterator<Item = &'a NodeReport>) -> Run
         .into_iter()
         .filter_map(|r| Some((r.run_at()?, r)))
         .collect();
-    let Some(last) = runs.iter().map(|(t, _)| *t).max() else {
+    // The newest run is the one that ran last, not the latest scheduled
+    // time: a timestamp in the past set after a cron run is the newer run.
+    let Some(last) = runs
+        .iter()
+        .max_by_key(|(t, r)| (r.finished_at(), *t))
+        .map(|(t, _)| *t)
+    else {
         return RunSummary::default();
     };
     let current = runs.iter().filter(|(t, _)| *t == last);
@@ -204,7 +218,8 @@ pub fn run_summary<'a>(reports: impl IntoIterator<Item = &'a NodeReport>) -> Run
 }
 
 /// Reports to delete at a new run: those of nodes that run no pod of the
-/// Debugger any more and did not report the newest run. Pure.
+/// Debugger any more and did not report the newest run (whether that run
+/// was scheduled earlier or later than theirs). Pure.
 pub fn departed<'a>(
     reports: impl IntoIterator<Item = &'a NodeReport>,
     last_run_at: &str,
@@ -216,7 +231,7 @@ pub fn departed<'a>(
     reports
         .into_iter()
         .filter(|r| !nodes_with_pods.contains(&r.spec.node))
-        .filter(|r| r.run_at().is_none_or(|t| t < last))
+        .filter(|r| r.run_at() != Some(last.to_utc()))
         .map(|r| r.name.clone())
         .collect()
 }

@@ -177,6 +177,30 @@ fn the_status_counts_the_nodes_of_the_newest_run_and_their_failures() {
 }
 
 #[test]
+fn the_newest_run_is_the_one_that_finished_last_not_the_latest_scheduled() {
+    let ran = |node: &str, run_at: &str, finished_at: &str| {
+        let mut r = report(node, run_at, 1, 1, 10).as_ref().clone();
+        r.spec.finished_at = finished_at.into();
+        r
+    };
+    // Two ad-hoc runs, then a timestamp in the past: the past one ran last.
+    let reports = [
+        ran("a", "2026-11-25T18:00:00Z", "2026-11-25T18:00:05Z"),
+        ran("b", "2025-06-01T00:00:00Z", "2026-11-25T18:10:05Z"),
+        ran("c", "2025-06-01T00:00:00Z", "2026-11-25T18:10:06Z"),
+    ];
+    let runs = run_summary(reports.iter());
+    assert_eq!(runs.last_run_at.as_deref(), Some("2025-06-01T00:00:00Z"));
+    assert_eq!(runs.completed_nodes, 2);
+    let gone = departed(reports.iter(), "2025-06-01T00:00:00Z", &BTreeSet::new());
+    assert_eq!(
+        gone,
+        [report_name("node-check", "a")],
+        "an earlier run, scheduled later"
+    );
+}
+
+#[test]
 fn reports_of_nodes_without_a_pod_go_at_the_next_run_only() {
     let later = "2026-11-22T07:00:00Z";
     let reports = [

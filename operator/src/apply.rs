@@ -185,25 +185,32 @@ pub async fn workload(
     Ok(p.change)
 }
 
-/// Whether the summary ConfigMap has to be written: it is missing, not as
-/// rendered, or partly owned by other field managers (to be taken over).
-/// One made without a controller (by hand) is adopted; one owned by another
-/// controller is an error. Pure.
+/// How the summary ConfigMap has to be written, if at all: created when
+/// missing; applied when not as rendered; taken over when other field
+/// managers own part of it. A ConfigMap of that name without this
+/// Debugger's controller reference (the user's own, or another
+/// Debugger's) is never written: an error. Pure.
 pub fn summary_due(
     dbg: &Debugger,
     desired: &ConfigMap,
     existing: Option<&Summary>,
-) -> Result<bool, Error> {
+) -> Result<Option<SummaryWrite>, Error> {
     let Some(old) = existing else {
-        return Ok(true);
+        return Ok(Some(SummaryWrite::Create));
     };
-    if controlled_by_other(&old.metadata, dbg) {
+    if !controlled_by(&old.metadata, dbg) {
         return Err(Error::NotOwned {
             kind: "ConfigMap",
             name: old.metadata.name.clone().unwrap_or_default(),
         });
     }
-    Ok(old.foreign_managers || spec_hash_of(&old.metadata) != spec_hash_of(&desired.metadata))
+    Ok(if old.foreign_managers {
+        Some(SummaryWrite::TakeOver)
+    } else if spec_hash_of(&old.metadata) != spec_hash_of(&desired.metadata) {
+        Some(SummaryWrite::Apply)
+    } else {
+        None
+    })
 }
 
 /// `current` (the summary ConfigMap just applied) taken over: only the
@@ -234,29 +241,66 @@ pub fn takeover(current: &ConfigMap, desired: &ConfigMap) -> ConfigMap {
     cm
 }
 
-/// Applies the summary ConfigMap; with `take_over`, then replaces what was
-/// applied by [`takeover`] of it (guarded by its resourceVersion).
+/// How the summary ConfigMap is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummaryWrite {
+    /// No ConfigMap of that name is known: created, never applied, so that
+    /// one the cache has not shown yet is not taken from its owner.
+    Create,
+    /// Applied over the Debugger's own ConfigMap.
+    Apply,
+    /// Applied, then replaced by [`takeover`] of it (guarded by its
+    /// resourceVersion): other field managers own part of it.
+    TakeOver,
+}
+
+/// Writes the summary ConfigMap as `how` says.
 pub async fn summary(
     client: &Client,
     metrics: &Metrics,
     caches: &Caches,
     dbg: &Debugger,
     desired: &ConfigMap,
-    take_over: bool,
+    how: SummaryWrite,
 ) -> Result<(), Error> {
     let ns = dbg.namespace().unwrap_or_default();
-    let mut written = apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?;
-    if take_over {
-        let name = desired.metadata.name.clone().unwrap_or_default();
+    let name = desired.metadata.name.clone().unwrap_or_default();
+    let api = Api::<ConfigMap>::namespaced(client.clone(), &ns);
+    let write_error = |source| Error::Write {
+        kind: "ConfigMap",
+        name: name.clone(),
+        source,
+    };
+    let mut written = None;
+    if how == SummaryWrite::Create {
         metrics.write("ConfigMap");
-        written = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        let params = kube::api::PostParams {
+            field_manager: Some(FIELD_MANAGER_OPERATOR.into()),
+            ..Default::default()
+        };
+        match api.create(&params, desired).await {
+            Ok(cm) => written = Some(cm),
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                // Made by someone in the meantime: the Debugger's own only
+                // if it carries its ownerReference.
+                let existing = api.get(&name).await.map_err(write_error)?;
+                if !controlled_by(&existing.metadata, dbg) {
+                    return Err(not_owned("ConfigMap", &existing));
+                }
+            }
+            Err(e) => return Err(write_error(e)),
+        }
+    }
+    let mut written = match written {
+        Some(cm) => cm,
+        None => apply::<ConfigMap>(client, metrics, &ns, desired, "ConfigMap").await?,
+    };
+    if how == SummaryWrite::TakeOver {
+        metrics.write("ConfigMap");
+        written = api
             .replace(&name, &Default::default(), &takeover(&written, desired))
             .await
-            .map_err(|source| Error::Write {
-                kind: "ConfigMap",
-                name,
-                source,
-            })?;
+            .map_err(write_error)?;
     }
     caches
         .recent_summaries

@@ -132,19 +132,38 @@ fn a_workload_owned_by_someone_else_is_never_touched() {
 }
 
 #[test]
-fn the_summary_is_written_when_missing_or_stale_and_never_taken_over() {
+fn the_summary_is_created_when_missing_applied_when_stale_and_a_foreign_one_is_never_written() {
     let d = dbg(WorkloadType::Daemonset, "100m");
     let desired = render::summary_config_map(&d, Default::default());
-    assert!(summary_due(&d, &desired, None).unwrap(), "missing");
+    assert_eq!(
+        summary_due(&d, &desired, None).unwrap(),
+        Some(SummaryWrite::Create),
+        "missing"
+    );
     let as_rendered = Summary::of(&desired);
-    assert!(!summary_due(&d, &desired, Some(&as_rendered)).unwrap());
+    assert_eq!(summary_due(&d, &desired, Some(&as_rendered)).unwrap(), None);
+    let mut stale = desired.clone();
+    stale
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(crate::render::ANNOTATION_SPEC_HASH.into(), "old".into());
+    assert_eq!(
+        summary_due(&d, &desired, Some(&Summary::of(&stale))).unwrap(),
+        Some(SummaryWrite::Apply)
+    );
 
+    // The user's own ConfigMap (no ownerReference) is never adopted.
     let mut by_hand = ConfigMap::default();
     by_hand.metadata.name = desired.metadata.name.clone();
-    assert!(
-        summary_due(&d, &desired, Some(&Summary::of(&by_hand))).unwrap(),
-        "adopted"
-    );
+    by_hand.data = Some([("important".to_string(), "do-not-lose".to_string())].into());
+    assert!(matches!(
+        summary_due(&d, &desired, Some(&Summary::of(&by_hand))),
+        Err(Error::NotOwned {
+            kind: "ConfigMap",
+            ..
+        })
+    ));
 
     let mut by_runners = desired.clone();
     by_runners.metadata.managed_fields = Some(vec![
@@ -154,9 +173,10 @@ fn the_summary_is_written_when_missing_or_stale_and_never_taken_over() {
             ..Default::default()
         },
     ]);
-    assert!(
+    assert_eq!(
         summary_due(&d, &desired, Some(&Summary::of(&by_runners))).unwrap(),
-        "written by runners of an earlier version: taken over"
+        Some(SummaryWrite::TakeOver),
+        "its own, written by runners of an earlier version: taken over"
     );
     let entry = |manager: &str, operation: &str| {
         k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {

@@ -40,7 +40,12 @@ pub struct Summary {
 impl Summary {
     /// Reduces `cm`. Pure.
     pub fn of(cm: &ConfigMap) -> Self {
-        let mut metadata = cm.metadata.clone();
+        Self::of_meta(&cm.metadata)
+    }
+
+    /// Reduces a ConfigMap's metadata (all a metadata watch sends). Pure.
+    pub fn of_meta(meta: &ObjectMeta) -> Self {
+        let mut metadata = meta.clone();
         let foreign_managers = metadata.managed_fields.iter().flatten().any(|m| {
             m.manager.as_deref() != Some(FIELD_MANAGER_OPERATOR)
                 || m.operation.as_deref() != Some("Apply")
@@ -53,9 +58,12 @@ impl Summary {
     }
 }
 
-/// The summary ConfigMaps the watch has seen, reduced.
+/// The ConfigMaps the watch has seen, reduced to their metadata: the
+/// summaries the operator writes, the scripts ConfigMaps Debuggers mount,
+/// and every other, so that a name a Debugger would write is known to be
+/// taken (docs/operator.md, "What the operator writes").
 #[derive(Clone, Default)]
-pub struct Summaries {
+pub struct ConfigMaps {
     state: Arc<Mutex<SummaryState>>,
     ready: Readiness,
 }
@@ -67,27 +75,28 @@ struct SummaryState {
     listing: Option<HashMap<Key, Summary>>,
 }
 
-impl Summaries {
-    /// Applies one watch event.
-    pub fn observe(&self, event: &watcher::Event<ConfigMap>) {
+impl ConfigMaps {
+    /// Applies one watch event (of whole ConfigMaps or of their metadata).
+    pub fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
         self.apply(event);
         self.ready.observe(event);
     }
 
-    fn apply(&self, event: &watcher::Event<ConfigMap>) {
-        let mut s = self.state.lock().expect("summaries lock");
+    fn apply<K: Resource>(&self, event: &watcher::Event<K>) {
+        let mut s = self.state.lock().expect("config maps lock");
         match event {
             watcher::Event::Apply(cm) => {
-                s.live.insert(key_of(&cm.metadata), Summary::of(cm));
+                s.live
+                    .insert(key_of(cm.meta()), Summary::of_meta(cm.meta()));
             }
             watcher::Event::Delete(cm) => {
-                s.live.remove(&key_of(&cm.metadata));
+                s.live.remove(&key_of(cm.meta()));
             }
             watcher::Event::Init => s.listing = Some(HashMap::new()),
             watcher::Event::InitApply(cm) => {
                 s.listing
                     .get_or_insert_with(HashMap::new)
-                    .insert(key_of(&cm.metadata), Summary::of(cm));
+                    .insert(key_of(cm.meta()), Summary::of_meta(cm.meta()));
             }
             watcher::Event::InitDone => {
                 if let Some(listed) = s.listing.take() {
@@ -97,9 +106,9 @@ impl Summaries {
         }
     }
 
-    /// The summary `name` in `ns`, if the watch has seen it.
+    /// The ConfigMap `name` in `ns`, reduced, if the watch has seen it.
     pub fn get(&self, ns: &str, name: &str) -> Option<Summary> {
-        let s = self.state.lock().expect("summaries lock");
+        let s = self.state.lock().expect("config maps lock");
         s.live.get(&(ns.to_string(), name.to_string())).cloned()
     }
 }
@@ -192,8 +201,8 @@ pub struct Caches {
     pub pingers: Store<Pinger>,
     /// The workload Roles (see [`crate::rbac`]), metadata only.
     pub roles: Store<Role>,
-    /// Summary ConfigMaps, reduced.
-    pub summaries: Summaries,
+    /// Every ConfigMap (summaries, scripts, the users' own), metadata only.
+    pub config_maps: ConfigMaps,
     /// DebuggerReports by Debugger.
     pub reports: Reports,
     /// DaemonSets written, until the watch shows them.
@@ -227,7 +236,7 @@ impl Caches {
             pods,
             pingers,
             roles,
-            summaries: Default::default(),
+            config_maps: Default::default(),
             reports: Default::default(),
             recent_daemonsets: Default::default(),
             recent_pods: Default::default(),
@@ -247,7 +256,7 @@ impl Caches {
             self.listed[1].wait(),
             self.listed[2].wait(),
             self.listed[3].wait(),
-            self.summaries.ready.wait(),
+            self.config_maps.ready.wait(),
             self.reports.ready.wait(),
             self.accounts.ready.wait(),
             self.bindings.ready.wait(),
@@ -363,23 +372,23 @@ mod tests {
     }
 
     #[test]
-    fn summaries_follow_the_watch_and_a_relist_drops_what_is_gone() {
-        let s = Summaries::default();
+    fn config_maps_follow_the_watch_and_a_relist_drops_what_is_gone() {
+        let s = ConfigMaps::default();
         let node = "runAt: \"2026-11-22T06:00:00Z\"\ndisk:\n  sdb1:\n    err: full\n";
-        s.observe(&watcher::Event::Init);
+        s.observe(&watcher::Event::<ConfigMap>::Init);
         s.observe(&watcher::Event::InitApply(cm("a", "h", &[("n1", node)])));
         s.observe(&watcher::Event::InitApply(cm("b", "h", &[])));
         assert_eq!(s.get("ops", "a"), None, "not visible before the list ends");
-        s.observe(&watcher::Event::InitDone);
+        s.observe(&watcher::Event::<ConfigMap>::InitDone);
         let a = s.get("ops", "a").unwrap();
         assert_eq!(spec_hash_of(&a.metadata), Some("h"));
         assert!(!a.foreign_managers);
         s.observe(&watcher::Event::Delete(cm("b", "h", &[])));
         assert_eq!(s.get("ops", "b"), None);
         s.observe(&watcher::Event::Apply(cm("b", "h", &[])));
-        s.observe(&watcher::Event::Init);
+        s.observe(&watcher::Event::<ConfigMap>::Init);
         s.observe(&watcher::Event::InitApply(cm("b", "h2", &[])));
-        s.observe(&watcher::Event::InitDone);
+        s.observe(&watcher::Event::<ConfigMap>::InitDone);
         assert_eq!(s.get("ops", "a"), None, "gone while the watch was down");
         assert_eq!(
             spec_hash_of(&s.get("ops", "b").unwrap().metadata),

@@ -28,6 +28,7 @@ use crate::metrics::Metrics;
 use crate::pinger_status::{self, PingerContext};
 use crate::readiness::Readiness;
 use crate::render::Images;
+use crate::watches::Watches;
 use crate::{rbac, reconcile, reports, retry};
 
 /// Errors that stop the operator.
@@ -50,9 +51,11 @@ pub enum RunError {
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let client = Client::try_default().await.map_err(RunError::Connect)?;
     let metrics = Arc::new(Metrics::default());
+    let watches = Watches::new(metrics.clone());
     let health = Arc::new(Health {
         metrics: metrics.clone(),
         ready: false.into(),
+        watches: watches.clone(),
     });
     let listener = tokio::spawn(http::serve(args.metrics_addr, health.clone()));
     client
@@ -81,13 +84,29 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         }
         // Dropping this future (the Lease lost) stops everything the
         // controller runs: no write after leadership is gone.
-        let controller = controller(client.clone(), &args, metrics.clone(), identity.clone());
+        let controller = controller(
+            client.clone(),
+            &args,
+            metrics.clone(),
+            watches.clone(),
+            identity.clone(),
+        );
+        // The controller stops by itself on the signal once its reconciles
+        // end; one that waits for a watch that cannot list would not, and
+        // the process must still go (docs/operator.md, "Stopping").
+        let overdue = async {
+            shutdown_signal().await;
+            tokio::time::sleep(STOP_GRACE).await;
+        };
         tokio::select! {
             () = controller => {
                 info!("controller stopped");
-                if let Some(e) = &elector {
-                    e.release().await;
-                }
+                release(elector.as_ref()).await;
+                return Ok(());
+            }
+            () = overdue => {
+                warn!(grace_ms = STOP_GRACE.as_millis() as u64, "the controller did not stop within its grace after the signal; exiting");
+                release(elector.as_ref()).await;
                 return Ok(());
             }
             lost = async {
@@ -108,6 +127,23 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     }
 }
 
+/// How long the controller may take to stop after SIGTERM before the
+/// process exits anyway: within 2 s in all, with the Lease released.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_millis(1200);
+
+/// Releases the Lease, if there is one, waiting at most 500 ms for the API
+/// server: a stopping replica must not hang on it.
+async fn release(elector: Option<&Elector>) {
+    if let Some(e) = elector {
+        if tokio::time::timeout(std::time::Duration::from_millis(500), e.release())
+            .await
+            .is_err()
+        {
+            warn!("releasing the Lease took too long; it expires by itself");
+        }
+    }
+}
+
 async fn shutdown_signal() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("SIGTERM handler");
@@ -118,7 +154,13 @@ async fn shutdown_signal() {
 }
 
 /// Builds and runs the controller until a shutdown signal.
-async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, identity: String) {
+async fn controller(
+    client: Client,
+    args: &RunArgs,
+    metrics: Arc<Metrics>,
+    watches: Watches,
+    identity: String,
+) {
     fn api<K>(client: &Client, ns: &Option<String>) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
@@ -145,8 +187,10 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     // status is written here, and reacting to that write would only read
     // everything again to find nothing to do.
     let (store, writer) = reflector::store();
+    let health = watches.clone();
     let debuggers = watcher(api::<Debugger>(&client, ns), watcher::Config::default())
         .default_backoff()
+        .inspect(move |e| health.observe("Debugger", e))
         .modify(cache::slim)
         .reflect(writer)
         .applied_objects()
@@ -170,6 +214,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     let caches = Caches::new(ds_store, pod_store, pinger_store, role_store);
     let recent = caches.recent_daemonsets.clone();
     let daemonsets = cached_watch(
+        (&watches, "DaemonSet"),
         api::<DaemonSet>(&client, ns),
         owned.clone(),
         ds_writer,
@@ -178,29 +223,43 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     );
     let recent = caches.recent_pods.clone();
     let pods = cached_watch(
+        (&watches, "Pod"),
         api::<Pod>(&client, ns),
         direct_pods,
         pod_writer,
         caches.listed[1].clone(),
         move |e| recent.observe(e),
     );
-    let (summaries, recent) = (caches.summaries.clone(), caches.recent_summaries.clone());
-    let config_maps = watcher(api::<ConfigMap>(&client, ns), owned.clone())
-        .default_backoff()
-        .inspect_ok(move |e| {
-            summaries.observe(e);
-            recent.observe(e);
-        })
-        .touched_objects();
+    // Every ConfigMap, metadata only: a summary name the user's own
+    // ConfigMap already holds is refused, and a scripts ConfigMap that
+    // comes or goes changes its Debuggers' status
+    // (docs/operator.md, "What the operator writes").
+    let (summaries, recent) = (caches.config_maps.clone(), caches.recent_summaries.clone());
+    let health = watches.clone();
+    let config_maps = watcher(
+        api::<PartialObjectMeta<ConfigMap>>(&client, ns),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .inspect(move |e| health.observe("ConfigMap", e))
+    .inspect_ok(move |e| {
+        summaries.observe(e);
+        recent.observe(e);
+    })
+    .touched_objects();
+    let referrers_store = store.clone();
     let reports = caches.reports.clone();
+    let health = watches.clone();
     let report_events = watcher(
         api::<DebuggerReport>(&client, ns),
         watcher::Config::default(),
     )
     .default_backoff()
+    .inspect(move |e| health.observe("DebuggerReport", e))
     .inspect_ok(move |e| reports.observe(e))
     .touched_objects();
     let pinger_events = cached_watch(
+        (&watches, "Pinger"),
         api::<Pinger>(&client, ns),
         watcher::Config::default(),
         pinger_writer,
@@ -209,6 +268,7 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     );
     let recent = caches.recent_roles.clone();
     let role_events = cached_watch(
+        (&watches, "Role"),
         api::<Role>(&client, ns),
         owned.clone(),
         role_writer,
@@ -218,19 +278,23 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     // The workload ServiceAccounts and RoleBindings: names only (metadata
     // watches), so that one deleted by hand is written again.
     let names = caches.accounts.clone();
+    let health = watches.clone();
     let account_events = watcher(
         api::<PartialObjectMeta<ServiceAccount>>(&client, ns),
         owned.clone(),
     )
     .default_backoff()
+    .inspect(move |e| health.observe("ServiceAccount", e))
     .inspect_ok(move |e| names.observe(e))
     .touched_objects();
     let names = caches.bindings.clone();
+    let health = watches.clone();
     let binding_events = watcher(
         api::<PartialObjectMeta<RoleBinding>>(&client, ns),
         owned.clone(),
     )
     .default_backoff()
+    .inspect(move |e| health.observe("RoleBinding", e))
     .inspect_ok(move |e| names.observe(e))
     .touched_objects();
     let users_store = store.clone();
@@ -279,7 +343,9 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     let debuggers = main
         .owns_stream(daemonsets)
         .owns_stream(pods)
-        .owns_stream(config_maps)
+        .watches_stream(config_maps, move |cm| {
+            config_map_users(&referrers_store.state(), &cm)
+        })
         .owns_stream(role_events)
         .owns_stream(account_events)
         .owns_stream(binding_events)
@@ -306,10 +372,12 @@ async fn controller(client: Client, args: &RunArgs, metrics: Arc<Metrics>, ident
     }
 }
 
-/// A watch of `api` that keeps its objects, slimmed, in `writer`'s store,
+/// A watch of `api` (objects of `kind`, its health kept in `watches`) that
+/// keeps its objects, slimmed, in `writer`'s store,
 /// marks `listed` once it has listed, passes every event to `also`, and
 /// yields the objects it touched (reconcile triggers).
 fn cached_watch<K>(
+    (watches, kind): (&Watches, &'static str),
     api: Api<K>,
     config: watcher::Config,
     writer: reflector::store::Writer<K>,
@@ -326,8 +394,10 @@ where
         + Sync
         + 'static,
 {
+    let health = watches.clone();
     watcher(api, config)
         .default_backoff()
+        .inspect(move |e| health.observe(kind, e))
         .modify(cache::slim)
         .reflect(writer)
         .inspect_ok(move |e| {
@@ -335,6 +405,34 @@ where
             also(e);
         })
         .touched_objects()
+}
+
+/// The Debuggers a ConfigMap matters to: its controller, when a Debugger
+/// owns it (a summary), else those that name it as their scripts or
+/// summary ConfigMap. Pure.
+pub fn config_map_users(
+    debuggers: &[Arc<Debugger>],
+    cm: &PartialObjectMeta<ConfigMap>,
+) -> Vec<ObjectRef<Debugger>> {
+    let ns = cm.namespace();
+    let owner = cm.owner_references().iter().find(|o| {
+        o.controller == Some(true)
+            && o.kind == "Debugger"
+            && o.api_version.split('/').next() == Some(keys::GROUP)
+    });
+    if let Some(o) = owner {
+        return vec![ObjectRef::new(&o.name).within(ns.as_deref().unwrap_or_default())];
+    }
+    let name = cm.name_any();
+    debuggers
+        .iter()
+        .filter(|d| d.namespace() == ns)
+        .filter(|d| {
+            (d.spec.enable_config_map && d.spec.config_map == name)
+                || d.spec.summary_name(&d.name_any()) == name
+        })
+        .map(|d| ObjectRef::from_obj(d.as_ref()))
+        .collect()
 }
 
 /// The Debuggers that use `pinger`. Pure.

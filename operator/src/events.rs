@@ -2,6 +2,7 @@
 //! `InvalidSpec`, `PingerNotFound`. Repeats within a few minutes update one
 //! Event series (kube's Recorder).
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::Resource;
 
@@ -13,8 +14,14 @@ pub const WORKLOAD_CREATED: &str = "WorkloadCreated";
 /// Reason of the Event after a workload was updated or replaced.
 pub const WORKLOAD_UPDATED: &str = "WorkloadUpdated";
 
-/// The Event to publish for a workload change, if any. Pure.
-pub fn for_change(change: Change, kind: &str, name: &str) -> Option<Event> {
+/// The Event to publish for a workload change, if any, naming the workload
+/// as its related object. Pure.
+///
+/// The Recorder folds repeats into one Event series by reason and related
+/// object, keeping the first note: with the workload as the related object,
+/// a Pod created after a DaemonSet (a `workloadType` switch) is an Event of
+/// its own, not a repeat of "created DaemonSet".
+pub fn for_change(change: Change, kind: &str, namespace: &str, name: &str) -> Option<Event> {
     let (reason, note) = match change {
         Change::Created => (WORKLOAD_CREATED, format!("created {kind} {name}")),
         Change::Updated => (WORKLOAD_UPDATED, format!("updated {kind} {name}")),
@@ -29,7 +36,13 @@ pub fn for_change(change: Change, kind: &str, name: &str) -> Option<Event> {
         reason: reason.into(),
         note: Some(note),
         action: "Reconcile".into(),
-        secondary: None,
+        secondary: Some(ObjectReference {
+            api_version: Some(if kind == "DaemonSet" { "apps/v1" } else { "v1" }.into()),
+            kind: Some(kind.into()),
+            namespace: Some(namespace.into()),
+            name: Some(name.into()),
+            ..ObjectReference::default()
+        }),
     })
 }
 
@@ -80,12 +93,27 @@ mod tests {
 
     #[test]
     fn workload_changes_map_to_spec_reasons() {
-        let created = for_change(Change::Created, "DaemonSet", "x").unwrap();
+        let created = for_change(Change::Created, "DaemonSet", "ops", "x").unwrap();
         assert_eq!(created.reason, "WorkloadCreated");
         assert_eq!(created.type_, EventType::Normal);
-        let replaced = for_change(Change::Replacing, "Pod", "x").unwrap();
+        let replaced = for_change(Change::Replacing, "Pod", "ops", "x").unwrap();
         assert_eq!(replaced.reason, "WorkloadUpdated");
-        assert!(for_change(Change::Unchanged, "Pod", "x").is_none());
+        assert!(for_change(Change::Unchanged, "Pod", "ops", "x").is_none());
+    }
+
+    #[test]
+    fn a_pod_created_after_a_daemonset_is_not_a_repeat_of_its_event() {
+        let ds = for_change(Change::Created, "DaemonSet", "ops", "x").unwrap();
+        let pod = for_change(Change::Created, "Pod", "ops", "x").unwrap();
+        assert_eq!(ds.reason, pod.reason);
+        // The Recorder's series key holds the related object, not the note.
+        assert_ne!(ds.secondary, pod.secondary);
+        let related = pod.secondary.unwrap();
+        assert_eq!(
+            (related.kind.as_deref(), related.api_version.as_deref()),
+            (Some("Pod"), Some("v1"))
+        );
+        assert_eq!(pod.note.as_deref(), Some("created Pod x"));
     }
 
     #[test]

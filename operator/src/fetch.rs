@@ -22,6 +22,9 @@ pub struct Observed {
     pub summary: Option<Summary>,
     /// Its DebuggerReports, by node.
     pub reports: NodeReports,
+    /// Whether its scripts ConfigMap exists (looked up only with
+    /// enableConfigMap).
+    pub scripts: bool,
 }
 
 /// Reads the objects of `dbg` once every cache has listed.
@@ -45,7 +48,7 @@ pub async fn observe(caches: &Caches, dbg: &Debugger) -> Observed {
     let summary = caches.recent_summaries.merge(
         &ns,
         &summary_name,
-        caches.summaries.get(&ns, &summary_name),
+        caches.config_maps.get(&ns, &summary_name),
         |s| &s.metadata,
     );
     Observed {
@@ -57,5 +60,7 @@ pub async fn observe(caches: &Caches, dbg: &Debugger) -> Observed {
         pod: pod.map(|p| p.as_ref().clone()),
         summary,
         reports: caches.reports.of(&ns, &name),
+        scripts: dbg.spec.enable_config_map
+            && caches.config_maps.get(&ns, &dbg.spec.config_map).is_some(),
     }
 }

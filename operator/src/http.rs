@@ -9,13 +9,16 @@ use combo_api::http::{self, Response};
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
+use crate::watches::Watches;
 
 /// What the endpoints report.
 pub struct Health {
     /// Metrics served at `/metrics`.
     pub metrics: Arc<Metrics>,
-    /// Whether `/readyz` answers 200: the operator reached the API server.
+    /// Whether the operator reached the API server.
     pub ready: AtomicBool,
+    /// The controller's watches: `/readyz` fails while one of them does.
+    pub watches: Watches,
 }
 
 /// Answers `method` `path`. Pure.
@@ -30,8 +33,16 @@ pub fn route(method: &str, path: &str, health: &Health) -> Response {
             body: health.metrics.encode(),
         },
         "/healthz" => Response::text(200, "ok\n"),
-        "/readyz" if health.ready.load(Ordering::Relaxed) => Response::text(200, "ok\n"),
-        "/readyz" => Response::text(503, "not ready\n"),
+        "/readyz" if !health.ready.load(Ordering::Relaxed) => {
+            Response::text(503, "not ready: the API server was not reached yet\n")
+        }
+        "/readyz" => match health.watches.failing() {
+            failing if failing.is_empty() => Response::text(200, "ok\n"),
+            failing => Response::text(
+                503,
+                &format!("not ready: watch failing: {}\n", failing.join("; ")),
+            ),
+        },
         _ => Response::text(404, "not found\n"),
     }
 }
@@ -56,8 +67,10 @@ mod tests {
     use super::*;
 
     fn health(ready: bool) -> Health {
+        let metrics = Arc::new(Metrics::default());
         Health {
-            metrics: Arc::new(Metrics::default()),
+            watches: Watches::new(metrics.clone()),
+            metrics,
             ready: AtomicBool::new(ready),
         }
     }
@@ -67,6 +80,24 @@ mod tests {
         assert_eq!(route("GET", "/readyz", &health(false)).code, 503);
         assert_eq!(route("GET", "/readyz", &health(true)).code, 200);
         assert_eq!(route("GET", "/healthz", &health(false)).code, 200);
+    }
+
+    #[test]
+    fn readyz_fails_while_a_watch_fails_and_names_it() {
+        let h = health(true);
+        let now = std::time::Instant::now();
+        h.watches
+            .failed("DebuggerReport", "404 not found".into(), now);
+        let r = route("GET", "/readyz", &h);
+        assert_eq!(r.code, 503);
+        assert!(
+            r.body.contains("DebuggerReport: 404 not found"),
+            "{}",
+            r.body
+        );
+        assert_eq!(route("GET", "/healthz", &h).code, 200);
+        h.watches.delivered("DebuggerReport", now);
+        assert_eq!(route("GET", "/readyz", &h).code, 200);
     }
 
     #[test]

@@ -39,3 +39,4 @@ pub mod reports;
 pub mod retry;
 pub mod status;
 pub mod validate;
+pub mod watches;

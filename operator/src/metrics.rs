@@ -16,6 +16,7 @@ pub struct Metrics {
     duration: Histogram,
     writes: Family<Labels, Counter>,
     peer_lists: Counter,
+    watch_errors: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -26,6 +27,7 @@ impl Default for Metrics {
         let duration = Histogram::new(exponential_buckets(0.001, 2.0, 15));
         let writes = Family::<Labels, Counter>::default();
         let peer_lists = Counter::default();
+        let watch_errors = Family::<Labels, Counter>::default();
         let sub = registry.sub_registry_with_prefix("combo_operator");
         sub.register("reconciles", "Debugger reconciles", reconciles.clone());
         sub.register(
@@ -48,6 +50,11 @@ impl Default for Metrics {
             "Peer lists applied to workload pods (docs/operator.md, \"Peer lists\")",
             peer_lists.clone(),
         );
+        sub.register(
+            "watch_errors",
+            "Errors of the operator's watches, by the kind watched (docs/operator.md, \"Metrics and health\")",
+            watch_errors.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -55,6 +62,7 @@ impl Default for Metrics {
             duration,
             writes,
             peer_lists,
+            watch_errors,
         }
     }
 }
@@ -76,6 +84,13 @@ impl Metrics {
     /// Counts one API write to an object of `kind`.
     pub fn write(&self, kind: &str) {
         self.writes
+            .get_or_create(&vec![("kind".into(), kind.into())])
+            .inc();
+    }
+
+    /// Counts one error of the watch of `kind`.
+    pub fn watch_error(&self, kind: &str) {
+        self.watch_errors
             .get_or_create(&vec![("kind".into(), kind.into())])
             .inc();
     }

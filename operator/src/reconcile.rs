@@ -43,6 +43,7 @@ impl Error {
             Error::Invalid(i) => match i {
                 Invalid::InvalidSpec(_) => "invalid_spec",
                 Invalid::PingerNotFound(_) => "pinger_not_found",
+                Invalid::ConfigMapNotFound(_) => "config_map_not_found",
                 Invalid::WorkloadRefused(_) => "workload_refused",
             },
             Error::Apply(_) => "apply",
@@ -77,8 +78,19 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         // now would only race it.
         return Ok(Action::await_change());
     }
-    let observed = fetch::observe(&ctx.caches, dbg).await;
-    let mut verdict = validate(&dbg.spec, observed.pinger.as_ref());
+    let mut observed = fetch::observe(&ctx.caches, dbg).await;
+    let counts = workload_counts(dbg, &observed);
+    if counts.is_some_and(|c| c.no_node) && !observed.reports.is_empty() {
+        // No node is selected any more: no report is current, and none of
+        // these nodes will run again.
+        prune_all(ctx, dbg, &observed).await;
+        observed.reports.clear();
+    }
+    let found = validate::Found {
+        pinger: observed.pinger.as_ref(),
+        scripts: observed.scripts,
+    };
+    let mut verdict = validate(&dbg.name_any(), &dbg.spec, found);
     let (mut action, mut news, mut summary) = (None, Vec::new(), None);
     // A refused workload write: reported like an invalid spec, then
     // returned so that `error_policy` retries it with backoff.
@@ -119,7 +131,6 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
             }
         }
     }
-    let counts = workload_counts(dbg, &observed);
     let runs = aggregate::run_summary(observed.reports.values().map(|r| r.as_ref()));
     let now = Utc::now();
     // Only this operator writes the status, so the one it wrote last is the
@@ -179,22 +190,14 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
             }
         }
     }
-    if let Some((summary, take_over)) = summary {
+    if let Some((summary, how)) = summary {
         match ctx.summary_writes.wait(&uid, Instant::now()) {
             Some(d) => hold(d),
             None => {
                 // Last: should it fail, the Events above are out and the
                 // retry only writes the ConfigMap.
                 ctx.summary_writes.wrote(&uid, Instant::now());
-                apply::summary(
-                    &ctx.client,
-                    &ctx.metrics,
-                    &ctx.caches,
-                    dbg,
-                    &summary,
-                    take_over,
-                )
-                .await?;
+                apply::summary(&ctx.client, &ctx.metrics, &ctx.caches, dbg, &summary, how).await?;
             }
         }
     }
@@ -260,6 +263,20 @@ async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, ob
     ctx.caches.reports.forget(&ns, &dbg.name_any(), &gone);
 }
 
+/// Deletes every report of `dbg`: its selector matches no node.
+async fn prune_all(ctx: &Context, dbg: &Debugger, observed: &Observed) {
+    let ns = dbg.namespace().unwrap_or_default();
+    let names: Vec<String> = observed.reports.values().map(|r| r.name.clone()).collect();
+    for name in &names {
+        ctx.metrics.write("DebuggerReport");
+        match reports::delete(&ctx.client, &ns, name).await {
+            Ok(()) => info!(report = %name, "removed a report: the Debugger selects no node"),
+            Err(e) => warn!(report = %name, error = %e, "removing a report failed"),
+        }
+    }
+    ctx.caches.reports.forget(&ns, &dbg.name_any(), &names);
+}
+
 /// What `converge` did and left to do.
 struct Converged {
     /// A requeue when a replaced Pod has to be recreated.
@@ -267,8 +284,8 @@ struct Converged {
     /// The Event of a workload change.
     event: Option<Event>,
     /// The summary ConfigMap, when it has to be written (after the pause
-    /// `pace` asks for), and whether it has to be taken over first.
-    summary: Option<(ConfigMap, bool)>,
+    /// `pace` asks for), and how.
+    summary: Option<(ConfigMap, apply::SummaryWrite)>,
 }
 
 /// Applies the workload RBAC and the workload, and tells whether the
@@ -290,10 +307,6 @@ async fn converge(
     // Checked first: a summary name taken by another owner is an invalid
     // spec, and then no workload is written.
     let summary_due = apply::summary_due(dbg, &summary, observed.summary.as_ref())?;
-    let take_over = observed
-        .summary
-        .as_ref()
-        .is_some_and(|s| s.foreign_managers);
     let account_uid = rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg).await?;
     let desired = render::workload(
         dbg,
@@ -313,7 +326,8 @@ async fn converge(
     if change != apply::Change::Unchanged {
         ctx.pace.wrote();
     }
-    let event = events::for_change(change, desired.kind(), &dbg.name_any());
+    let ns = dbg.namespace().unwrap_or_default();
+    let event = events::for_change(change, desired.kind(), &ns, &dbg.name_any());
     if event.is_some() {
         info!(?change, kind = desired.kind(), "workload written");
     }
@@ -321,7 +335,7 @@ async fn converge(
         action: matches!(change, apply::Change::Replacing | apply::Change::Waiting)
             .then(|| Action::requeue(Duration::from_secs(1))),
         event,
-        summary: summary_due.then_some((summary, take_over)),
+        summary: summary_due.map(|how| (summary, how)),
     })
 }
 

@@ -16,6 +16,8 @@ pub const CONDITION_READY: &str = "Ready";
 pub const REASON_WORKLOAD_READY: &str = "WorkloadReady";
 /// Reason of `Ready=False` while pods are missing or not Ready.
 pub const REASON_WORKLOAD_NOT_READY: &str = "WorkloadNotReady";
+/// Reason of `Ready=False` when the DaemonSet schedules no pod.
+pub const REASON_NO_NODES_SELECTED: &str = "NoNodesSelected";
 
 /// Pod counts of a workload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,14 +26,22 @@ pub struct PodCounts {
     pub desired: i32,
     /// Pods that are Ready.
     pub ready: i32,
+    /// The DaemonSet controller has seen the current spec and schedules no
+    /// pod: the selector (or a toleration missing) leaves no node.
+    pub no_node: bool,
 }
 
 /// Pod counts of a DaemonSet, from its status.
 pub fn daemonset_counts(ds: &DaemonSet) -> PodCounts {
     let s = ds.status.clone().unwrap_or_default();
+    let seen = match (ds.metadata.generation, s.observed_generation) {
+        (Some(generation), Some(observed)) => observed >= generation,
+        _ => false,
+    };
     PodCounts {
         desired: s.desired_number_scheduled,
         ready: s.number_ready,
+        no_node: seen && s.desired_number_scheduled == 0,
     }
 }
 
@@ -48,6 +58,7 @@ pub fn pod_counts(pod: &Pod) -> PodCounts {
     PodCounts {
         desired: 1,
         ready: i32::from(pod_ready(pod)),
+        no_node: false,
     }
 }
 
@@ -79,6 +90,11 @@ pub fn compute(
     let counts = counts.unwrap_or_default();
     let (status, reason, message) = match invalid {
         Some(i) => ("False", i.reason(), i.to_string()),
+        None if counts.no_node => (
+            "False",
+            REASON_NO_NODES_SELECTED,
+            "the selector, tolerations and affinity match no node: nothing runs".to_string(),
+        ),
         None if counts.desired > 0 && counts.ready == counts.desired => (
             "True",
             REASON_WORKLOAD_READY,

@@ -1,6 +1,7 @@
 use super::*;
 use combo_api::DebuggerSpec;
 use k8s_openapi::api::apps::v1::DaemonSetStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 fn now() -> DateTime<Utc> {
     "2026-11-22T05:00:00Z".parse().unwrap()
@@ -26,6 +27,7 @@ fn all_pods_ready_makes_ready_true_with_counts() {
         Some(PodCounts {
             desired: 3,
             ready: 3,
+            no_node: false,
         }),
         &RunSummary::default(),
         now(),
@@ -58,6 +60,7 @@ fn invalid_spec_sets_ready_false_with_its_reason_and_message() {
         Some(PodCounts {
             desired: 2,
             ready: 2,
+            no_node: false,
         }),
         &RunSummary::default(),
         now(),
@@ -77,6 +80,7 @@ fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
     let counts = Some(PodCounts {
         desired: 1,
         ready: 1,
+        no_node: false,
     });
     let first = compute(&d, None, counts, &RunSummary::default(), now());
     d.status = Some(first.clone());
@@ -127,7 +131,8 @@ fn daemonset_and_pod_counts_read_their_status() {
         daemonset_counts(&ds),
         PodCounts {
             desired: 4,
-            ready: 3
+            ready: 3,
+            no_node: false,
         }
     );
     let pod: Pod = serde_json::from_value(serde_json::json!({
@@ -136,4 +141,33 @@ fn daemonset_and_pod_counts_read_their_status() {
     .unwrap();
     assert_eq!(pod_counts(&pod).ready, 1);
     assert_eq!(pod_counts(&Pod::default()).ready, 0);
+}
+
+#[test]
+fn a_daemonset_that_schedules_no_pod_is_not_ready_with_no_nodes_selected() {
+    let mut ds = DaemonSet {
+        metadata: ObjectMeta {
+            generation: Some(2),
+            ..ObjectMeta::default()
+        },
+        status: Some(DaemonSetStatus {
+            desired_number_scheduled: 0,
+            observed_generation: Some(1),
+            ..DaemonSetStatus::default()
+        }),
+        ..DaemonSet::default()
+    };
+    assert!(
+        !daemonset_counts(&ds).no_node,
+        "the controller has not seen the new selector yet"
+    );
+    ds.status.as_mut().unwrap().observed_generation = Some(2);
+    let counts = daemonset_counts(&ds);
+    assert!(counts.no_node);
+    let s = compute(&dbg(""), None, Some(counts), &RunSummary::default(), now());
+    let ready = ready_of(&s.conditions).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "NoNodesSelected")
+    );
 }

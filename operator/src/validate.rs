@@ -12,6 +12,10 @@ pub enum Invalid {
     /// `enablePinger` names a Pinger that does not exist.
     #[error("{0}")]
     PingerNotFound(String),
+    /// `enableConfigMap` names a ConfigMap that does not exist: the pods
+    /// could not mount the scripts.
+    #[error("{0}")]
+    ConfigMapNotFound(String),
     /// The API server, or an admission policy or quota behind it, refused
     /// to write the workload or its RBAC; the message is the API server's.
     #[error("{0}")]
@@ -24,6 +28,7 @@ impl Invalid {
         match self {
             Invalid::InvalidSpec(_) => "InvalidSpec",
             Invalid::PingerNotFound(_) => "PingerNotFound",
+            Invalid::ConfigMapNotFound(_) => "ConfigMapNotFound",
             Invalid::WorkloadRefused(_) => "WorkloadRefused",
         }
     }
@@ -51,10 +56,41 @@ pub fn refusal(kind: &str, name: &str, source: &kube::Error, failures: u32) -> O
     })
 }
 
-/// Checks `spec`. `pinger` is the Pinger it names, looked up only when
-/// `enablePinger` is set and `pinger` is not empty.
-pub fn validate(spec: &DebuggerSpec, pinger: Option<&Pinger>) -> Result<(), Invalid> {
+/// The longest Debugger name: it is the value of the workload's
+/// `kubecombo.io/debugger` and `app.kubernetes.io/instance` labels.
+pub const NAME_MAX: usize = 63;
+
+/// What a Debugger refers to, as the caches show it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Found<'a> {
+    /// The Pinger it names, looked up only when `enablePinger` is set and
+    /// `pinger` is not empty.
+    pub pinger: Option<&'a Pinger>,
+    /// Whether the scripts ConfigMap (`configMap`) exists.
+    pub scripts: bool,
+}
+
+/// Checks the Debugger `name` with `spec` against what it refers to.
+pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Result<(), Invalid> {
     let mut problems = Vec::new();
+    if name.len() > NAME_MAX {
+        problems.push(format!(
+            "the name {name:?} has {} characters; a Debugger's name is a label value of its pods and may have at most {NAME_MAX}",
+            name.len()
+        ));
+    }
+    if spec.categories.is_empty() {
+        problems.push(
+            "categories is empty, so no script would run; name at least one of disk, net, mem, svc, custom, or leave the field out for all"
+                .to_string(),
+        );
+    }
+    if spec.enable_config_map && spec.config_map == spec.summary_name(name) {
+        problems.push(format!(
+            "configMap and summaryConfigMap both name ConfigMap {:?}: the summary would replace the scripts; give the summary another name",
+            spec.config_map
+        ));
+    }
     if spec.workload_type == WorkloadType::Daemonset && !spec.node_name.is_empty() {
         problems.push("nodeName is only allowed with workloadType pod".to_string());
     }
@@ -83,10 +119,16 @@ pub fn validate(spec: &DebuggerSpec, pinger: Option<&Pinger>) -> Result<(), Inva
     if !problems.is_empty() {
         return Err(Invalid::InvalidSpec(problems.join("; ")));
     }
-    if spec.enable_pinger && pinger.is_none() {
+    if spec.enable_pinger && found.pinger.is_none() {
         return Err(Invalid::PingerNotFound(format!(
             "Pinger {:?} not found in the Debugger's namespace",
             spec.pinger
+        )));
+    }
+    if spec.enable_config_map && !found.scripts {
+        return Err(Invalid::ConfigMapNotFound(format!(
+            "scripts ConfigMap {:?} (configMap) not found in the Debugger's namespace; pods would wait for it",
+            spec.config_map
         )));
     }
     Ok(())
@@ -115,7 +157,10 @@ mod tests {
 
     #[test]
     fn default_spec_is_valid() {
-        assert_eq!(validate(&DebuggerSpec::default(), None), Ok(()));
+        assert_eq!(
+            validate("a", &DebuggerSpec::default(), Found::default()),
+            Ok(())
+        );
     }
 
     #[test]
@@ -124,14 +169,14 @@ mod tests {
             node_name: "node-1".into(),
             ..DebuggerSpec::default()
         };
-        let err = validate(&spec, None).unwrap_err();
+        let err = validate("a", &spec, Found::default()).unwrap_err();
         assert_eq!(err.reason(), "InvalidSpec");
         assert!(err.to_string().contains("nodeName"));
         let pod = DebuggerSpec {
             workload_type: WorkloadType::Pod,
             ..spec
         };
-        assert_eq!(validate(&pod, None), Ok(()));
+        assert_eq!(validate("a", &pod, Found::default()), Ok(()));
     }
 
     #[test]
@@ -141,7 +186,7 @@ mod tests {
                 run_at: run_at.into(),
                 ..DebuggerSpec::default()
             };
-            let err = validate(&spec, None).unwrap_err();
+            let err = validate("a", &spec, Found::default()).unwrap_err();
             assert_eq!(err.reason(), "InvalidSpec", "{run_at}");
             assert!(err.to_string().contains("runAt"), "{err}");
         }
@@ -150,7 +195,7 @@ mod tests {
                 run_at: run_at.into(),
                 ..DebuggerSpec::default()
             };
-            assert_eq!(validate(&spec, None), Ok(()), "{run_at}");
+            assert_eq!(validate("a", &spec, Found::default()), Ok(()), "{run_at}");
         }
     }
 
@@ -161,10 +206,20 @@ mod tests {
             pinger: "mesh".into(),
             ..DebuggerSpec::default()
         };
-        let err = validate(&spec, None).unwrap_err();
+        let err = validate("a", &spec, Found::default()).unwrap_err();
         assert_eq!(err.reason(), "PingerNotFound");
         assert!(err.to_string().contains("mesh"));
-        assert_eq!(validate(&spec, Some(&mesh())), Ok(()));
+        assert_eq!(
+            validate(
+                "a",
+                &spec,
+                Found {
+                    pinger: Some(&mesh()),
+                    scripts: false
+                }
+            ),
+            Ok(())
+        );
     }
 
     #[test]
@@ -174,7 +229,9 @@ mod tests {
             enable_config_map: true,
             ..DebuggerSpec::default()
         };
-        let msg = validate(&spec, None).unwrap_err().to_string();
+        let msg = validate("a", &spec, Found::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             msg.contains("enablePinger") && msg.contains("enableConfigMap"),
             "{msg}"
@@ -223,12 +280,82 @@ mod tests {
     }
 
     #[test]
+    fn a_name_over_63_characters_is_invalid_spec_because_labels_cannot_hold_it() {
+        let long = "a".repeat(70);
+        let err = validate(&long, &DebuggerSpec::default(), Found::default()).unwrap_err();
+        assert_eq!(err.reason(), "InvalidSpec");
+        assert!(err.to_string().contains("70 characters"), "{err}");
+        assert_eq!(
+            validate(&"a".repeat(63), &DebuggerSpec::default(), Found::default()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn no_categories_is_invalid_spec() {
+        let spec = DebuggerSpec {
+            categories: vec![],
+            ..DebuggerSpec::default()
+        };
+        let err = validate("a", &spec, Found::default()).unwrap_err();
+        assert!(err.to_string().contains("categories is empty"), "{err}");
+    }
+
+    #[test]
+    fn a_summary_named_like_the_scripts_config_map_is_invalid_spec() {
+        let spec = DebuggerSpec {
+            enable_config_map: true,
+            config_map: "scripts".into(),
+            summary_config_map: "scripts".into(),
+            ..DebuggerSpec::default()
+        };
+        let found = Found {
+            pinger: None,
+            scripts: true,
+        };
+        let err = validate("a", &spec, found).unwrap_err();
+        assert_eq!(err.reason(), "InvalidSpec");
+        assert!(
+            err.to_string()
+                .contains("summary would replace the scripts"),
+            "{err}"
+        );
+        // The default summary name, `<name>-summary`, collides too.
+        let spec = DebuggerSpec {
+            summary_config_map: String::new(),
+            config_map: "a-summary".into(),
+            ..spec
+        };
+        assert!(validate("a", &spec, found).is_err());
+    }
+
+    #[test]
+    fn a_missing_scripts_config_map_is_config_map_not_found() {
+        let spec = DebuggerSpec {
+            enable_config_map: true,
+            config_map: "scripts".into(),
+            ..DebuggerSpec::default()
+        };
+        let err = validate("a", &spec, Found::default()).unwrap_err();
+        assert_eq!(err.reason(), "ConfigMapNotFound");
+        assert!(err.to_string().contains("\"scripts\""), "{err}");
+        let found = Found {
+            pinger: None,
+            scripts: true,
+        };
+        assert_eq!(validate("a", &spec, found), Ok(()));
+    }
+
+    #[test]
     fn config_map_names_must_be_valid_kubernetes_names() {
         let spec = DebuggerSpec {
             summary_config_map: "Bad_Name".into(),
             ..DebuggerSpec::default()
         };
-        assert_eq!(validate(&spec, None).unwrap_err().reason(), "InvalidSpec");
+        assert_eq!(
+            validate("a", &spec, Found::default()).unwrap_err().reason(),
+            "InvalidSpec"
+        );
         assert!(is_dns_subdomain("my-scripts.v1"));
         assert!(!is_dns_subdomain("-x"));
     }

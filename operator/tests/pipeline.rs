@@ -88,7 +88,7 @@ fn context(client: Client) -> (Arc<Context>, Watches) {
     for listed in &caches.listed {
         listed.observe(&Event::<Pod>::InitDone);
     }
-    caches.summaries.observe(&Event::<ConfigMap>::InitDone);
+    caches.config_maps.observe(&Event::<ConfigMap>::InitDone);
     caches.reports.observe(&Event::<DebuggerReport>::InitDone);
     caches.accounts.observe(&Event::<ServiceAccount>::InitDone);
     caches.bindings.observe(&Event::<RoleBinding>::InitDone);
