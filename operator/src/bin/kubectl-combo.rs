@@ -59,11 +59,8 @@ async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> 
         .await
         .map_err(|e| api_error(e, &format!("Debugger {ns}/{name}")))?;
     let cm_name = dbg.spec.summary_name(name);
-    let cm = Api::<ConfigMap>::namespaced(client, ns)
-        .get_opt(&cm_name)
-        .await?
-        .unwrap_or_default();
-    let rows = plugin::summary_rows(&cm.data.unwrap_or_default(), all);
+    let data = summary_data(client, ns, &dbg).await?;
+    let rows = plugin::summary_rows(&data, all);
     if rows.is_empty() {
         eprintln!(
             "no {}items in ConfigMap {ns}/{cm_name}",
@@ -73,6 +70,34 @@ async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> 
         print!("{}", plugin::table(&plugin::SUMMARY_HEADER, &rows));
     }
     Ok(())
+}
+
+/// The summary ConfigMap's data of `dbg`: an error when the Debugger has no
+/// result yet (no summary, or one without a node), never an empty table
+/// that would read as "no failures".
+async fn summary_data(
+    client: Client,
+    ns: &str,
+    dbg: &Debugger,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let name = dbg.metadata.name.as_deref().unwrap_or_default();
+    let cm_name = dbg.spec.summary_name(name);
+    let cm = Api::<ConfigMap>::namespaced(client, ns)
+        .get_opt(&cm_name)
+        .await
+        .map_err(|e| api_error(e, &format!("ConfigMap {ns}/{cm_name}")))?;
+    let data = cm.and_then(|c| c.data).unwrap_or_default();
+    if data.is_empty() {
+        bail!(
+            "Debugger {ns}/{name} has no result yet: its summary ConfigMap {cm_name} {} (see kubectl describe dbg {name} -n {ns})",
+            if dbg.status.as_ref().and_then(|s| s.last_run_at.as_ref()).is_some() {
+                "holds no node"
+            } else {
+                "has no node's run yet"
+            }
+        );
+    }
+    Ok(data)
 }
 
 async fn run(client: Client, ns: &str, name: &str) -> Result<()> {
@@ -94,7 +119,11 @@ async fn errlog(
     category: Category,
     run: Option<&str>,
 ) -> Result<()> {
-    let pods = Api::<Pod>::namespaced(client, ns)
+    let dbg = Api::<Debugger>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .map_err(|e| api_error(e, &format!("Debugger {ns}/{name}")))?;
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
         .list(
             &ListParams::default()
                 .labels(&keys::debugger_selector(name))
@@ -104,15 +133,21 @@ async fn errlog(
     let Some(pod) = pods.items.into_iter().find_map(|p| p.metadata.name) else {
         bail!("no pod of Debugger {ns}/{name} on node {node}");
     };
-    let wanted = run
-        .map(plugin::parse_run)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
-    // The newest run (or the one asked for) in either errlog directory.
+    // Without --run: the run the summary shows for that node, so that
+    // errlog and summary speak of the same run whatever the run ids say.
+    let wanted = match run {
+        Some(r) => Some(plugin::parse_run(r).map_err(anyhow::Error::msg)?),
+        None => summary_data(client, ns, &dbg)
+            .await
+            .ok()
+            .and_then(|data| plugin::summary_run(&data, node)),
+    };
+    // The run asked for (or the summary's) in either errlog directory; else
+    // the newest written.
     let mut found: Option<(RunId, String)> = None;
     let mut failures = Vec::new();
     for dir in plugin::errlog_dirs(category) {
-        let listing = match exec(ns, &pod, &["ls", &dir]) {
+        let listing = match listing_by_time(ns, &pod, &dir) {
             Ok(l) => l,
             Err(e) => {
                 failures.push(format!("{e:#}"));
@@ -127,9 +162,8 @@ async fn errlog(
             None => plugin::newest_errlog(&listing),
         };
         if let Some(run) = run {
-            if found.as_ref().is_none_or(|(best, _)| run > *best) {
-                found = Some((run, dir));
-            }
+            found = Some((run, dir));
+            break;
         }
     }
     let Some((run, dir)) = found else {
@@ -140,7 +174,7 @@ async fn errlog(
             );
         }
         match wanted {
-            Some(w) => bail!("no errlog of run {w} for {category} on {node}"),
+            Some(w) => bail!("no errlog of run {w} for {category} on {node}: nothing failed in {category} in that run, or it was pruned (errlogRetention)"),
             None => bail!("no errlog for {category} on {node}"),
         }
     };
@@ -149,6 +183,11 @@ async fn errlog(
         exec(ns, &pod, &["cat", &plugin::errlog_path(&dir, &run)])?
     );
     Ok(())
+}
+
+/// The errlogs of `dir`, newest written first (`ls -t`).
+fn listing_by_time(ns: &str, pod: &str, dir: &str) -> Result<String> {
+    exec(ns, pod, &["ls", "-t", dir])
 }
 
 /// `kubectl exec -n NS POD -c runner -- CMD...`, returning its stdout.

@@ -154,12 +154,19 @@ pub fn errlog_path(dir: &str, run: &RunId) -> String {
     format!("{dir}/{run}.log")
 }
 
-/// The newest errlog in an `ls` listing: run ids sort by time.
-pub fn newest_errlog(listing: &str) -> Option<RunId> {
-    listing
+/// The newest errlog in an `ls -t` listing (newest written first): the
+/// first run id in it. Run ids name scheduled times, not the order runs
+/// happened in (a past timestamp set after a cron run runs last).
+pub fn newest_errlog(listing_newest_first: &str) -> Option<RunId> {
+    listing_newest_first
         .split_whitespace()
-        .filter_map(|f| f.strip_suffix(".log")?.parse::<RunId>().ok())
-        .max()
+        .find_map(|f| f.strip_suffix(".log")?.parse::<RunId>().ok())
+}
+
+/// The run the summary shows for `node`, as a run id.
+pub fn summary_run(data: &BTreeMap<String, String>, node: &str) -> Option<RunId> {
+    let summary = NodeSummary::from_yaml(data.get(node)?).ok()?;
+    parse_run(&summary.run_at).ok()
 }
 
 /// Accepts a run id (`20261122T060000Z`) or an RFC 3339 time.
@@ -270,17 +277,25 @@ mod tests {
     }
 
     #[test]
-    fn newest_errlog_is_the_latest_run_id_in_the_listing() {
-        let listing = "20261122T000000Z.log\n20261122T060000Z.log\nREADME\n20261121T180000Z.log\n";
+    fn newest_errlog_is_the_first_run_in_a_listing_by_time_and_the_summary_names_its_run() {
+        // `ls -t`: the past timestamp ran last.
+        let listing = "README\n20250601T000000Z.log\n20261122T060000Z.log\n20261121T180000Z.log\n";
         assert_eq!(
             newest_errlog(listing).map(|r| r.to_string()).as_deref(),
+            Some("20250601T000000Z")
+        );
+        assert_eq!(
+            summary_run(&data(), "node-1")
+                .map(|r| r.to_string())
+                .as_deref(),
             Some("20261122T060000Z")
         );
+        assert_eq!(summary_run(&data(), "node-9"), None);
         assert_eq!(newest_errlog(""), None);
         let [dir, _] = errlog_dirs(Category::Disk);
         assert_eq!(
             errlog_path(&dir, &newest_errlog(listing).unwrap()),
-            "/scripts/disk/errlog/20261122T060000Z.log"
+            "/scripts/disk/errlog/20250601T000000Z.log"
         );
     }
 
