@@ -53,14 +53,35 @@ pub fn pod_ready(pod: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-/// Pod counts of a single Pod: it is desired; ready when its Ready condition is True.
+/// Pod counts of a single Pod: it is desired; ready when its Ready
+/// condition is True; no node when the scheduler found none that its
+/// selector, affinity and tolerations allow.
 pub fn pod_counts(pod: &Pod) -> PodCounts {
+    let unplaceable = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"))
+        .is_some_and(|c| {
+            let message = c.message.as_deref().unwrap_or_default();
+            c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+                && NO_NODE_MATCHES.iter().any(|m| message.contains(m))
+        });
     PodCounts {
         desired: 1,
         ready: i32::from(pod_ready(pod)),
-        no_node: false,
+        no_node: unplaceable,
     }
 }
+
+/// The scheduler's words for nodes a Pod's selector, affinity or
+/// tolerations rule out (kube-scheduler's filter messages).
+const NO_NODE_MATCHES: [&str; 3] = [
+    "didn't match node selector",
+    "didn't match Pod's node affinity",
+    "didn't tolerate",
+];
 
 /// Run fields taken from the DebuggerReports (see `aggregate::run_summary`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -171,3 +171,24 @@ fn a_daemonset_that_schedules_no_pod_is_not_ready_with_no_nodes_selected() {
         ("False", "NoNodesSelected")
     );
 }
+
+#[test]
+fn a_pod_no_node_admits_is_no_nodes_selected_but_one_short_of_cpu_is_not() {
+    let pending = |message: &str| -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "status": {"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": message
+            }]}
+        }))
+        .unwrap()
+    };
+    let counts = pod_counts(&pending(
+        "0/3 nodes are available: 3 node(s) didn't match node selector.",
+    ));
+    assert!(counts.no_node);
+    let s = compute(&dbg(""), None, Some(counts), &RunSummary::default(), now());
+    assert_eq!(ready_of(&s.conditions).unwrap().reason, "NoNodesSelected");
+    assert!(!pod_counts(&pending("0/3 nodes are available: 3 Insufficient cpu.")).no_node);
+    assert!(!pod_counts(&Pod::default()).no_node);
+}
