@@ -25,6 +25,7 @@ use crate::summary::{ItemResult, NodeSummary};
     printcolumn = r#"{"name":"NODE","type":"string","jsonPath":".spec.node"}"#,
     printcolumn = r#"{"name":"RUN","type":"string","jsonPath":".spec.runAt"}"#,
     printcolumn = r#"{"name":"FAILED","type":"integer","jsonPath":".spec.failedItems"}"#,
+    printcolumn = r#"{"name":"SKIPPED","type":"integer","jsonPath":".spec.skippedItems"}"#,
     printcolumn = r#"{"name":"FINISHED","type":"string","jsonPath":".spec.finishedAt"}"#,
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -43,9 +44,15 @@ pub struct DebuggerReportSpec {
     /// `categories` to keep the report small.
     #[serde(default)]
     pub failed_items: u32,
-    /// Category -> item -> result; an item without `err` is healthy. Long
-    /// messages end with ` [cut]`; items left out are counted in items
-    /// named `(N healthy items omitted)` or `(N failed items omitted)`.
+    /// Items the run skipped (their check could not run on this node),
+    /// counting those left out of `categories` to keep the report small.
+    #[serde(default)]
+    pub skipped_items: u32,
+    /// Category -> item -> result; an item with `err` failed, one with
+    /// `skip` was skipped, any other is healthy. Long messages end with
+    /// ` [cut]`; items left out are counted in items named
+    /// `(N healthy items omitted)`, `(N skipped items omitted)` or
+    /// `(N failed items omitted)`.
     #[serde(default)]
     pub categories: BTreeMap<String, BTreeMap<String, ItemResult>>,
 }
@@ -94,8 +101,8 @@ pub(crate) fn shortened(full: &str, max: usize) -> String {
 
 impl DebuggerReportSpec {
     /// The report of `node` for `debugger` holding `result`, cut to
-    /// [`MAX_REPORT_RESULT_BYTES`]; `failedItems` counts every failed item
-    /// of the full result.
+    /// [`MAX_REPORT_RESULT_BYTES`]; `failedItems` and `skippedItems` count
+    /// every failed and skipped item of the full result.
     pub fn of(debugger: &str, node: &str, result: &NodeSummary) -> DebuggerReportSpec {
         Self::of_by(debugger, node, result, |_, _| ())
     }
@@ -116,6 +123,7 @@ impl DebuggerReportSpec {
             run_at: bounded.run_at,
             finished_at: bounded.finished_at,
             failed_items: result.failed().count() as u32,
+            skipped_items: result.skipped().count() as u32,
             categories: bounded.categories,
         }
     }
@@ -130,12 +138,13 @@ impl DebuggerReportSpec {
         }
     }
 
-    /// Items of the result that are healthy (omitted ones counted).
+    /// Items of the result that are healthy, neither failed nor skipped
+    /// (omitted ones counted).
     pub fn healthy_items(&self) -> u32 {
         self.categories
             .values()
             .flat_map(|items| items.iter())
-            .filter(|(_, r)| r.err.is_none())
+            .filter(|(_, r)| r.is_healthy())
             .map(|(name, _)| omitted_count(name).unwrap_or(1))
             .sum()
     }
@@ -237,10 +246,48 @@ mod tests {
         }
         let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
         assert_eq!(spec.failed_items, 100);
+        assert_eq!(spec.skipped_items, 0);
         assert_eq!(spec.healthy_items(), 200);
         assert!(spec.summary().to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
         assert!(spec.summary().failed().count() < 100, "cut to fit");
         let whole = serde_yaml::to_string(&DebuggerReport::new("node-check.node-1", spec)).unwrap();
         assert!(whole.len() < 4096, "{}", whole.len());
+    }
+
+    #[test]
+    fn a_report_counts_skips_apart_from_failures_and_health() {
+        let mut result = NodeSummary {
+            run_at: "2026-11-22T06:00:00Z".into(),
+            ..Default::default()
+        };
+        let disk = result.categories.entry("disk".into()).or_default();
+        for i in 0..200 {
+            let r = match i % 4 {
+                0 => ItemResult::err(format!("sd{i} is failing")),
+                1 => ItemResult::skip("smartctl is not installed in the runner image"),
+                _ => ItemResult::ok(),
+            };
+            disk.insert(format!("sd{i:03}"), r);
+        }
+        let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
+        assert_eq!(spec.failed_items, 50);
+        assert_eq!(spec.skipped_items, 50);
+        assert_eq!(spec.healthy_items(), 100, "a skip is not healthy");
+        assert!(spec.summary().to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
+        assert!(
+            spec.categories["disk"].contains_key("(50 skipped items omitted)"),
+            "{:?}",
+            spec.categories["disk"].keys().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_report_written_before_skips_existed_parses_with_none() {
+        let old: DebuggerReportSpec = serde_yaml::from_str(
+            "debugger: d\nnode: n\nrunAt: x\nfailedItems: 2\ncategories: {disk: {a: {err: b}}}\n",
+        )
+        .unwrap();
+        assert_eq!(old.skipped_items, 0);
+        assert_eq!(old.failed_items, 2);
     }
 }

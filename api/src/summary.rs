@@ -23,6 +23,9 @@ pub struct NodeSummary {
     /// Failed items, when not all of them are listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_items: Option<u32>,
+    /// Skipped items, when not all of them are listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_items: Option<u32>,
     /// The DebuggerReport holding this node's whole result, when the value
     /// is shortened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,24 +35,78 @@ pub struct NodeSummary {
     pub categories: BTreeMap<String, BTreeMap<String, ItemResult>>,
 }
 
-/// The result of one item; healthy when `err` is absent.
+/// The result of one item: failed when `err` is present, skipped when
+/// `skip` is (the check could not run here), healthy when neither is.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct ItemResult {
-    /// What failed; absent when the item is healthy.
+    /// What failed; absent when the item did not fail.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err: Option<String>,
+    /// Why the item was not checked (what the check needs and the pod
+    /// lacks); absent when it was checked. Never healthy, never failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<String>,
+}
+
+/// How an item ended, worst last: the order in which one result of an item
+/// wins over another of the same item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Checked and fine.
+    Healthy,
+    /// Not checked.
+    Skipped,
+    /// Checked and wrong.
+    Failed,
 }
 
 impl ItemResult {
     /// A healthy item.
     pub fn ok() -> Self {
-        ItemResult { err: None }
+        ItemResult::default()
     }
 
     /// A failed item.
     pub fn err(msg: impl Into<String>) -> Self {
         ItemResult {
             err: Some(msg.into()),
+            skip: None,
+        }
+    }
+
+    /// An item that was not checked, and why.
+    pub fn skip(reason: impl Into<String>) -> Self {
+        ItemResult {
+            err: None,
+            skip: Some(reason.into()),
+        }
+    }
+
+    /// Failed when it has an err, else skipped when it has a skip reason,
+    /// else healthy.
+    pub fn verdict(&self) -> Verdict {
+        match (&self.err, &self.skip) {
+            (Some(_), _) => Verdict::Failed,
+            (None, Some(_)) => Verdict::Skipped,
+            (None, None) => Verdict::Healthy,
+        }
+    }
+
+    /// Neither failed nor skipped.
+    pub fn is_healthy(&self) -> bool {
+        self.verdict() == Verdict::Healthy
+    }
+
+    /// Skipped and not failed.
+    pub fn is_skipped(&self) -> bool {
+        self.verdict() == Verdict::Skipped
+    }
+
+    /// Why it was skipped, when it was skipped and did not fail.
+    pub fn skip_reason(&self) -> Option<&str> {
+        match self.err {
+            Some(_) => None,
+            None => self.skip.as_deref(),
         }
     }
 }
@@ -61,6 +118,15 @@ impl NodeSummary {
             items
                 .iter()
                 .filter_map(move |(i, r)| r.err.as_deref().map(|e| (c.as_str(), i.as_str(), e)))
+        })
+    }
+
+    /// Items skipped (and not failed), as (category, item, reason), in order.
+    pub fn skipped(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.categories.iter().flat_map(|(c, items)| {
+            items
+                .iter()
+                .filter_map(move |(i, r)| r.skip_reason().map(|s| (c.as_str(), i.as_str(), s)))
         })
     }
 
@@ -87,9 +153,11 @@ const MESSAGE_LIMITS: [usize; 4] = [512, 160, 64, 24];
 impl NodeSummary {
     /// This summary made to fit in `max` bytes of YAML.
     ///
-    /// Long err messages are cut first (ending with [`CUT_MARKER`]), shorter
-    /// and shorter. If that is not enough, healthy items are folded into one
-    /// item `(N healthy items omitted)` per category, and as a last resort
+    /// Long err messages and skip reasons are cut first (ending with
+    /// [`CUT_MARKER`]), shorter and shorter. If that is not enough, healthy
+    /// items are folded into one item `(N healthy items omitted)` per
+    /// category, then skipped items into one item
+    /// `(N skipped items omitted)` (still skipped), and as a last resort
     /// failed items beyond what fits become one item
     /// `(N failed items omitted)` per category that still carries an err, so
     /// a reader never mistakes a cut summary for a healthy one. Failed items
@@ -118,24 +186,13 @@ impl NodeSummary {
                 return s;
             }
         }
-        for items in s.categories.values_mut() {
-            let healthy: Vec<String> = items
-                .iter()
-                .filter(|(_, r)| r.err.is_none())
-                .map(|(k, _)| k.clone())
-                .collect();
-            if healthy.len() > 1 {
-                for k in &healthy {
-                    items.remove(k);
-                }
-                items.insert(
-                    format!("({} healthy items omitted)", healthy.len()),
-                    ItemResult::ok(),
-                );
+        for verdict in [Verdict::Healthy, Verdict::Skipped] {
+            for items in s.categories.values_mut() {
+                fold(items, verdict);
             }
-        }
-        if s.to_yaml().len() <= max {
-            return s;
+            if s.to_yaml().len() <= max {
+                return s;
+            }
         }
         // (rank within its group, place, category, item) of every failed item.
         let mut seen: BTreeMap<(&str, K), usize> = BTreeMap::new();
@@ -164,7 +221,7 @@ impl NodeSummary {
             *n += 1;
             items.insert(
                 format!("({n} failed items omitted)"),
-                ItemResult::err("omitted to keep the summary under the size limit"),
+                ItemResult::err(OMITTED),
             );
         }
         s
@@ -173,11 +230,38 @@ impl NodeSummary {
     fn cut_messages(&mut self, limit: usize) {
         for items in self.categories.values_mut() {
             for r in items.values_mut() {
-                if let Some(msg) = r.err.as_mut() {
+                for msg in [r.err.as_mut(), r.skip.as_mut()].into_iter().flatten() {
                     cut(msg, limit);
                 }
             }
         }
+    }
+}
+
+/// Err message or skip reason of the item that stands for failed or
+/// skipped items left out to fit.
+pub const OMITTED: &str = "omitted to keep the summary under the size limit";
+
+/// Folds the items of `items` whose verdict is `verdict` (healthy or
+/// skipped), when there are two or more, into one item
+/// `(N healthy items omitted)` or `(N skipped items omitted)` of that
+/// verdict.
+fn fold(items: &mut BTreeMap<String, ItemResult>, verdict: Verdict) {
+    let (word, stand_in) = match verdict {
+        Verdict::Healthy => ("healthy", ItemResult::ok()),
+        Verdict::Skipped => ("skipped", ItemResult::skip(OMITTED)),
+        Verdict::Failed => return,
+    };
+    let folded: Vec<String> = items
+        .iter()
+        .filter(|(_, r)| r.verdict() == verdict)
+        .map(|(k, _)| k.clone())
+        .collect();
+    if folded.len() > 1 {
+        for k in &folded {
+            items.remove(k);
+        }
+        items.insert(format!("({} {word} items omitted)", folded.len()), stand_in);
     }
 }
 
@@ -343,6 +427,119 @@ net:
             b.categories["disk"].contains_key("a-000"),
             "each source keeps its first"
         );
+    }
+
+    #[test]
+    fn a_skipped_item_is_neither_healthy_nor_failed_and_old_values_parse_unchanged() {
+        let yaml = r#"
+runAt: "2026-11-22T06:00:00Z"
+disk:
+  sda: {}
+  smart/sdb:
+    skip: "smartctl not installed"
+  sdc:
+    err: "disk full"
+"#;
+        let s = NodeSummary::from_yaml(yaml).unwrap();
+        let disk = &s.categories["disk"];
+        assert!(disk["sda"].is_healthy());
+        assert_eq!(
+            disk["smart/sdb"],
+            ItemResult::skip("smartctl not installed")
+        );
+        assert!(disk["smart/sdb"].is_skipped() && !disk["smart/sdb"].is_healthy());
+        assert_eq!(
+            s.skipped().collect::<Vec<_>>(),
+            vec![("disk", "smart/sdb", "smartctl not installed")]
+        );
+        assert_eq!(s.failed().count(), 1, "a skip is not a failure");
+        assert!(s
+            .to_yaml()
+            .contains("smart/sdb:\n    skip: smartctl not installed\n"));
+        assert!(s.to_yaml().contains("sda: {}"), "no skip key when absent");
+        let json = serde_json::to_value(&disk["smart/sdb"]).unwrap();
+        assert_eq!(json, serde_json::json!({"skip": "smartctl not installed"}));
+        let old: ItemResult = serde_json::from_str(r#"{"err": "x"}"#).unwrap();
+        assert_eq!(old, ItemResult::err("x"));
+        assert_eq!(
+            NodeSummary::from_yaml("runAt: x\n").unwrap().skipped_items,
+            None
+        );
+    }
+
+    #[test]
+    fn an_item_with_both_err_and_skip_counts_as_failed() {
+        let r = ItemResult {
+            err: Some("broken".into()),
+            skip: Some("no tool".into()),
+        };
+        assert_eq!(r.verdict(), Verdict::Failed);
+        assert_eq!(r.skip_reason(), None);
+        assert!(Verdict::Failed > Verdict::Skipped && Verdict::Skipped > Verdict::Healthy);
+    }
+
+    /// 100 healthy, 100 skipped and 10 failed items in `disk`.
+    fn mixed() -> NodeSummary {
+        let mut s = NodeSummary {
+            run_at: "2026-11-22T06:00:00Z".into(),
+            ..Default::default()
+        };
+        let disk = s.categories.entry("disk".into()).or_default();
+        for i in 0..100 {
+            disk.insert(format!("ok-{i:03}"), ItemResult::ok());
+            disk.insert(format!("skip-{i:03}"), ItemResult::skip("no host access"));
+        }
+        for i in 0..10 {
+            disk.insert(format!("fail-{i}"), ItemResult::err("broken"));
+        }
+        s
+    }
+
+    #[test]
+    fn healthy_items_are_folded_before_skipped_ones_and_failures_stay() {
+        let s = mixed();
+        let healthy_folded = s.bounded(4500);
+        let disk = &healthy_folded.categories["disk"];
+        assert!(disk.contains_key("(100 healthy items omitted)"));
+        assert_eq!(
+            healthy_folded.skipped().count(),
+            100,
+            "skips stay while folding healthy items is enough"
+        );
+        assert_eq!(healthy_folded.failed().count(), 10);
+
+        let both_folded = s.bounded(700);
+        assert!(both_folded.to_yaml().len() <= 700);
+        let disk = &both_folded.categories["disk"];
+        assert_eq!(
+            disk["(100 skipped items omitted)"],
+            ItemResult::skip(OMITTED),
+            "folded skips stay skipped"
+        );
+        assert_eq!(both_folded.failed().count(), 10, "every failure is kept");
+    }
+
+    #[test]
+    fn failures_are_the_last_to_go() {
+        let b = mixed().bounded(300);
+        assert!(b.to_yaml().len() <= 300, "{}", b.to_yaml());
+        let disk = &b.categories["disk"];
+        assert!(disk.contains_key("(100 healthy items omitted)"));
+        assert!(disk.contains_key("(100 skipped items omitted)"));
+        assert!(disk.keys().any(|k| k.ends_with("failed items omitted)")));
+        assert!(disk.contains_key("fail-0"), "the first failure is kept");
+    }
+
+    #[test]
+    fn long_skip_reasons_are_cut_like_err_messages() {
+        let mut s = summary_with(4, 10, 2);
+        s.categories
+            .get_mut("disk")
+            .unwrap()
+            .insert("skip-long".into(), ItemResult::skip("r".repeat(9000)));
+        let b = s.bounded(MAX_SUMMARY_BYTES);
+        let reason = b.categories["disk"]["skip-long"].skip.as_deref().unwrap();
+        assert!(reason.ends_with(CUT_MARKER), "{reason}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The script output contract (docs/runner.md, "Scripts"): `ok <item>` and `err <item> <message>`
-//! lines on stdout; anything else is plain output.
+//! The script output contract (docs/runner.md, "Scripts"): `ok <item>`,
+//! `err <item> <message>` and `skip <item> <reason>` lines on stdout;
+//! anything else is plain output.
 
 /// One meaningful stdout line of a script.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -8,6 +9,8 @@ pub enum Line {
     Ok { item: String },
     /// `err <item> <message>`: the item failed.
     Err { item: String, message: String },
+    /// `skip <item> <reason>`: the item could not be checked here.
+    Skip { item: String, reason: String },
     /// Any other line.
     Plain,
 }
@@ -18,7 +21,8 @@ pub const MAX_ITEM_LEN: usize = 128;
 /// Classifies one stdout line. Leading and trailing whitespace is ignored; an
 /// `ok`/`err` keyword without an item is plain output, and so is a keyword
 /// glued to other text (`okay`, `error: ...`). An err line without a message
-/// gets the message `failed`. Control characters are replaced as
+/// gets the message `failed`, a skip line without a reason the reason
+/// `skipped`. Control characters are replaced as
 /// [`printable_item`] and [`printable_message`] say.
 pub fn parse_line(line: &str) -> Line {
     let line = line.trim();
@@ -31,19 +35,24 @@ pub fn parse_line(line: &str) -> Line {
         return Line::Plain;
     }
     let item = clip(&printable_item(item), MAX_ITEM_LEN);
+    let mut text = |otherwise: &str| {
+        let text = rest_words.next().unwrap_or_default().trim();
+        if text.is_empty() {
+            otherwise.to_string()
+        } else {
+            printable_message(text)
+        }
+    };
     match keyword {
         "ok" => Line::Ok { item },
-        "err" => {
-            let message = rest_words.next().unwrap_or_default().trim();
-            Line::Err {
-                item,
-                message: if message.is_empty() {
-                    "failed".to_string()
-                } else {
-                    printable_message(message)
-                },
-            }
-        }
+        "err" => Line::Err {
+            item,
+            message: text("failed"),
+        },
+        "skip" => Line::Skip {
+            item,
+            reason: text("skipped"),
+        },
         _ => Line::Plain,
     }
 }
@@ -135,11 +144,39 @@ mod tests {
     }
 
     #[test]
+    fn skip_lines_carry_the_rest_of_the_line_as_reason() {
+        assert_eq!(
+            parse_line("skip smart/sda smartctl not installed "),
+            Line::Skip {
+                item: "smart/sda".into(),
+                reason: "smartctl not installed".into()
+            }
+        );
+        assert_eq!(
+            parse_line("skip\tdmesg\tno\u{1b}kernel log"),
+            Line::Skip {
+                item: "dmesg".into(),
+                reason: "no kernel log".into()
+            }
+        );
+        assert_eq!(
+            parse_line("skip x"),
+            Line::Skip {
+                item: "x".into(),
+                reason: "skipped".into()
+            }
+        );
+    }
+
+    #[test]
     fn garbage_and_lookalikes_are_plain_output() {
         for l in [
             "",
             "ok",
             "err",
+            "skip",
+            "SKIP sda no tool",
+            "skipped sda",
             "err   ",
             "okay sda",
             "error: something",

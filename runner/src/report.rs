@@ -19,7 +19,8 @@ pub enum Format {
 }
 
 /// The summary of a run. Items reported by several scripts of one category
-/// merge, and a failure wins over ok.
+/// merge: a failure wins over a skip and a skip over ok, and the first
+/// result of the winning kind is kept.
 pub fn summary(report: &Report) -> NodeSummary {
     let mut categories: BTreeMap<String, BTreeMap<String, ItemResult>> = BTreeMap::new();
     for run in &report.scripts {
@@ -28,7 +29,7 @@ pub fn summary(report: &Report) -> NodeSummary {
             .or_default();
         for (item, r) in &run.items {
             match items.get(item) {
-                Some(old) if old.err.is_some() => {}
+                Some(old) if old.verdict() >= r.verdict() => {}
                 _ => {
                     items.insert(item.clone(), r.clone());
                 }
@@ -88,24 +89,28 @@ pub fn render(summary: &NodeSummary, format: Format) -> String {
     }
 }
 
-/// One row per item, failures marked `FAIL`, and a closing count line.
+/// One row per item, failures marked `FAIL` with their message, skipped
+/// items `SKIP` with their reason, and a closing count line.
 pub fn table(summary: &NodeSummary) -> String {
     let mut rows = Vec::new();
     let mut total = 0;
     for (cat, items) in &summary.categories {
         for (item, r) in items {
             total += 1;
-            let (status, msg) = match &r.err {
-                Some(e) => ("FAIL", e.replace(['\n', '\r'], " ")),
-                None => ("ok", String::new()),
+            let (status, msg) = match (&r.err, r.skip_reason()) {
+                (Some(e), _) => ("FAIL", e.as_str()),
+                (None, Some(reason)) => ("SKIP", reason),
+                (None, None) => ("ok", ""),
             };
+            let msg = msg.replace(['\n', '\r'], " ");
             rows.push(vec![cat.clone(), item.clone(), status.to_string(), msg]);
         }
     }
     let mut out = combo_api::table::table(&["CATEGORY", "ITEM", "STATUS", "MESSAGE"], &rows, 2);
     let failed = summary.failed().count();
+    let skipped = summary.skipped().count();
     out.push_str(&format!(
-        "\nrun {}: {total} items, {failed} failed\n",
+        "\nrun {}: {total} items, {failed} failed, {skipped} skipped\n",
         summary.run_at
     ));
     out
@@ -214,6 +219,58 @@ mod tests {
         assert_eq!(lines[1], "disk      sdb1  FAIL    disk full (97% used)");
         assert_eq!(lines[2], "disk      sdb2  ok");
         assert_eq!(lines[4], "net       eth2  FAIL    link down");
-        assert_eq!(lines[6], "run 2026-11-22T06:00:00Z: 4 items, 2 failed");
+        assert_eq!(
+            lines[6],
+            "run 2026-11-22T06:00:00Z: 4 items, 2 failed, 0 skipped"
+        );
+    }
+
+    #[test]
+    fn skipped_items_show_as_skip_with_their_reason_and_are_counted_apart() {
+        let mut r = report();
+        r.scripts.push(run(
+            Category::Mem,
+            "/s/mem/oom.sh",
+            vec![("oom-kills", ItemResult::skip("baseline recorded"))],
+        ));
+        let s = summary(&r);
+        let t = table(&s);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[3], "mem       oom-kills  SKIP    baseline recorded");
+        assert_eq!(
+            lines.last().unwrap(),
+            &"run 2026-11-22T06:00:00Z: 5 items, 2 failed, 1 skipped"
+        );
+        assert!(s
+            .to_yaml()
+            .contains("mem:\n  oom-kills:\n    skip: baseline recorded\n"));
+        let json: serde_json::Value = serde_json::from_str(&render(&s, Format::Json)).unwrap();
+        assert_eq!(json["mem"]["oom-kills"]["skip"], "baseline recorded");
+        assert_eq!(
+            Sources::of(&r).get("mem", "oom-kills"),
+            None,
+            "not a failure"
+        );
+    }
+
+    #[test]
+    fn across_scripts_a_failure_beats_a_skip_and_a_skip_beats_ok() {
+        let mut r = report();
+        r.scripts.push(run(
+            Category::Disk,
+            "/s/disk/c.sh",
+            vec![
+                ("sdb1", ItemResult::skip("no tool")),
+                ("sdb2", ItemResult::skip("no tool")),
+            ],
+        ));
+        r.scripts.push(run(
+            Category::Disk,
+            "/s/disk/d.sh",
+            vec![("sdb2", ItemResult::ok())],
+        ));
+        let disk = &summary(&r).categories["disk"];
+        assert_eq!(disk["sdb1"], ItemResult::err("disk full (97% used)"));
+        assert_eq!(disk["sdb2"], ItemResult::skip("no tool"));
     }
 }

@@ -96,15 +96,16 @@ pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report>
     })
 }
 
-/// The items a script produced (docs/runner.md, "Scripts"): its `ok`/`err`
-/// lines, plus an item named after the script with `timeout after <N>s`
+/// The items a script produced (docs/runner.md, "Scripts"): its
+/// `ok`/`err`/`skip` lines, plus an item named after the script with `timeout after <N>s`
 /// when it timed out, or with `exit <code>: <last stderr line>` when it
 /// failed without any `err` line.
 pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)> {
     let mut items: Vec<(String, ItemResult)> = Vec::new();
     let mut put = |item: String, r: ItemResult| match items.iter_mut().find(|(i, _)| *i == item) {
-        // A failure is never hidden by a later ok of the same item.
-        Some((_, old)) if old.err.is_none() => *old = r,
+        // A failure is never hidden by a later skip or ok of the same item,
+        // nor a skip by a later ok.
+        Some((_, old)) if r.verdict() > old.verdict() => *old = r,
         Some(_) => {}
         None => items.push((item, r)),
     };
@@ -116,6 +117,7 @@ pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)>
                 reported_err = true;
                 put(script.item(item), ItemResult::err(message.clone()));
             }
+            Line::Skip { item, reason } => put(script.item(item), ItemResult::skip(reason.clone())),
             Line::Plain => {}
         }
     }
@@ -232,6 +234,59 @@ mod tests {
             vec![
                 ("x".into(), ItemResult::err("boom")),
                 ("usage".into(), ItemResult::err("timeout after 1s")),
+            ]
+        );
+    }
+
+    fn skip(i: &str, r: &str) -> Line {
+        Line::Skip {
+            item: i.into(),
+            reason: r.into(),
+        }
+    }
+
+    #[test]
+    fn skipped_items_are_kept_and_a_skip_is_not_an_err_line() {
+        let o = outcome(
+            Exit::Code(0),
+            vec![skip("sda", "no smartctl"), ok("sdb")],
+            "",
+        );
+        assert_eq!(
+            items_of(&script("smart/"), &o),
+            vec![
+                ("smart/sda".into(), ItemResult::skip("no smartctl")),
+                ("smart/sdb".into(), ItemResult::ok()),
+            ]
+        );
+        // Only an err line says why a script failed: a skip does not.
+        let failed = outcome(Exit::Code(3), vec![skip("sda", "no smartctl")], "boom");
+        assert_eq!(
+            items_of(&script(""), &failed)[1],
+            ("usage".into(), ItemResult::err("exit 3: boom"))
+        );
+    }
+
+    #[test]
+    fn an_item_keeps_its_worst_result_failed_then_skipped_then_healthy() {
+        let o = outcome(
+            Exit::Code(0),
+            vec![
+                ok("a"),
+                skip("a", "first skip"),
+                ok("a"),
+                skip("a", "second skip"),
+                skip("b", "no tool"),
+                err("b", "broken"),
+                skip("b", "no tool"),
+            ],
+            "",
+        );
+        assert_eq!(
+            items_of(&script(""), &o),
+            vec![
+                ("a".into(), ItemResult::skip("first skip")),
+                ("b".into(), ItemResult::err("broken")),
             ]
         );
     }
