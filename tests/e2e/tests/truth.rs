@@ -606,3 +606,156 @@ async fn a_runner_pod_goes_within_seconds_of_its_deletion() -> Result<()> {
     println!("runner pod gone {took:?} after its deletion");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_cut_report_keeps_a_lone_timeout_before_repeats_of_another_script() -> Result<()> {
+    install();
+    let c = client().await;
+    let ns = namespace("truth-cut").await;
+    let ns = ns.name.as_str();
+    apply_yaml(
+        ns,
+        &config_map(
+            "noisy",
+            &[
+                (
+                    "disk.many.sh",
+                    "#!/bin/sh\ni=0\nwhile [ $i -lt 140 ]; do echo \"err part-$i the same failure again and again\"; i=$((i+1)); done",
+                ),
+                ("mem.stuck.sh", "#!/bin/sh\nexec sleep 60"),
+            ],
+        ),
+    )?;
+    let now = combo_api::RunId::now().rfc3339();
+    apply_yaml(
+        ns,
+        &debugger(
+            "cut",
+            &format!("enableConfigMap: true\nconfigMap: noisy\ncategories: [disk, mem]\nscriptTimeoutSeconds: 2\nrunAt: \"{now}\"\ntolerations: [{{operator: Exists}}]"),
+        ),
+    )?;
+    combo_e2e::wait_run_within(&c, ns, "cut-summary", &now, WAIT).await?;
+    let reports = Api::<DebuggerReport>::namespaced(c.clone(), ns)
+        .list(&ListParams::default())
+        .await?
+        .items;
+    ensure!(!reports.is_empty(), "no report");
+    for r in reports {
+        let mem = r.spec.categories.get("mem").cloned().unwrap_or_default();
+        ensure!(
+            mem.values()
+                .any(|i| i.err.as_deref() == Some("timeout after 2s")),
+            "{}: the lone timeout was cut: mem {mem:?}",
+            r.spec.node
+        );
+        ensure!(
+            r.spec.failed_items >= 141,
+            "{}: {}",
+            r.spec.node,
+            r.spec.failed_items
+        );
+    }
+    Ok(())
+}
+
+/// `sh -c SCRIPT` in the runner container of `pod`.
+fn in_runner(ns: &str, pod: &str, script: &str) -> Result<String> {
+    combo_e2e::kubectl_ok(&[
+        "exec", "-n", ns, pod, "-c", "runner", "--", "sh", "-c", script,
+    ])
+}
+
+#[tokio::test]
+async fn errlogs_summary_and_plugin_agree_on_the_newest_run_whatever_its_id() -> Result<()> {
+    if !real_cluster_or_skip("errlogs_summary_and_plugin_agree_on_the_newest_run_whatever_its_id") {
+        return Ok(());
+    }
+    install();
+    let c = client().await;
+    let ns = namespace("truth-order").await;
+    let ns = ns.name.as_str();
+    apply_yaml(
+        ns,
+        &config_map(
+            "fail",
+            &[(
+                "disk.fail.sh",
+                "#!/bin/sh\necho \"err broken in run $RUN_ID\"",
+            )],
+        ),
+    )?;
+    let dbgs = Api::<Debugger>::namespaced(c.clone(), ns);
+    let mut runs = Vec::new();
+    // Two runs now, then a timestamp in the past: the last one ran last.
+    for run_at in [None, None, Some("2025-06-01T00:00:00Z")] {
+        let run_at = match run_at {
+            Some(t) => t.to_string(),
+            None => {
+                tokio::time::sleep(Duration::from_millis(1100)).await;
+                combo_api::RunId::now().rfc3339()
+            }
+        };
+        if runs.is_empty() {
+            apply_yaml(
+                ns,
+                &debugger(
+                    "order",
+                    &format!("enableConfigMap: true\nconfigMap: fail\ncategories: [disk]\nerrlogRetention: 2\nrunAt: \"{run_at}\"\ntolerations: [{{operator: Exists}}]"),
+                ),
+            )?;
+        } else {
+            combo_e2e::set_run_at(&c, ns, "order", &run_at).await?;
+        }
+        combo_e2e::wait_run_within(&c, ns, "order-summary", &run_at, WAIT).await?;
+        runs.push(run_at);
+    }
+    // Run ids: the RFC 3339 times in basic format.
+    let ids: Vec<String> = runs.iter().map(|r| r.replace(['-', ':'], "")).collect();
+    wait_for(WAIT, "lastRunAt is the past timestamp", || async {
+        Ok(dbgs
+            .get("order")
+            .await?
+            .status
+            .and_then(|s| s.last_run_at)
+            .as_deref()
+            == Some("2025-06-01T00:00:00Z"))
+    })
+    .await?;
+    let pods = Api::<Pod>::namespaced(c.clone(), ns)
+        .list(&ListParams::default().labels(&keys::debugger_selector("order")))
+        .await?
+        .items;
+    for pod in pods {
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .context("node")?;
+        let listing = in_runner(ns, &pod.name_any(), "ls /scripts/disk/errlog")?;
+        let mut kept: Vec<&str> = listing.split_whitespace().collect();
+        kept.sort();
+        let mut want = vec![format!("{}.log", ids[1]), format!("{}.log", ids[2])];
+        want.sort();
+        ensure!(kept == want, "{node}: errlogs kept {kept:?}, want {want:?}");
+        let out = kubectl_combo(&[
+            "errlog",
+            "order",
+            "-n",
+            ns,
+            "--node",
+            &node,
+            "--category",
+            "disk",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        ensure!(
+            out.status.success() && text.contains(&format!("broken in run {}", ids[2])),
+            "{node}: kubectl combo errlog shows another run than the summary: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let table = kubectl_combo(&["summary", "order", "-n", ns]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    ensure!(table.contains(&ids[2]), "{table}");
+    Ok(())
+}
