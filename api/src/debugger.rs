@@ -156,6 +156,10 @@ pub struct DebuggerStatus {
     /// Items with an error over all nodes for lastRunAt.
     #[serde(default)]
     pub failed_items: i32,
+    /// Items not checked (the check needs what the pod lacks) over all
+    /// nodes for lastRunAt.
+    #[serde(default)]
+    pub skipped_items: i32,
 }
 
 /// Workload kind of a Debugger.

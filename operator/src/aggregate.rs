@@ -161,6 +161,7 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
             finished_at: spec.finished_at.clone(),
             healthy_items: Some(spec.healthy_items()),
             failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
+            skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
             report: (spec.failed_items as usize > keep).then(|| r.name.clone()),
             ..NodeSummary::default()
         };
@@ -188,6 +189,7 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
             run_at: spec.run_at.clone(),
             healthy_items: Some(spec.healthy_items()),
             failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
+            skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
             ..NodeSummary::default()
         },
     }
@@ -213,7 +215,11 @@ pub fn run_summary<'a>(reports: impl IntoIterator<Item = &'a NodeReport>) -> Run
     RunSummary {
         last_run_at: Some(last.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         completed_nodes: current.clone().count() as i32,
-        failed_items: current.map(|(_, r)| r.spec.failed_items as i32).sum(),
+        failed_items: current
+            .clone()
+            .map(|(_, r)| r.spec.failed_items as i32)
+            .sum(),
+        skipped_items: current.map(|(_, r)| r.spec.skipped_items as i32).sum(),
     }
 }
 

@@ -92,6 +92,8 @@ pub struct RunSummary {
     pub completed_nodes: i32,
     /// Failed items over those nodes.
     pub failed_items: i32,
+    /// Skipped items over those nodes.
+    pub skipped_items: i32,
 }
 
 /// The next scheduled run after `now`, if runAt has one.
@@ -140,6 +142,7 @@ pub fn compute(
         next_run_at: next_run_at(&dbg.spec.run_at, now).map(rfc3339),
         completed_nodes: runs.completed_nodes,
         failed_items: runs.failed_items,
+        skipped_items: runs.skipped_items,
     }
 }
 

@@ -69,6 +69,12 @@ async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> 
     } else {
         print!("{}", plugin::table(&plugin::SUMMARY_HEADER, &rows));
     }
+    let skipped = plugin::skipped_count(&data);
+    if skipped > 0 && !all {
+        eprintln!(
+            "{skipped} item(s) skipped: not checked, the pods lack what they need (kubectl combo summary {name} -n {ns} --all lists them)"
+        );
+    }
     Ok(())
 }
 

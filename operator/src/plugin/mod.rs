@@ -47,12 +47,17 @@ pub fn summary_rows(data: &BTreeMap<String, String>, all: bool) -> Vec<Vec<Strin
                 if result.err.is_none() && !all {
                     continue;
                 }
+                let error = match (&result.err, result.skip_reason()) {
+                    (Some(e), _) => e.clone(),
+                    (None, Some(why)) => format!("(skipped: {why})"),
+                    (None, None) => "-".into(),
+                };
                 rows.push(vec![
                     node.clone(),
                     run.clone(),
                     category.clone(),
                     item.clone(),
-                    result.err.clone().unwrap_or_else(|| "-".into()),
+                    error,
                 ]);
             }
         }
@@ -89,11 +94,23 @@ pub fn summary_rows(data: &BTreeMap<String, String>, all: bool) -> Vec<Vec<Strin
     rows
 }
 
+/// Skipped items over every node of a summary: listed ones, or the count
+/// of a shortened value, whichever is larger.
+pub fn skipped_count(data: &BTreeMap<String, String>) -> u32 {
+    data.values()
+        .filter_map(|v| NodeSummary::from_yaml(v).ok())
+        .map(|s| {
+            let listed = s.skipped().count() as u32;
+            s.skipped_items.unwrap_or(0).max(listed)
+        })
+        .sum()
+}
+
 /// Header of [`summary_rows`].
 pub const SUMMARY_HEADER: [&str; 5] = ["NODE", "RUN", "CATEGORY", "ITEM", "ERROR"];
 
 /// Header of [`status_rows`].
-pub const STATUS_HEADER: [&str; 9] = [
+pub const STATUS_HEADER: [&str; 10] = [
     "NAMESPACE",
     "NAME",
     "TYPE",
@@ -102,6 +119,7 @@ pub const STATUS_HEADER: [&str; 9] = [
     "NEXT-RUN",
     "COMPLETED",
     "FAILED",
+    "SKIPPED",
     "CONDITION",
 ];
 
@@ -129,6 +147,7 @@ pub fn status_rows(debuggers: &[Debugger]) -> Vec<Vec<String>> {
                 s.next_run_at.unwrap_or_else(|| "-".into()),
                 s.completed_nodes.to_string(),
                 s.failed_items.to_string(),
+                s.skipped_items.to_string(),
                 condition,
             ]
         })
@@ -237,6 +256,27 @@ mod tests {
         assert!(all
             .iter()
             .any(|r| r[0] == "node-2" && r[3] == "(12 healthy)"));
+    }
+
+    #[test]
+    fn skipped_items_are_listed_with_all_and_counted_apart() {
+        let data = BTreeMap::from([(
+            "node-1".to_string(),
+            "runAt: \"2026-11-22T06:00:00Z\"\ndisk:\n  smart: {skip: \"no smartctl in the image\"}\n  sda: {}\n"
+                .to_string(),
+        )]);
+        assert!(
+            summary_rows(&data, false).is_empty(),
+            "a skip is no failure"
+        );
+        let all = summary_rows(&data, true);
+        assert!(
+            all.iter()
+                .any(|r| r[3] == "smart" && r[4] == "(skipped: no smartctl in the image)"),
+            "{all:?}"
+        );
+        assert_eq!(skipped_count(&data), 1);
+        assert_eq!(skipped_count(&self::tests::data()), 0);
     }
 
     #[test]

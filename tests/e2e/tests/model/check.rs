@@ -1,5 +1,6 @@
-//! The invariants of the model-based test (docs/testing.md, "Model-based
-//! test"), checked against what the API server and /proc show after each
+//! The invariants of the model-based test
+//! (docs/testing.md, "Model-based test"), checked against what the API
+//! server and /proc show after each
 //! step of a sequence.
 
 use std::collections::{BTreeMap, BTreeSet};

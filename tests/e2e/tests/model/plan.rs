@@ -1,6 +1,7 @@
-//! The model of the model-based test (docs/testing.md, "Model-based
-//! test"): what a user has made in one namespace, the actions a user may
-//! take next, and the `Ready` reason each Debugger should end up with.
+//! The model of the model-based test
+//! (docs/testing.md, "Model-based test"): what a user has made in one
+//! namespace, the actions a user may take next, and the `Ready` reason each
+//! Debugger should end up with.
 //! Pure: no cluster, so its own tests need none.
 
 use std::collections::{BTreeMap, BTreeSet};
