@@ -87,3 +87,283 @@ block_mounts() {
 host_path() {
     printf '%s%s\n' "$HR" "$(printf '%s' "$1" | sed 's/\\040/ /g; s/\\011/\t/g')"
 }
+
+# --- Results --------------------------------------------------------------
+
+# skip ITEM REASON...: the check cannot be answered here (it needs host
+# access, a tool or hardware this pod or node lacks). Never ok, never err.
+skip() {
+    _item=$1
+    shift
+    echo "skip $_item $*"
+}
+
+# --- What the pod can see ----------------------------------------------------
+
+# host_visible: whether HOST_ROOT shows the node: enableSys (HOST_ROOT is not
+# "/"), or local mode (no POD_NAME) on the machine itself.
+host_visible() {
+    [ -n "$HR" ] || [ -z "${POD_NAME:-}" ]
+}
+
+# k8s_node: whether this is a Kubernetes node: in a pod, or the host has
+# /var/lib/kubelet.
+k8s_node() {
+    [ -n "${POD_NAME:-}" ] || [ -d "$HR/var/lib/kubelet" ]
+}
+
+# host_net: whether this process is in the node's network namespace: the
+# same as PID 1's under HOST_ROOT (the host's with enableSys); in local mode
+# when that cannot be read, assumed. A pod without enableSys cannot tell.
+host_net() {
+    _self=$(readlink /proc/self/ns/net 2>/dev/null) || return 1
+    if [ -z "$HR" ] && [ -n "${POD_NAME:-}" ]; then
+        return 1
+    fi
+    if ! _init=$(readlink "$HR/proc/1/ns/net" 2>/dev/null); then
+        [ -z "$HR" ]
+        return
+    fi
+    [ "$_init" = "$_self" ]
+}
+
+# host_systemd: whether the node's systemd answers. Defines hostctl (the
+# node's systemctl: through nsenter into PID 1 with enableSys, directly when
+# HOST_ROOT is "/"); else sets SYSTEMD_WHY and returns 1.
+host_systemd() {
+    _pid1=$(cat "$HR/proc/1/comm" 2>/dev/null || true)
+    if [ "$_pid1" != systemd ]; then
+        SYSTEMD_WHY="host systemd not reachable (PID 1 of $HOST_ROOT is ${_pid1:-unknown})"
+        return 1
+    fi
+    if [ "$HR" != "" ]; then
+        hostctl() { nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl "$@"; }
+    else
+        hostctl() { systemctl "$@"; }
+    fi
+    if ! hostctl is-system-running >/dev/null 2>&1 && ! hostctl list-units --no-legend >/dev/null 2>&1; then
+        # shellcheck disable=SC2034 # read by the scripts that source this file
+        SYSTEMD_WHY="host systemd not reachable through systemctl"
+        return 1
+    fi
+}
+
+# ifaces_up: names of the node's interfaces that are administratively up,
+# not matching the globs in $1.
+ifaces_up() {
+    for _d in "$HR"/sys/class/net/*; do
+        [ -e "$_d/flags" ] || continue
+        _i=${_d##*/}
+        matches_any "$_i" "$1" && continue
+        _f=$(cat "$_d/flags" 2>/dev/null || echo 0x0)
+        [ $(( _f & 1 )) -eq 1 ] && echo "$_i"
+    done
+}
+
+# physical IFACE: whether the interface has a device (not a veth, bridge,
+# tunnel or other virtual interface).
+physical() {
+    [ -e "$HR/sys/class/net/$1/device" ]
+}
+
+# The default interfaces the net checks leave out: loopback, container and
+# overlay interfaces, bridges and tunnels.
+# shellcheck disable=SC2034 # read by the scripts that source this file
+DEFAULT_IGNORE_IFACES='lo veth* cali* tunl* docker* virbr* *_h *_c flannel* cni* cilium* lxc* vxlan* genev* kube-ipvs* nodelocaldns weave* tun* tap* wg* br-* dummy* ifb*'
+
+# --- State between runs -----------------------------------------------------
+#
+# The runner gives each script STATE_DIR, a directory of its own that stays
+# from run to run on the node. Counters and the kernel log are judged on what
+# changed since the previous run, never since boot.
+
+BASELINE_REASON="baseline recorded; counting from the next run"
+NO_STATE_REASON="no STATE_DIR from the runner: changes since the previous run cannot be counted"
+
+# state_ready: whether STATE_DIR is a writable directory.
+state_ready() {
+    [ -n "${STATE_DIR:-}" ] && [ -d "$STATE_DIR" ] && [ -w "$STATE_DIR" ]
+}
+
+# boot_id: the node's boot id; "unknown" when it cannot be read.
+boot_id() {
+    cat "$HR/proc/sys/kernel/random/boot_id" 2>/dev/null || echo unknown
+}
+
+# uptime_exact: seconds since boot, with decimals.
+uptime_exact() {
+    awk '{ print $1 }' "$HR/proc/uptime" 2>/dev/null || echo 0
+}
+
+# delta NAME: reads "key value" counter lines on stdin and prints
+# "key delta value" for each: the increase since the values the previous run
+# kept in $STATE_DIR/NAME. A key absent then, a value lower than then (a
+# reset) or a reboot since count from 0. Without a previous state it records
+# the baseline, prints nothing and returns 10. The new values are kept in
+# NAME.new until state_commit.
+delta() {
+    _f="$STATE_DIR/$1"
+    _cur=$(cat)
+    _boot=$(boot_id)
+    { echo "boot $_boot $(uptime_exact)"; printf '%s\n' "$_cur"; } > "$_f.new"
+    if [ ! -f "$_f" ]; then
+        mv -f "$_f.new" "$_f"
+        return 10
+    fi
+    printf '%s\n' "$_cur" | awk -v boot="$_boot" '
+        NR == FNR { if (FNR == 1) same = ($2 == boot); else prev[$1] = $2; next }
+        NF >= 2 {
+            p = (same && ($1 in prev)) ? prev[$1] : 0
+            d = $2 - p
+            if (d < 0) d = $2
+            printf "%s %.0f %s\n", $1, d, $2
+        }' "$_f" -
+}
+
+# state_age NAME: seconds between the previous run's record NAME and now
+# (since boot if the node rebooted in between); empty without a record.
+state_age() {
+    [ -f "$STATE_DIR/$1" ] || return 0
+    awk -v boot="$(boot_id)" -v now="$(uptime_exact)" 'NR == 1 {
+        if ($2 == boot && now >= $3) printf "%.3f\n", now - $3; else printf "%.3f\n", now
+        exit
+    }' "$STATE_DIR/$1"
+}
+
+# state_commit: keeps the values of this run (every NAME.new) for the next.
+state_commit() {
+    for _n in "$STATE_DIR"/*.new; do
+        [ -e "$_n" ] && mv -f "$_n" "${_n%.new}"
+    done
+    return 0
+}
+
+# --- Kernel log since the previous run --------------------------------------
+
+# klog_source: where the kernel log is read from: "file <path>" for
+# KERNEL_LOG_FILE (records in /dev/kmsg format, for tests), "kmsg <path>" for
+# a readable /dev/kmsg, "dmesg"; returns 1 when none can be read.
+klog_source() {
+    if [ -n "${KERNEL_LOG_FILE:-}" ]; then
+        [ -r "$KERNEL_LOG_FILE" ] || return 1
+        echo "file $KERNEL_LOG_FILE"
+        return 0
+    fi
+    for _k in "$HR/dev/kmsg" /dev/kmsg; do
+        if [ -f "$_k" ] && [ -r "$_k" ]; then
+            echo "file $_k"
+            return 0
+        fi
+        # Reading needs CAP_SYSLOG where dmesg_restrict is set.
+        if [ -c "$_k" ] && dd if="$_k" iflag=nonblock bs=16384 count=1 2>/dev/null | grep -q .; then
+            echo "kmsg $_k"
+            return 0
+        fi
+    done
+    if dmesg 2>/dev/null | grep -q .; then
+        echo dmesg
+        return 0
+    fi
+    return 1
+}
+
+# klog_records SOURCE: the log as "<position> <seconds> <message>" lines; the
+# position is the record's sequence number, or for dmesg its time in
+# microseconds.
+klog_records() {
+    case $1 in
+        file\ *) kmsg_positions < "${1#file }" ;;
+        kmsg\ *) dd if="${1#kmsg }" iflag=nonblock bs=16384 2>/dev/null | kmsg_positions ;;
+        dmesg) dmesg 2>/dev/null | sed -n 's/^\[ *\([0-9]*\)\.\([0-9]*\)\] *\(.*\)$/\1\2 \1.\2 \3/p' ;;
+    esac
+}
+
+# kmsg_positions: "prio,seq,usec,flags;message" -> "<seq> <seconds> <message>".
+kmsg_positions() {
+    awk 'index($0, ";") && $0 ~ /^[0-9]+,[0-9]+,[0-9]+/ {
+        split(substr($0, 1, index($0, ";") - 1), h, ",")
+        printf "%s %.6f %s\n", h[2], h[3] / 1000000, substr($0, index($0, ";") + 1)
+    }'
+}
+
+# klog_new: the kernel log lines written since the previous run, as
+# "<seconds> <message>"; the position reached is kept (klog.new) until
+# state_commit. After a reboot the whole log of this boot is new. Returns 10
+# on the first run (baseline recorded, nothing printed), 11 without
+# STATE_DIR, 12 when the kernel log cannot be read.
+klog_new() {
+    state_ready || return 11
+    _src=$(klog_source) || return 12
+    _kind=seq
+    if [ "$_src" = dmesg ]; then
+        _kind="time"
+    fi
+    _boot=$(boot_id)
+    _recs=$(klog_records "$_src")
+    _last=$(printf '%s\n' "$_recs" | awk '$1 ~ /^[0-9]+$/ { l = $1 } END { printf "%.0f\n", l }')
+    _f="$STATE_DIR/klog"
+    if [ ! -f "$_f" ]; then
+        echo "$_boot $_kind $_last" > "$_f"
+        return 10
+    fi
+    read -r _pboot _pkind _plast < "$_f"
+    if [ "$_pkind" != "$_kind" ]; then
+        echo "$_boot $_kind $_last" > "$_f"
+        return 10
+    fi
+    [ "$_pboot" = "$_boot" ] || _plast=-1
+    # A quiet log keeps the old position.
+    [ "$_last" -gt 0 ] || _last=$_plast
+    echo "$_boot $_kind $_last" > "$_f.new"
+    printf '%s\n' "$_recs" | awk -v after="$_plast" '$1 ~ /^[0-9]+$/ && $1 + 0 > after + 0 {
+        sub(/^[0-9]+ /, ""); print
+    }'
+}
+
+# klog_skip CODE ITEM...: the skip lines for klog_new's return CODE.
+klog_skip() {
+    _code=$1
+    shift
+    case $_code in
+        10) _why=$BASELINE_REASON ;;
+        11) _why=$NO_STATE_REASON ;;
+        *) _why="kernel log not readable (needs enableSys: /dev/kmsg or dmesg with CAP_SYSLOG; KERNEL_LOG_FILE overrides)" ;;
+    esac
+    for _i in "$@"; do
+        skip "$_i" "$_why"
+    done
+}
+
+# klog_count ITEM MAX REGEX WHAT: with the new kernel log lines on stdin,
+# err ITEM when more than MAX lines match the extended regular expression
+# REGEX (awk syntax), naming the count and the last one; else ok.
+klog_count() {
+    RE=$3 awk -v item="$1" -v max="$2" -v what="$4" '
+        BEGIN { re = ENVIRON["RE"] }
+        $0 ~ re { n++; m = $0; sub(/^[0-9.]+ /, "", m); last = m }
+        END {
+            if (n > max) {
+                if (length(last) > 160) last = substr(last, 1, 160) "..."
+                printf "err %s %d %s line(s) in the kernel log since the previous run, last: %s\n", item, n, what, last
+            } else print "ok " item
+        }'
+}
+
+# pressure ITEM RESOURCE MAX: err ITEM when the "some" avg10 of
+# /proc/pressure/RESOURCE (share of the last 10 s in which some task waited
+# for it) is over MAX percent; skip without PSI.
+pressure() {
+    _p="$HR/proc/pressure/$2"
+    if [ ! -r "$_p" ]; then
+        skip "$1" "no $_p (kernel without PSI, or booted with psi=0)"
+        return 0
+    fi
+    awk -v item="$1" -v max="$3" -v res="$2" '$1 == "some" {
+        for (i = 2; i <= NF; i++) if ($i ~ /^avg10=/) { v = substr($i, 7) + 0; found = 1 }
+    }
+    END {
+        if (!found) printf "skip %s no some avg10 in /proc/pressure/%s\n", item, res
+        else if (v > max) printf "err %s %s pressure: tasks waited for %s %.1f%% of the last 10s (limit %s%%)\n", item, res, res, v, max
+        else print "ok " item
+    }' "$_p"
+}

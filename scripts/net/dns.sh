@@ -1,41 +1,66 @@
 #!/bin/bash
-# The nameservers of resolv.conf are reachable: a TCP connection to their
-# DNS port succeeds.
+# The node's resolvers answer: a DNS query of a name to each nameserver of
+# resolv.conf (and to the cluster DNS when NET_CLUSTER_DNS is set), over UDP
+# and TCP, made by the runner itself ("$COMBO_RUNNER" dns), whose ok/err/skip
+# lines are passed through.
 #
-# Items: "nameserver:<address>".
+# The name must exist (an answer other than NOERROR with records is err) when
+# it is NET_DNS_NAME, or when the resolvers are the cluster's (the pod's own
+# resolv.conf in a pod without enableSys, NET_CLUSTER_DNS); asked of the
+# node's own resolvers (with enableSys, or in local mode) for the default
+# cluster name, any answer, NXDOMAIN included, shows a working resolver, and
+# only SERVFAIL, REFUSED or no answer are err.
+#
+# Items: "dns:<server>/<udp|tcp>" (the runner's), "nameservers" when the file
+# is unreadable or lists no nameserver, "dns" when the runner cannot query.
 # Environment:
-#   NET_RESOLV_CONF    the file read (default $HOST_ROOT/etc/resolv.conf)
-#   NET_DNS_PORT       the port tried (default 53)
-#   NET_DNS_TIMEOUT    seconds per nameserver (default 2)
+#   NET_DNS_NAME       the name asked (default kubernetes.default.svc.cluster.local)
+#   NET_RESOLV_CONF    the resolv.conf read (default $HOST_ROOT/etc/resolv.conf)
+#   NET_CLUSTER_DNS    the cluster DNS address, IP[:PORT], asked too (default none)
+#   COMBO_RUNNER       the runner binary (set by the runner)
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 conf=${NET_RESOLV_CONF:-$HR/etc/resolv.conf}
-port=${NET_DNS_PORT:-53}
-limit=${NET_DNS_TIMEOUT:-2}
+name=${NET_DNS_NAME:-kubernetes.default.svc.cluster.local}
+cluster=${NET_CLUSTER_DNS:-}
+runner=${COMBO_RUNNER:-}
 
 if [ ! -r "$conf" ]; then
     echo "err nameservers cannot read $conf"
     exit 0
 fi
-servers=$(awk '$1 == "nameserver" && $2 != "" { print $2 }' "$conf")
-if [ -z "$servers" ]; then
+if ! awk '$1 == "nameserver" && $2 != "" { found = 1 } END { exit !found }' "$conf"; then
     echo "err nameservers no nameserver in $conf"
     exit 0
 fi
-pids=()
-for ns in $servers; do
-    # Check every server at once so that one black hole costs one timeout.
-    (
-        addr=${ns%%%*}   # drop an IPv6 zone
-        # shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
-        if timeout "$limit" bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$addr" "$port" 2>/dev/null; then
-            echo "ok nameserver:$ns"
-        else
-            echo "err nameserver:$ns not reachable on tcp port $port within ${limit}s"
-        fi
-    ) &
-    pids+=("$!")
-done
-wait "${pids[@]}"
+if [ -z "$runner" ] || [ ! -x "$runner" ]; then
+    skip dns "no COMBO_RUNNER (a runner without the dns subcommand): resolvers not queried"
+    exit 0
+fi
+
+# query ARGS...: the runner's dns lines, or one err/skip item when it
+# printed none.
+query() {
+    local out code
+    out=$("$runner" dns --name "$name" "$@" 2>&1)
+    code=$?
+    if grep -qE '^(ok|err|skip) ' <<<"$out"; then
+        grep -E '^(ok|err|skip) ' <<<"$out"
+        grep -vE '^(ok|err|skip) ' <<<"$out" >&2
+    elif [ "$code" -eq 2 ]; then
+        skip dns "the runner has no usable dns subcommand: $(tail -n 1 <<<"$out")"
+    else
+        echo "err dns $runner dns exited $code: $(tail -n 1 <<<"$out")"
+    fi
+}
+
+must=()
+if [ -n "${NET_DNS_NAME:-}" ] || { [ -z "$HR" ] && [ -n "${POD_NAME:-}" ]; }; then
+    must=(--must-exist)
+fi
+query --resolv-conf "$conf" "${must[@]}"
+if [ -n "$cluster" ]; then
+    query --server "$cluster" --must-exist
+fi

@@ -10,7 +10,7 @@ set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-ignore=${NET_IGNORE_IFACES:-lo veth* cali* tunl* docker* virbr* *_h *_c}
+ignore=${NET_IGNORE_IFACES:-$DEFAULT_IGNORE_IFACES}
 
 for dir in "$HR"/sys/class/net/*; do
     [ -e "$dir/operstate" ] || continue

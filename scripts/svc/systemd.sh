@@ -5,7 +5,7 @@
 # The host's systemd is reached with nsenter into PID 1 when HOST_ROOT is not
 # "/" (enableSys: hostPID and the host root at /host), or directly when this
 # machine's PID 1 is systemd. Otherwise the host is not reachable and the
-# script reports no item (it never fails for that).
+# script reports its items as skipped (it never fails for that).
 #
 # Items: "failed-units", "kubelet", "container-runtime".
 # Environment:
@@ -21,23 +21,15 @@ kubelet=${SVC_KUBELET_UNIT-kubelet}
 runtimes=${SVC_RUNTIME_UNITS-containerd crio docker}
 ignore=${SVC_IGNORE_UNITS:-}
 
-pid1=$(cat "$HR/proc/1/comm" 2>/dev/null || true)
-if [ "$pid1" != systemd ]; then
-    echo "host systemd not reachable (PID 1 of $HOST_ROOT is ${pid1:-unknown}): service checks skipped"
-    exit 0
-fi
-if [ "$HR" != "" ]; then
-    sysctl() { nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl "$@"; }
-else
-    sysctl() { systemctl "$@"; }
-fi
-if ! sysctl is-system-running >/dev/null 2>&1 && ! sysctl list-units --no-legend >/dev/null 2>&1; then
-    echo "host systemd not reachable through systemctl: service checks skipped"
+if ! host_systemd; then
+    for item in failed-units ${kubelet:+kubelet} ${runtimes:+container-runtime}; do
+        skip "$item" "$SYSTEMD_WHY: service checks skipped"
+    done
     exit 0
 fi
 
 failed=""
-for unit in $(sysctl list-units --state=failed --no-legend --plain 2>/dev/null | awk '{ print $1 }'); do
+for unit in $(hostctl list-units --state=failed --no-legend --plain 2>/dev/null | awk '{ print $1 }'); do
     if ! matches_any "$unit" "$ignore"; then
         failed="$failed $unit"
     fi
@@ -50,8 +42,8 @@ fi
 
 # check ITEM UNIT: the unit must be loaded and active.
 check() {
-    load=$(sysctl show -p LoadState --value "$2" 2>/dev/null)
-    state=$(sysctl is-active "$2" 2>/dev/null)
+    load=$(hostctl show -p LoadState --value "$2" 2>/dev/null)
+    state=$(hostctl is-active "$2" 2>/dev/null)
     if [ "$load" != loaded ]; then
         echo "err $1 unit $2 not found"
     elif [ "$state" != active ]; then
@@ -67,7 +59,7 @@ fi
 if [ -n "$runtimes" ]; then
     found=""
     for r in $runtimes; do
-        if [ "$(sysctl show -p LoadState --value "$r" 2>/dev/null)" = loaded ]; then
+        if [ "$(hostctl show -p LoadState --value "$r" 2>/dev/null)" = loaded ]; then
             found=$r
             break
         fi

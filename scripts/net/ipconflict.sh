@@ -1,0 +1,53 @@
+#!/bin/sh
+# IP address conflicts: IPv6 addresses whose duplicate address detection
+# failed (the dadfailed flag in /proc/net/if_inet6), and, when arping is in
+# the image and the pod is in the node's network namespace, IPv4 addresses
+# another host answers for (arping -D).
+#
+# Items: "dad:<interface>" per interface with IPv6 addresses, "ipv4:<address>"
+# (skip "ipv4-conflict" without arping or the node's network).
+# Environment:
+#   NET_IGNORE_IFACES    interfaces to skip, shell globs (default in docs/checks.md)
+#   NET_ARPING_TIMEOUT   seconds arping waits per address (default 2)
+set -u
+# shellcheck source=SCRIPTDIR/../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+ignore=${NET_IGNORE_IFACES:-$DEFAULT_IGNORE_IFACES}
+wait_s=${NET_ARPING_TIMEOUT:-2}
+
+inet6=$(host_proc net/if_inet6)
+if [ -r "$inet6" ]; then
+    # address ifindex prefixlen scope flags name; IFA_F_DADFAILED is 0x08.
+    awk '{ print $6, $5, $1 }' "$inet6" | while read -r ifc flags addr; do
+        matches_any "$ifc" "$ignore" && continue
+        echo "$ifc $(( 0x$flags & 8 )) $addr"
+    done | awk '
+        { if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } if ($2 != 0) bad[$1] = bad[$1] " " $3 }
+        END {
+            for (i = 1; i <= n; i++) {
+                x = order[i]
+                if (x in bad) printf "err dad:%s IPv6 duplicate address detection failed for%s (another host uses it)\n", x, bad[x]
+                else print "ok dad:" x
+            }
+        }'
+fi
+
+if ! command -v arping >/dev/null 2>&1; then
+    skip ipv4-conflict "arping is not in the image"
+    exit 0
+fi
+if ! host_net; then
+    skip ipv4-conflict "not in the node's network namespace (needs hostNetwork and enableSys)"
+    exit 0
+fi
+ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $2, $4 }' |
+    while read -r ifc addr; do
+        matches_any "$ifc" "$ignore" && continue
+        # -D: duplicate address detection; exit 0 when nobody answered.
+        if arping -D -q -c 2 -w "$wait_s" -I "$ifc" "$addr" >/dev/null 2>&1; then
+            echo "ok ipv4:$addr"
+        else
+            echo "err ipv4:$addr another host answers ARP for $addr on $ifc (address conflict)"
+        fi
+    done
