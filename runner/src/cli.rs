@@ -54,6 +54,12 @@ pub struct Args {
     #[arg(long, env = "HOST_ROOT", value_name = "DIR", default_value = "/")]
     pub host_root: String,
 
+    /// Root of the scripts' state directories, kept across runs (default in
+    /// a pod /var/lib/combo-runner/state; locally the same as root, else
+    /// $XDG_STATE_HOME/combo-runner).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
     /// Most scripts running at the same time.
     #[arg(long, value_name = "N", default_value_t = 8,
           value_parser = clap::value_parser!(u64).range(1..=256))]

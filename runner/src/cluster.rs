@@ -19,6 +19,7 @@ use crate::report;
 use crate::run::{self, RunConfig};
 use crate::schedule::{self, Decision, History};
 use crate::shutdown::{self, Stop};
+use crate::state::{self, StateRoot};
 
 /// Why in-cluster mode cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -248,6 +249,13 @@ impl Scheduler {
             parallel: self.args.parallel as usize,
             node: self.id.node.clone(),
             host_root: self.args.host_root.clone(),
+            state: Some(StateRoot::new(
+                self.args
+                    .state_dir
+                    .clone()
+                    .unwrap_or_else(|| state::POD_STATE_ROOT.into()),
+            )),
+            runner_exe: RunConfig::current_exe(),
         };
         let delay_ms = (Utc::now() - run_id.0).num_milliseconds();
         tracing::info!(run_id = %run_id, delay_ms, "run due");
@@ -413,6 +421,8 @@ mod tests {
             "combo-runner",
             "--scripts",
             scripts.path().to_str().unwrap(),
+            "--state-dir",
+            scripts.path().join(".state").to_str().unwrap(),
         ]);
         let id = Identity {
             node: "node-1".into(),
@@ -512,6 +522,8 @@ mod tests {
             "combo-runner",
             "--scripts",
             scripts.path().to_str().unwrap(),
+            "--state-dir",
+            scripts.path().join(".state").to_str().unwrap(),
         ]);
         let (tx, rx) = tokio::sync::oneshot::channel::<Stop>();
         let runner = tokio::spawn(serve(args, identity("node-1"), client, async move {
@@ -553,6 +565,8 @@ mod tests {
             "combo-runner",
             "--scripts",
             scripts.path().to_str().unwrap(),
+            "--state-dir",
+            scripts.path().join(".state").to_str().unwrap(),
         ]);
         let (tx, rx) = tokio::sync::oneshot::channel::<Stop>();
         let runner = tokio::spawn(serve(args, identity(&node), client, async move {

@@ -16,5 +16,6 @@ pub mod report;
 pub mod run;
 pub mod schedule;
 pub mod shutdown;
+pub mod state;
 #[cfg(test)]
 mod testdir;

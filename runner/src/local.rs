@@ -12,6 +12,7 @@ use crate::errlog::{self, Layout};
 use crate::report;
 use crate::run::{self, RunConfig};
 use crate::shutdown::{self, Stop};
+use crate::state::{self, StateRoot};
 
 /// Exit code when every item is healthy.
 pub const EXIT_HEALTHY: u8 = 0;
@@ -31,6 +32,8 @@ pub async fn run_once(args: Args, stop: impl Future<Output = Stop>) -> ExitCode 
         parallel: args.parallel as usize,
         node: node_name(),
         host_root: args.host_root.clone(),
+        state: state_root(&args),
+        runner_exe: RunConfig::current_exe(),
     };
     let run_id = RunId::at(chrono::Utc::now());
     let inspected = tokio::select! {
@@ -71,6 +74,20 @@ pub async fn run_once(args: Args, stop: impl Future<Output = Stop>) -> ExitCode 
     } else {
         ExitCode::from(EXIT_HEALTHY)
     }
+}
+
+/// `--state-dir`, else the default of local mode; `None` (scripts run
+/// without state) when there is no default for this user.
+fn state_root(args: &Args) -> Option<StateRoot> {
+    let root = args.state_dir.clone().or_else(|| {
+        state::local_default(nix::unistd::geteuid().is_root(), |k| std::env::var(k).ok())
+    });
+    if root.is_none() {
+        tracing::warn!(
+            "no state directory (neither --state-dir, XDG_STATE_HOME nor HOME is set); scripts run without STATE_DIR"
+        );
+    }
+    root.map(StateRoot::new)
 }
 
 /// `NODE_NAME`, or this machine's host name.

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use crate::discover::{self, Script};
 use crate::exec::{self, Exit, Outcome};
 use crate::output::Line;
+use crate::state::{self, StateRoot};
 
 /// What a run needs to know.
 #[derive(Clone, Debug)]
@@ -27,6 +28,22 @@ pub struct RunConfig {
     pub node: String,
     /// `HOST_ROOT` given to scripts.
     pub host_root: String,
+    /// Where the scripts' state lives, if anywhere (docs/runner.md,
+    /// "State between runs").
+    pub state: Option<StateRoot>,
+    /// `COMBO_RUNNER` given to scripts: the running runner binary.
+    pub runner_exe: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// The running binary, for `COMBO_RUNNER`.
+    pub fn current_exe() -> Option<PathBuf> {
+        std::env::current_exe()
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "cannot tell scripts where the runner binary is"),
+            )
+            .ok()
+    }
 }
 
 /// One script and what came of it.
@@ -64,17 +81,46 @@ pub struct Report {
 /// disk now, so edits since the last run count.
 pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report> {
     let scripts = discover::discover(&cfg.scripts, &cfg.categories)?;
+    let previous = cfg.state.as_ref().and_then(StateRoot::previous_run);
     tracing::info!(run_id = %run_id, scripts = scripts.len(), "run started");
     let mut runs: Vec<ScriptRun> = futures::stream::iter(scripts)
         .map(|script| async move {
+            let state_dir = cfg.state.as_ref().and_then(|root| {
+                root.prepare(&script)
+                    .inspect_err(|e| {
+                        tracing::warn!(error = %e, script = %script.path.display(),
+                            "cannot create the script's state directory; it runs without one")
+                    })
+                    .ok()
+            });
+            let text = |p: Option<&PathBuf>| p.map(|p| p.to_string_lossy().into_owned());
+            // Each is set, empty when unknown, so that a value the runner
+            // itself inherited never reaches a script.
             let env = [
                 ("NODE_NAME", cfg.node.clone()),
                 ("RUN_ID", run_id.to_string()),
                 ("CATEGORY", script.category.to_string()),
                 ("HOST_ROOT", cfg.host_root.clone()),
+                ("STATE_DIR", text(state_dir.as_ref()).unwrap_or_default()),
+                (
+                    "COMBO_RUNNER",
+                    text(cfg.runner_exe.as_ref()).unwrap_or_default(),
+                ),
+                (
+                    "PREVIOUS_RUN_ID",
+                    previous.map(|r| r.to_string()).unwrap_or_default(),
+                ),
             ];
             let outcome = exec::run(&script.path, &env, cfg.timeout).await;
-            let items = items_of(&script, &outcome);
+            let mut items = items_of(&script, &outcome);
+            if let Some(dir) = state_dir {
+                let over = tokio::task::spawn_blocking(move || state::enforce_limit(&dir))
+                    .await
+                    .unwrap_or_else(|e| Some(format!("state directory check failed: {e}")));
+                if let Some(msg) = over {
+                    items.push((format!("{}/state", script.name), ItemResult::err(msg)));
+                }
+            }
             tracing::debug!(script = %script.path.display(), exit = ?outcome.exit,
                 duration_ms = outcome.duration.as_millis() as u64, "script finished");
             ScriptRun {
@@ -89,6 +135,12 @@ pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report>
     runs.sort_by(|a, b| {
         (a.script.category, &a.script.path).cmp(&(b.script.category, &b.script.path))
     });
+    if let Some(root) = &cfg.state {
+        if let Err(e) = root.record_run(run_id) {
+            tracing::warn!(error = %e, root = %root.path().display(),
+                "cannot record the run in the state root; the next run gets no PREVIOUS_RUN_ID");
+        }
+    }
     Ok(Report {
         run_id,
         finished_at: Utc::now(),

@@ -24,9 +24,12 @@ const MARKER: &str = "pwned";
 /// Runs `combo-runner --once` over `tree` with the tree as working
 /// directory, so a relative `touch` a shell ran would land in it.
 fn once(tree: &Tree, output: &str, env: &[(&str, &str)]) -> Output {
+    let state = Tree::new("hostile-state");
     Command::new(env!("CARGO_BIN_EXE_combo-runner"))
         .args(["--once", "--output", output, "--scripts"])
         .arg(tree.path())
+        .arg("--state-dir")
+        .arg(state.path())
         .current_dir(tree.path())
         .envs(env.iter().copied())
         .env_remove("RUST_LOG")

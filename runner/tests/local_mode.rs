@@ -387,6 +387,8 @@ fn stop_mid_run(t: &Tree, signal: nix::sys::signal::Signal) -> (std::time::Durat
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_combo-runner"))
         .args(["--once", "--timeout", "120", "--scripts", &dir])
+        .arg("--state-dir")
+        .arg(t.join("state"))
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

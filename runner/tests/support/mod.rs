@@ -82,11 +82,17 @@ impl Drop for Tree {
     }
 }
 
-/// Runs `combo-runner` with `args` and extra environment.
+/// Runs `combo-runner` with `args` and extra environment. A `--once` run
+/// without `--state-dir` keeps its scripts' state in a scratch root removed
+/// afterwards, never in the machine's own.
 pub fn runner(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_combo-runner"))
-        .args(args)
-        .envs(env.iter().copied())
+    let state = Tree::new("state");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_combo-runner"));
+    cmd.args(args);
+    if args.contains(&"--once") && !args.contains(&"--state-dir") {
+        cmd.arg("--state-dir").arg(state.path());
+    }
+    cmd.envs(env.iter().copied())
         .env_remove("RUST_LOG")
         .output()
         .expect("combo-runner starts")
