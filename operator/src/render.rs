@@ -10,9 +10,9 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
-    HostPathVolumeSource, ObjectFieldSelector, Pod, PodSecurityContext, PodSpec, PodTemplateSpec,
-    ResourceRequirements, SecurityContext, Sysctl, Volume, VolumeMount,
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
+    EnvVarSource, HostPathVolumeSource, ObjectFieldSelector, Pod, PodSecurityContext, PodSpec,
+    PodTemplateSpec, ResourceRequirements, SecurityContext, Sysctl, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -32,6 +32,14 @@ pub const ENV_HOST_ROOT: &str = "HOST_ROOT";
 
 const VOLUME_HOST_ROOT: &str = "host-root";
 const VOLUME_CUSTOM_SCRIPTS: &str = "custom-scripts";
+const VOLUME_STATE: &str = "state";
+/// Where the runner keeps what its scripts carry from one run to the next
+/// (docs/runner.md, "State between runs"): an emptyDir, so it survives a
+/// restart of the container, not a new pod.
+pub const STATE_MOUNT: &str = "/var/lib/combo-runner/state";
+/// The bound of that emptyDir: 16 scripts' state at the runner's 1 MiB
+/// per script.
+pub const STATE_SIZE_LIMIT: &str = "16Mi";
 
 /// Images used when a spec names none (the operator's flags).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -207,7 +215,14 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
     if spec.enable_pinger {
         containers.push(pinger_container(dbg, pinger, images));
     }
-    let mut volumes = Vec::new();
+    let mut volumes = vec![Volume {
+        name: VOLUME_STATE.into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            size_limit: Some(Quantity(STATE_SIZE_LIMIT.into())),
+            ..EmptyDirVolumeSource::default()
+        }),
+        ..Volume::default()
+    }];
     if spec.enable_sys {
         volumes.push(Volume {
             name: VOLUME_HOST_ROOT.into(),
@@ -267,7 +282,11 @@ fn runner(dbg: &Debugger, images: &Images) -> Container {
             "/"
         },
     ));
-    let mut mounts = Vec::new();
+    let mut mounts = vec![VolumeMount {
+        name: VOLUME_STATE.into(),
+        mount_path: STATE_MOUNT.into(),
+        ..VolumeMount::default()
+    }];
     if spec.enable_sys {
         mounts.push(VolumeMount {
             name: VOLUME_HOST_ROOT.into(),

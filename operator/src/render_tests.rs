@@ -92,7 +92,15 @@ fn default_spec_renders_a_daemonset_named_after_the_debugger() {
         Some("reg/combo-runner:v1")
     );
     assert!(pod.containers[0].command.is_none() && pod.containers[0].args.is_none());
-    assert!(pod.host_network.is_none() && pod.host_pid.is_none() && pod.volumes.is_none());
+    assert!(pod.host_network.is_none() && pod.host_pid.is_none());
+    // One volume: the scripts' state, an emptyDir with a size bound.
+    let volumes = pod.volumes.clone().unwrap();
+    assert_eq!(volumes.len(), 1, "{volumes:?}");
+    let state = volumes[0].empty_dir.as_ref().expect("an emptyDir");
+    assert_eq!(state.size_limit.as_ref().map(|q| q.0.as_str()), Some("16Mi"));
+    let mounts = pod.containers[0].volume_mounts.clone().unwrap();
+    assert_eq!(mounts[0].mount_path, "/var/lib/combo-runner/state");
+    assert_eq!(mounts[0].read_only, None, "the runner writes it");
 }
 
 #[test]
@@ -363,13 +371,13 @@ fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
         runner.security_context.as_ref().unwrap().privileged,
         Some(true)
     );
-    let mount = &runner.volume_mounts.as_ref().unwrap()[0];
+    let mount = &runner.volume_mounts.as_ref().unwrap()[1];
     assert_eq!(
         (mount.mount_path.as_str(), mount.read_only),
         ("/host", Some(true))
     );
     assert_eq!(env_of(runner)["HOST_ROOT"], "/host");
-    let vol = &spec.volumes.unwrap()[0];
+    let vol = &spec.volumes.unwrap()[1];
     assert_eq!(vol.host_path.as_ref().unwrap().path, "/");
     let pinger = &spec.containers[1];
     assert_eq!(
@@ -438,13 +446,13 @@ fn enable_config_map_mounts_the_scripts_executable_and_read_only() {
         ..DebuggerSpec::default()
     });
     let spec = pod_spec(&d, None, &images());
-    let vol = &spec.volumes.unwrap()[0];
+    let vol = &spec.volumes.unwrap()[1];
     let cm = vol.config_map.as_ref().unwrap();
     assert_eq!(
         (cm.name.as_str(), cm.default_mode),
         ("my-scripts", Some(0o755))
     );
-    let mount = &spec.containers[0].volume_mounts.as_ref().unwrap()[0];
+    let mount = &spec.containers[0].volume_mounts.as_ref().unwrap()[1];
     assert_eq!(
         (mount.mount_path.as_str(), mount.read_only),
         ("/scripts/custom", Some(true))
