@@ -19,6 +19,8 @@ use crate::status::{ready_condition, ready_of};
 pub const REASON_TARGETS_VALID: &str = "TargetsValid";
 /// Reason of `Ready=False` (docs/operator.md, "Pinger status").
 pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
+/// Reason of `Ready=False` when the Pinger would probe nothing at all.
+pub const REASON_NO_TARGETS: &str = "NoTargets";
 
 /// What the Pinger controller shares.
 pub struct PingerContext {
@@ -37,7 +39,15 @@ pub fn compute(pinger: &Pinger, now: DateTime<Utc>) -> PingerStatus {
         + pinger.spec.tcp_ping.len()
         + pinger.spec.udp_ping.len()
         + pinger.spec.dns.len();
-    let (status, reason, message) = if bad.is_empty() {
+    let probes_nothing = targets == 0 && !pinger.spec.peers && !pinger.spec.gateway;
+    let (status, reason, message) = if bad.is_empty() && probes_nothing {
+        (
+            "False",
+            REASON_NO_TARGETS,
+            "nothing to probe: ping, tcpPing, udpPing and dns are empty, and peers and gateway are off"
+                .to_string(),
+        )
+    } else if bad.is_empty() {
         (
             "True",
             REASON_TARGETS_VALID,
@@ -161,6 +171,20 @@ mod tests {
         assert!(c.message.starts_with("2 invalid entries"), "{}", c.message);
         assert!(c.message.contains("10.0.0.300"), "{}", c.message);
         assert!(c.message.contains("99999"), "{}", c.message);
+    }
+
+    #[test]
+    fn a_pinger_that_would_probe_nothing_is_not_ready() {
+        let mut p = pinger(&[], &[]);
+        p.spec.peers = false;
+        let c = compute(&p, Utc::now()).conditions[0].clone();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "NoTargets")
+        );
+        p.spec.peers = true;
+        let c = compute(&p, Utc::now()).conditions[0].clone();
+        assert_eq!(c.reason, "TargetsValid", "its peers are probed");
     }
 
     #[test]
