@@ -97,7 +97,10 @@ fn default_spec_renders_a_daemonset_named_after_the_debugger() {
     let volumes = pod.volumes.clone().unwrap();
     assert_eq!(volumes.len(), 1, "{volumes:?}");
     let state = volumes[0].empty_dir.as_ref().expect("an emptyDir");
-    assert_eq!(state.size_limit.as_ref().map(|q| q.0.as_str()), Some("16Mi"));
+    assert_eq!(
+        state.size_limit.as_ref().map(|q| q.0.as_str()),
+        Some("16Mi")
+    );
     let mounts = pod.containers[0].volume_mounts.clone().unwrap();
     assert_eq!(mounts[0].mount_path, "/var/lib/combo-runner/state");
     assert_eq!(mounts[0].read_only, None, "the runner writes it");
