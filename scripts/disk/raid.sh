@@ -22,7 +22,7 @@ if [ -r "$HR/proc/mdstat" ]; then
             match($0, /\[[0-9]+\/[0-9]+\]/); status = substr($0, RSTART, RLENGTH)
             if (match($0, /\[[U_]+\]/)) members = substr($0, RSTART, RLENGTH)
         }
-        name != "" && /(recovery|resync|reshape) *=/ { p = $0; sub(/^ */, "", p); progress = substr(p, 1, 60) }
+        name != "" && match($0, /(recovery|resync|reshape) *=.*/) { progress = substr($0, RSTART, 60) }
         /^$/ { if (name != "") report(); name = "" }
         END { if (name != "") report() }
         function report(   a) {

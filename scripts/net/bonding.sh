@@ -62,7 +62,9 @@ done | awk -v want="$mode" '
     /^MODE / { b = $2; sub(/^MODE [^ ]+ /, ""); bm[b] = $0; order[++k] = b; count[$0]++; next }
     { print }
     END {
-        if (want == "") for (m in count) if (count[m] > best) { best = count[m]; common = m }
+        # A tie has no common mode: every bond is named.
+        if (want == "") for (m in count) if (count[m] > best) { best = count[m]; common = m; tie = 0 } else if (count[m] == best) tie = 1
+        if (tie) common = "(none: as many bonds use another mode)"
         for (i = 1; i <= k; i++) {
             b = order[i]
             if (want != "") {

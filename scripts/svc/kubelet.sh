@@ -31,7 +31,7 @@ http_get() {
     # shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
     timeout "$limit" bash -c 'exec 3<>"/dev/tcp/$1/$2" || exit 1
         printf "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" "$3" "$1" >&3
-        cat <&3' _ "$1" "$2" "$3" 2>/dev/null
+        cat <&3 || true' _ "$1" "$2" "$3" 2>/dev/null
 }
 
 if [ -n "$healthz" ]; then
@@ -40,6 +40,7 @@ if [ -n "$healthz" ]; then
     elif ! host_net; then
         skip kubelet-healthz "not in the node's network namespace (needs hostNetwork and enableSys)"
     elif ! reply=$(http_get "${healthz%:*}" "${healthz##*:}" /healthz) || [ -z "$reply" ]; then
+        # Refused, timed out, or closed without a word.
         echo "err kubelet-healthz no answer from http://$healthz/healthz within ${limit}s (kubelet not running?)"
     else
         status=$(head -n 1 <<<"$reply" | tr -d '\r')
