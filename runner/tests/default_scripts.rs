@@ -1669,6 +1669,20 @@ fn dns_passes_the_runner_dns_lines_through() {
             "dns --name example.org --server 10.96.0.10 --must-exist".to_string(),
         ]
     );
+    std::fs::remove_file(&args).unwrap();
+    run(
+        "net/dns.sh",
+        t.path(),
+        &[("COMBO_RUNNER", runner), ("NET_DNS_TRANSPORTS", "udp")],
+    );
+    assert_eq!(
+        t.read("args").trim(),
+        format!(
+            "dns --name kubernetes.default.svc.cluster.local --udp --resolv-conf {}",
+            conf.display()
+        ),
+        "only UDP asked"
+    );
     t.script(
         "fakebin/fake-runner",
         "echo 'error: unrecognized subcommand dns' >&2; exit 2",

@@ -17,6 +17,9 @@
 #   NET_DNS_NAME       the name asked (default kubernetes.default.svc.cluster.local)
 #   NET_RESOLV_CONF    the resolv.conf read (default $HOST_ROOT/etc/resolv.conf)
 #   NET_CLUSTER_DNS    the cluster DNS address, IP[:PORT], asked too (default none)
+#   NET_DNS_TRANSPORTS the transports asked, "udp", "tcp" or both (default "udp tcp");
+#                      DNS over TCP is required (RFC 7766), so leave out tcp only
+#                      for resolvers known to lack it
 #   COMBO_RUNNER       the runner binary (set by the runner)
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
@@ -26,6 +29,7 @@ conf=${NET_RESOLV_CONF:-$HR/etc/resolv.conf}
 name=${NET_DNS_NAME:-kubernetes.default.svc.cluster.local}
 cluster=${NET_CLUSTER_DNS:-}
 runner=${COMBO_RUNNER:-}
+transports=${NET_DNS_TRANSPORTS:-udp tcp}
 
 if [ ! -r "$conf" ]; then
     echo "err nameservers cannot read $conf"
@@ -44,7 +48,7 @@ fi
 # printed none.
 query() {
     local out code
-    out=$("$runner" dns --name "$name" "$@" 2>&1)
+    out=$("$runner" dns --name "$name" "${only[@]}" "$@" 2>&1)
     code=$?
     if grep -qE '^(ok|err|skip) ' <<<"$out"; then
         grep -E '^(ok|err|skip) ' <<<"$out"
@@ -56,6 +60,12 @@ query() {
     fi
 }
 
+only=()
+case " $transports " in *" udp "*) only+=(--udp) ;; esac
+case " $transports " in *" tcp "*) only+=(--tcp) ;; esac
+if [ "${#only[@]}" -ne 1 ]; then
+    only=()   # both (or neither named): the runner asks over both
+fi
 must=()
 if [ -n "${NET_DNS_NAME:-}" ] || { [ -z "$HR" ] && [ -n "${POD_NAME:-}" ]; }; then
     must=(--must-exist)
