@@ -33,15 +33,23 @@ pub fn parse_args<P: clap::Parser>(bin: &str) -> P {
 }
 
 /// The one-line form of a clap error: its first line without clap's
-/// `error: ` prefix.
+/// `error: ` prefix, and, when that line ends with `:` (a list follows,
+/// as for missing arguments), the indented lines of the list after it.
 pub fn usage_line(bin: &str, e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let first = text
-        .lines()
+    let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines
+        .next()
         .map(str::trim)
-        .find(|l| !l.is_empty())
         .unwrap_or("invalid command line");
-    let msg = first.strip_prefix("error: ").unwrap_or(first);
+    let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if msg.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        msg = format!("{msg} {}", listed.join(", "));
+    }
     format!("{bin}: {msg} (see {bin} --help)")
 }
 
@@ -124,5 +132,14 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn a_missing_argument_is_named_on_the_same_line() {
+        let e = Args::try_parse_from(["tool"]).unwrap_err();
+        assert_eq!(
+            usage_line("tool", &e),
+            "tool: the following required arguments were not provided: --count <COUNT> (see tool --help)"
+        );
     }
 }

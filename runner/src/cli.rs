@@ -14,6 +14,11 @@ use crate::report::Format;
 #[derive(clap::Parser, Debug, Clone)]
 #[command(name = "combo-runner", version)]
 pub struct Args {
+    /// A check for scripts to call (`"$COMBO_RUNNER" dns ...`) instead of a
+    /// run.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// Run the inspection once on this machine, print the result and exit
     /// (0 all healthy, 1 some item failed, 2 usage or setup error).
     #[arg(long)]
@@ -64,6 +69,14 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 8,
           value_parser = clap::value_parser!(u64).range(1..=256))]
     pub parallel: u64,
+}
+
+/// The runner's subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Command {
+    /// Ask DNS resolvers for names over UDP and TCP and print one
+    /// script-contract line per resolver and transport.
+    Dns(crate::dns::DnsArgs),
 }
 
 fn parse_category(s: &str) -> Result<Category, String> {

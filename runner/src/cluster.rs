@@ -275,7 +275,7 @@ impl Scheduler {
         // Whole: the report counts every failure and is cut to fit when written.
         let summary: NodeSummary = report::summary(&report);
         let failed = summary.failed().count();
-        tracing::info!(run_id = %run_id, failed, scripts = report.scripts.len(), "run finished");
+        crate::runlog::log(run_id, &summary, report.scripts.len());
         let Some(owner) = publish::Owner::of(dbg) else {
             tracing::error!("the Debugger has no uid; the result is not reported");
             return;

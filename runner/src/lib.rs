@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod cluster;
 pub mod discover;
+pub mod dns;
 pub mod errlog;
 pub mod exec;
 pub mod local;
@@ -14,6 +15,7 @@ pub mod publish;
 pub mod reaper;
 pub mod report;
 pub mod run;
+pub mod runlog;
 pub mod schedule;
 pub mod shutdown;
 pub mod state;

@@ -3,14 +3,19 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use combo_runner::cli::{Args, Command};
 use combo_runner::shutdown::Signals;
-use combo_runner::{cli::Args, cluster, local};
+use combo_runner::{cluster, local};
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Args = combo_api::cli::parse_args("combo-runner");
-    let default_level = if args.once { "warn" } else { "info" };
+    let default_level = if args.once || args.command.is_some() {
+        "warn"
+    } else {
+        "info"
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -18,6 +23,9 @@ async fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
         .init();
+    if let Some(Command::Dns(dns)) = args.command {
+        return combo_runner::dns::run(dns, &args.host_root).await;
+    }
     let signals = match Signals::install() {
         Ok(s) => s,
         Err(e) => {
