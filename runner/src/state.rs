@@ -55,9 +55,11 @@ pub fn local_default(euid_is_root: bool, var: impl Fn(&str) -> Option<String>) -
 pub struct StateRoot(PathBuf);
 
 impl StateRoot {
-    /// The root at `path`; it is created when first used.
+    /// The root at `path`, made absolute (scripts get it in `STATE_DIR`
+    /// whatever their working directory); it is created when first used.
     pub fn new(path: impl Into<PathBuf>) -> StateRoot {
-        StateRoot(path.into())
+        let path = path.into();
+        StateRoot(std::path::absolute(&path).unwrap_or(path))
     }
 
     /// The root's path.
@@ -218,6 +220,13 @@ mod tests {
             root.dir_of(&script("/scripts/disk/disk.smart.sh", Category::Disk)),
             PathBuf::from("/state/disk/disk.smart.sh")
         );
+    }
+
+    #[test]
+    fn a_relative_root_is_made_absolute() {
+        let root = StateRoot::new("rel/state");
+        assert!(root.path().is_absolute());
+        assert!(root.path().ends_with("rel/state"));
     }
 
     #[test]
