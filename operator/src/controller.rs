@@ -79,7 +79,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         if let Some(e) = &elector {
             tokio::select! {
                 r = e.acquire() => r?,
-                _ = shutdown_signal() => return Ok(()),
+                _ = combo_api::signal::shutdown() => return Ok(()),
             }
         }
         // Dropping this future (the Lease lost) stops everything the
@@ -95,7 +95,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         // end; one that waits for a watch that cannot list would not, and
         // the process must still go (docs/operator.md, "Stopping").
         let overdue = async {
-            shutdown_signal().await;
+            combo_api::signal::shutdown().await;
             tokio::time::sleep(STOP_GRACE).await;
         };
         tokio::select! {
@@ -141,15 +141,6 @@ async fn release(elector: Option<&Elector>) {
         {
             warn!("releasing the Lease took too long; it expires by itself");
         }
-    }
-}
-
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = tokio::signal::ctrl_c() => {},
     }
 }
 

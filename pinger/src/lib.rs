@@ -23,22 +23,6 @@ pub enum ExitCode {
     Usage = 2,
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
 /// Runs the pinger as the command line says; returns the exit status.
 pub async fn run(args: cli::Args) -> ExitCode {
     if args.standalone() {

@@ -150,7 +150,7 @@ pub async fn run(args: Args) -> ExitCode {
     let done = engine.join();
     tokio::pin!(done);
     let mut finished = false;
-    let stop = crate::shutdown_signal();
+    let stop = combo_api::signal::shutdown();
     tokio::pin!(stop);
     // Lines are flushed at least every 100 ms rather than one write each:
     // with a thousand targets that is most of the process's system calls.
@@ -175,7 +175,7 @@ pub async fn run(args: Args) -> ExitCode {
                 let _ = stdout.flush();
             }
             () = &mut done, if !finished => finished = true,
-            () = &mut stop => break,
+            _ = &mut stop => break,
         }
     }
     let (lines, all_passed) = summary(&totals);

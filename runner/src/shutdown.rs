@@ -2,55 +2,27 @@
 //! kills the process groups of the scripts running, abandons the run in
 //! progress without writing any of it, and exits with `128 + signal`.
 
-use tokio::signal::unix::{signal, Signal, SignalKind};
+use combo_api::signal;
 
-/// Why the runner stops.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// SIGTERM: the kubelet deleting the pod, or `kill`.
-    Term,
-    /// SIGINT: Ctrl-C.
-    Interrupt,
-}
+pub use signal::Stop;
 
-impl Stop {
-    /// The exit status: `128 + n` for signal n, as a shell reports a
-    /// process the signal ended, so that an interrupted local run is told
-    /// from a healthy (0) or a failed (1) one.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Stop::Term => 128 + 15,
-            Stop::Interrupt => 128 + 2,
-        }
-    }
-
-    /// The signal's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stop::Term => "SIGTERM",
-            Stop::Interrupt => "SIGINT",
-        }
-    }
-}
-
-/// The runner's handlers of SIGTERM and SIGINT.
+/// The runner's handlers of SIGTERM and SIGINT ([`combo_api::signal`]).
 ///
 /// Installed before anything else runs: without them a runner that is PID
-/// 1 of its container ignores SIGTERM (the kernel sends PID 1 no signal it
-/// has no handler for) and is killed only at the end of the pod's grace
-/// period.
-pub struct Signals {
-    term: Signal,
-    interrupt: Signal,
-}
+/// 1 of its container ignores SIGTERM and is killed only at the end of the
+/// pod's grace period.
+pub struct Signals(signal::Signals);
 
 impl Signals {
-    /// Installs the handlers.
+    /// Installs the handlers; fails only when neither can be installed,
+    /// since the runner could then not be stopped but by SIGKILL.
     pub fn install() -> std::io::Result<Signals> {
-        Ok(Signals {
-            term: signal(SignalKind::terminate())?,
-            interrupt: signal(SignalKind::interrupt())?,
-        })
+        let signals = signal::Signals::install();
+        if signals.listening() {
+            Ok(Signals(signals))
+        } else {
+            Err(std::io::Error::other("cannot handle SIGTERM or SIGINT"))
+        }
     }
 
     /// Waits for the first signal, then kills every running script's
@@ -58,10 +30,7 @@ impl Signals {
     /// It does so without yielding, so the run in progress never takes
     /// another step once the signal is seen.
     pub async fn stopped(mut self) -> Stop {
-        let stop = tokio::select! {
-            _ = self.term.recv() => Stop::Term,
-            _ = self.interrupt.recv() => Stop::Interrupt,
-        };
+        let stop = self.0.recv().await;
         let killed = crate::reaper::stop_all();
         tracing::info!(signal = stop.name(), killed, "stopping");
         stop

@@ -319,7 +319,7 @@ pub async fn run(pinger: String) -> ExitCode {
     let mut server: Option<(u16, JoinHandle<()>)> = None;
     let mut state = State::default();
     let mut pod_watch: Option<PodWatch> = None;
-    let stop = crate::shutdown_signal();
+    let stop = combo_api::signal::shutdown();
     tokio::pin!(stop);
 
     loop {
@@ -330,7 +330,7 @@ pub async fn run(pinger: String) -> ExitCode {
                 probing.on_report(&report);
                 continue;
             }
-            () = &mut stop => {
+            _ = &mut stop => {
                 tracing::info!("stopping");
                 return ExitCode::Passed;
             }
