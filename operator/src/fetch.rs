@@ -8,6 +8,7 @@ use kube::ResourceExt;
 
 use crate::cache::{lookup, Caches, Summary};
 use crate::reports::NodeReports;
+use crate::validate::Found;
 
 /// What exists in the cluster for one Debugger.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +26,16 @@ pub struct Observed {
     /// Whether its scripts ConfigMap exists (looked up only with
     /// enableConfigMap).
     pub scripts: bool,
+}
+
+impl Observed {
+    /// What validation checks the Debugger's references against.
+    pub fn found(&self) -> Found<'_> {
+        Found {
+            pinger: self.pinger.as_ref(),
+            scripts: self.scripts,
+        }
+    }
 }
 
 /// Reads the objects of `dbg` once every cache has listed.

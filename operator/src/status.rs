@@ -96,18 +96,15 @@ pub struct RunSummary {
     pub skipped_items: i32,
 }
 
-/// The next scheduled run after `now`, if runAt has one.
-pub fn next_run_at(run_at: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    RunAt::parse(run_at).ok()?.next_after(now)
-}
-
 /// The status `dbg` should have. `invalid` is the validation outcome;
-/// `counts` is `None` when no workload exists.
+/// `counts` is `None` when no workload exists; `run_at` is its parsed
+/// `runAt`, `None` when it does not parse.
 pub fn compute(
     dbg: &Debugger,
     invalid: Option<&Invalid>,
     counts: Option<PodCounts>,
     runs: &RunSummary,
+    run_at: Option<&RunAt>,
     now: DateTime<Utc>,
 ) -> DebuggerStatus {
     let counts = counts.unwrap_or_default();
@@ -139,7 +136,7 @@ pub fn compute(
         ready_pods: counts.ready,
         ready: format!("{}/{}", counts.ready, counts.desired),
         last_run_at: runs.last_run_at.clone(),
-        next_run_at: next_run_at(&dbg.spec.run_at, now).map(rfc3339),
+        next_run_at: run_at.and_then(|r| r.next_after(now)).map(rfc3339),
         completed_nodes: runs.completed_nodes,
         failed_items: runs.failed_items,
         skipped_items: runs.skipped_items,

@@ -3,6 +3,18 @@ use combo_api::DebuggerSpec;
 use k8s_openapi::api::apps::v1::DaemonSetStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+/// `super::compute` with the Debugger's own `runAt`, parsed.
+fn compute(
+    d: &Debugger,
+    invalid: Option<&Invalid>,
+    counts: Option<PodCounts>,
+    runs: &RunSummary,
+    now: DateTime<Utc>,
+) -> DebuggerStatus {
+    let run_at = RunAt::parse(&d.spec.run_at).ok();
+    super::compute(d, invalid, counts, runs, run_at.as_ref(), now)
+}
+
 fn now() -> DateTime<Utc> {
     "2026-11-22T05:00:00Z".parse().unwrap()
 }
@@ -114,7 +126,10 @@ fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
         now(),
     );
     assert_eq!(past.next_run_at, None);
-    assert_eq!(next_run_at("", now()), None);
+    assert_eq!(
+        compute(&dbg(""), None, None, &RunSummary::default(), now()).next_run_at,
+        None
+    );
 }
 
 #[test]

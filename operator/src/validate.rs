@@ -70,8 +70,57 @@ pub struct Found<'a> {
     pub scripts: bool,
 }
 
+/// A Debugger whose spec passed validation, with what later steps need
+/// parsed once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Valid {
+    /// Its `runAt`.
+    pub run_at: RunAt,
+}
+
+/// A Debugger that cannot be reconciled: why, and its `runAt` if that
+/// parsed (its workload, left untouched, still runs on it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rejected {
+    /// Why.
+    pub invalid: Invalid,
+    /// Its `runAt`, if it parsed.
+    pub run_at: Option<RunAt>,
+}
+
+/// The outcome of [`validate`], later folded with what the writes found
+/// (a name taken, a refused workload).
+pub type Verdict = Result<Valid, Rejected>;
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.invalid.fmt(f)
+    }
+}
+
+impl Rejected {
+    /// The condition and Event reason.
+    pub fn reason(&self) -> &'static str {
+        self.invalid.reason()
+    }
+
+    /// `invalid`, for a Debugger whose spec was `valid` until a write said
+    /// otherwise.
+    pub fn after(valid: Valid, invalid: Invalid) -> Self {
+        Rejected {
+            invalid,
+            run_at: Some(valid.run_at),
+        }
+    }
+}
+
 /// Checks the Debugger `name` with `spec` against what it refers to.
-pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Result<(), Invalid> {
+pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
+    let run_at = RunAt::parse(&spec.run_at);
+    let reject = |invalid: Invalid| Rejected {
+        invalid,
+        run_at: run_at.as_ref().ok().cloned(),
+    };
     let mut problems = Vec::new();
     if name.len() > NAME_MAX {
         problems.push(format!(
@@ -113,25 +162,28 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Result<(), Inv
             spec.summary_config_map
         ));
     }
-    if let Err(e) = RunAt::parse(&spec.run_at) {
+    if let Err(e) = &run_at {
         problems.push(e.to_string());
     }
     if !problems.is_empty() {
-        return Err(Invalid::InvalidSpec(problems.join("; ")));
+        return Err(reject(Invalid::InvalidSpec(problems.join("; "))));
     }
     if spec.enable_pinger && found.pinger.is_none() {
-        return Err(Invalid::PingerNotFound(format!(
+        return Err(reject(Invalid::PingerNotFound(format!(
             "Pinger {:?} not found in the Debugger's namespace",
             spec.pinger
-        )));
+        ))));
     }
     if spec.enable_config_map && !found.scripts {
-        return Err(Invalid::ConfigMapNotFound(format!(
+        return Err(reject(Invalid::ConfigMapNotFound(format!(
             "scripts ConfigMap {:?} (configMap) not found in the Debugger's namespace; pods would wait for it",
             spec.config_map
-        )));
+        ))));
     }
-    Ok(())
+    match run_at {
+        Ok(run_at) => Ok(Valid { run_at }),
+        Err(_) => unreachable!("an unparsable runAt is a problem above"),
+    }
 }
 
 /// RFC 1123 subdomain, as Kubernetes requires of ConfigMap names.
@@ -157,10 +209,7 @@ mod tests {
 
     #[test]
     fn default_spec_is_valid() {
-        assert_eq!(
-            validate("a", &DebuggerSpec::default(), Found::default()),
-            Ok(())
-        );
+        assert!(validate("a", &DebuggerSpec::default(), Found::default()).is_ok());
     }
 
     #[test]
@@ -176,7 +225,7 @@ mod tests {
             workload_type: WorkloadType::Pod,
             ..spec
         };
-        assert_eq!(validate("a", &pod, Found::default()), Ok(()));
+        assert!(validate("a", &pod, Found::default()).is_ok());
     }
 
     #[test]
@@ -195,7 +244,7 @@ mod tests {
                 run_at: run_at.into(),
                 ..DebuggerSpec::default()
             };
-            assert_eq!(validate("a", &spec, Found::default()), Ok(()), "{run_at}");
+            assert!(validate("a", &spec, Found::default()).is_ok(), "{run_at}");
         }
     }
 
@@ -209,17 +258,15 @@ mod tests {
         let err = validate("a", &spec, Found::default()).unwrap_err();
         assert_eq!(err.reason(), "PingerNotFound");
         assert!(err.to_string().contains("mesh"));
-        assert_eq!(
-            validate(
-                "a",
-                &spec,
-                Found {
-                    pinger: Some(&mesh()),
-                    scripts: false
-                }
-            ),
-            Ok(())
-        );
+        assert!(validate(
+            "a",
+            &spec,
+            Found {
+                pinger: Some(&mesh()),
+                scripts: false
+            }
+        )
+        .is_ok());
     }
 
     #[test]
@@ -285,10 +332,7 @@ mod tests {
         let err = validate(&long, &DebuggerSpec::default(), Found::default()).unwrap_err();
         assert_eq!(err.reason(), "InvalidSpec");
         assert!(err.to_string().contains("70 characters"), "{err}");
-        assert_eq!(
-            validate(&"a".repeat(63), &DebuggerSpec::default(), Found::default()),
-            Ok(())
-        );
+        assert!(validate(&"a".repeat(63), &DebuggerSpec::default(), Found::default()).is_ok());
     }
 
     #[test]
@@ -343,7 +387,7 @@ mod tests {
             pinger: None,
             scripts: true,
         };
-        assert_eq!(validate("a", &spec, found), Ok(()));
+        assert!(validate("a", &spec, found).is_ok());
     }
 
     #[test]

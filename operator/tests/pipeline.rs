@@ -165,6 +165,9 @@ const DAEMONSET: &str = "PATCH /apis/apps/v1/namespaces/ops/daemonsets/d";
 const EVENT: &str = "POST /apis/events.k8s.io/v1/namespaces/ops/events";
 const STATUS: &str = "PATCH /apis/kubecombo.io/v1/namespaces/ops/debuggers/d/status";
 const SUMMARY: &str = "PATCH /api/v1/namespaces/ops/configmaps/d-summary";
+/// A summary no ConfigMap holds yet is created, never applied, so that a
+/// ConfigMap of that name the cache has not shown yet is not taken.
+const NEW_SUMMARY: &str = "POST /api/v1/namespaces/ops/configmaps";
 
 fn no_script() -> Script {
     Arc::new(|_, _| None)
@@ -180,7 +183,7 @@ async fn a_new_debugger_gets_its_rbac_then_its_workload_then_event_status_and_su
     assert_eq!(result, Ok(()));
     assert_eq!(
         requests,
-        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, SUMMARY]
+        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, NEW_SUMMARY]
     );
     // Nothing changed: a reconcile writes nothing more.
     let (again, _) = settle(&ctx, &seen, &dbg).await;
@@ -223,7 +226,7 @@ async fn a_missing_pinger_is_reported_and_its_arrival_brings_the_workload() {
     assert_eq!(result, Ok(()));
     assert_eq!(
         requests,
-        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, SUMMARY]
+        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, NEW_SUMMARY]
     );
 }
 
@@ -523,7 +526,7 @@ async fn a_new_pod_debugger_gets_its_rbac_then_its_pod_then_event_status_and_sum
     watches.show(&dbg);
     let (requests, result) = settle(&ctx, &seen, &dbg).await;
     assert_eq!(result, Ok(()));
-    assert_eq!(requests, [SA, ROLE, BINDING, POD, EVENT, STATUS, SUMMARY]);
+    assert_eq!(requests, [SA, ROLE, BINDING, POD, EVENT, STATUS, NEW_SUMMARY]);
     let pod: Pod = serde_json::from_str(&last_body(&seen, POD)).unwrap();
     let spec = pod.spec.unwrap();
     assert_eq!(spec.node_name.as_deref(), Some("node-1"));

@@ -1,0 +1,125 @@
+use super::*;
+use chrono::TimeZone;
+use combo_api::{DebuggerSpec, RunAt};
+use kube::runtime::events::EventType;
+
+use crate::validate::{Invalid, Rejected, Valid};
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 22, 5, 30, 0).unwrap()
+}
+
+fn dbg(run_at: &str) -> Debugger {
+    let mut d = Debugger::new(
+        "a",
+        DebuggerSpec {
+            run_at: run_at.into(),
+            ..DebuggerSpec::default()
+        },
+    );
+    d.metadata.namespace = Some("ops".into());
+    d.metadata.generation = Some(2);
+    d
+}
+
+fn valid(run_at: &str) -> Verdict {
+    Ok(Valid {
+        run_at: RunAt::parse(run_at).unwrap(),
+    })
+}
+
+fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
+    Inputs {
+        dbg: d,
+        written: None,
+        verdict,
+        converged: Converged::default(),
+        counts: None,
+        runs: RunSummary::default(),
+        now: now(),
+    }
+}
+
+#[test]
+fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
+    let d = dbg("0 */6 * * *");
+    let verdict = valid("0 */6 * * *");
+    let p = plan(inputs(&d, &verdict));
+    assert!(p.paced && p.status_changed && p.events.is_empty());
+    assert_eq!(
+        p.status.next_run_at.as_deref(),
+        Some("2026-11-22T06:00:00Z")
+    );
+    assert_eq!(p.next, Action::requeue(Duration::from_secs(30 * 60 + 1)));
+}
+
+#[test]
+fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
+    let d = dbg("0 */6 * * *");
+    let verdict: Verdict = Err(Rejected {
+        invalid: Invalid::PingerNotFound("no mesh".into()),
+        run_at: RunAt::parse("0 */6 * * *").ok(),
+    });
+    let p = plan(inputs(&d, &verdict));
+    assert!(!p.paced, "an invalid spec's status goes out at once");
+    assert_eq!(p.events.len(), 1);
+    assert_eq!(p.events[0].type_, EventType::Warning);
+    assert_eq!(p.events[0].reason, "PingerNotFound");
+    // Its old workload still runs on that schedule.
+    assert_eq!(
+        p.status.next_run_at.as_deref(),
+        Some("2026-11-22T06:00:00Z")
+    );
+    // Once that status is written, the same verdict is no news.
+    let again = plan(Inputs {
+        written: Some(p.status.clone()),
+        ..inputs(&d, &verdict)
+    });
+    assert!(again.events.is_empty() && !again.status_changed);
+}
+
+#[test]
+fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
+    let d = dbg("");
+    let verdict = valid("");
+    let first = plan(inputs(&d, &verdict));
+    assert!(first.status_changed);
+    let second = plan(Inputs {
+        written: Some(first.status.clone()),
+        ..inputs(&d, &verdict)
+    });
+    assert!(!second.status_changed);
+    assert_eq!(second.next, Action::await_change(), "nothing scheduled");
+}
+
+#[test]
+fn the_workload_steps_event_summary_and_requeue_pass_through() {
+    let d = dbg("");
+    let verdict = valid("");
+    let cm = ConfigMap::default();
+    let converged = Converged {
+        action: Some(Action::requeue(Duration::from_secs(1))),
+        event: crate::events::for_change(crate::apply::Change::Created, "Pod", "ops", "a"),
+        summary: Some((cm, SummaryWrite::Create)),
+    };
+    let p = plan(Inputs {
+        converged,
+        ..inputs(&d, &verdict)
+    });
+    assert_eq!(p.events.len(), 1);
+    assert_eq!(p.events[0].reason, "WorkloadCreated");
+    assert!(matches!(p.summary, Some((_, SummaryWrite::Create))));
+    assert_eq!(p.next, Action::requeue(Duration::from_secs(1)));
+}
+
+#[test]
+fn an_invalid_spec_is_reported_once_per_generation_and_message() {
+    let invalid = Invalid::InvalidSpec("bad".into());
+    let d = dbg("");
+    let first = status::compute(&d, Some(&invalid), None, &Default::default(), None, now());
+    assert!(newly_reported(None, &first));
+    assert!(!newly_reported(Some(&first), &first));
+    let other = Invalid::InvalidSpec("worse".into());
+    let second = status::compute(&d, Some(&other), None, &Default::default(), None, now());
+    assert!(newly_reported(Some(&first), &second));
+}
