@@ -526,7 +526,10 @@ async fn a_new_pod_debugger_gets_its_rbac_then_its_pod_then_event_status_and_sum
     watches.show(&dbg);
     let (requests, result) = settle(&ctx, &seen, &dbg).await;
     assert_eq!(result, Ok(()));
-    assert_eq!(requests, [SA, ROLE, BINDING, POD, EVENT, STATUS, NEW_SUMMARY]);
+    assert_eq!(
+        requests,
+        [SA, ROLE, BINDING, POD, EVENT, STATUS, NEW_SUMMARY]
+    );
     let pod: Pod = serde_json::from_str(&last_body(&seen, POD)).unwrap();
     let spec = pod.spec.unwrap();
     assert_eq!(spec.node_name.as_deref(), Some("node-1"));
