@@ -127,7 +127,7 @@ pub enum Size {
 
 /// The size of the tree under `dir`, counted as the sum over every entry
 /// below it (file, directory, link; links are not followed) of its length
-/// in bytes, each counting at least [`ENTRY_MIN`]. Counting stops once
+/// in bytes, each counting at least `ENTRY_MIN`. Counting stops once
 /// past `limit`, so a tree of millions of files costs little.
 pub fn measure(dir: &Path, limit: u64) -> std::io::Result<Size> {
     let mut total: u64 = 0;

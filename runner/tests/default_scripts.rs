@@ -459,10 +459,9 @@ fn state(t: &Tree, name: &str) -> String {
 /// on from the records already there.
 fn klog_append(t: &Tree, msgs: &[&str]) {
     let mut text = t.read("kmsg");
-    let mut seq = text.lines().count() + 1;
-    for m in msgs {
+    let first = text.lines().count() + 1;
+    for (seq, m) in (first..).zip(msgs) {
         text.push_str(&format!("3,{seq},{}000000,-;{m}\n", 100 + seq));
-        seq += 1;
     }
     t.file("kmsg", &text, 0o644);
 }

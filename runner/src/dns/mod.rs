@@ -22,6 +22,10 @@ const PORT: u16 = 53;
 /// TCP, and prints one `ok`/`err` line per resolver and transport (item
 /// `dns:<server>/<udp|tcp>`); exits 0 whatever they answer.
 #[derive(clap::Args, Debug, Clone)]
+#[allow(
+    rustdoc::broken_intra_doc_links,
+    reason = "the flags' help shows [IPv6]:PORT as the user types it"
+)]
 pub struct DnsArgs {
     /// A name to ask for (repeatable), asked as given: absolute, without
     /// search domains.
