@@ -3,8 +3,7 @@
 //! operator wrote itself stands in for what a watch shows until the watch
 //! catches up (see [`crate::recent`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use combo_api::{Debugger, Pinger};
 use k8s_openapi::api::apps::v1::DaemonSet;
@@ -17,7 +16,7 @@ use kube::Resource;
 
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
 
-use crate::readiness::Readiness;
+use crate::readiness::{Index, Readiness};
 use crate::recent::{key_of, Key, Recent};
 use crate::reports::Reports;
 
@@ -63,53 +62,26 @@ impl Summary {
 /// and every other, so that a name a Debugger would write is known to be
 /// taken (docs/operator.md, "What the operator writes").
 #[derive(Clone, Default)]
-pub struct ConfigMaps {
-    state: Arc<Mutex<SummaryState>>,
-    ready: Readiness,
-}
-
-#[derive(Default)]
-struct SummaryState {
-    live: HashMap<Key, Summary>,
-    /// Filled while the watch (re)lists; replaces `live` when it is done.
-    listing: Option<HashMap<Key, Summary>>,
-}
+pub struct ConfigMaps(Index<Key, Summary>);
 
 impl ConfigMaps {
     /// Applies one watch event (of whole ConfigMaps or of their metadata).
     pub fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
-        self.apply(event);
-        self.ready.observe(event);
-    }
-
-    fn apply<K: Resource>(&self, event: &watcher::Event<K>) {
-        let mut s = self.state.lock().expect("config maps lock");
-        match event {
-            watcher::Event::Apply(cm) => {
-                s.live
-                    .insert(key_of(cm.meta()), Summary::of_meta(cm.meta()));
-            }
-            watcher::Event::Delete(cm) => {
-                s.live.remove(&key_of(cm.meta()));
-            }
-            watcher::Event::Init => s.listing = Some(HashMap::new()),
-            watcher::Event::InitApply(cm) => {
-                s.listing
-                    .get_or_insert_with(HashMap::new)
-                    .insert(key_of(cm.meta()), Summary::of_meta(cm.meta()));
-            }
-            watcher::Event::InitDone => {
-                if let Some(listed) = s.listing.take() {
-                    s.live = listed;
-                }
-            }
-        }
+        self.0.observe(
+            event,
+            |cm| key_of(cm.meta()),
+            |cm| Summary::of_meta(cm.meta()),
+        );
     }
 
     /// The ConfigMap `name` in `ns`, reduced, if the watch has seen it.
     pub fn get(&self, ns: &str, name: &str) -> Option<Summary> {
-        let s = self.state.lock().expect("config maps lock");
-        s.live.get(&(ns.to_string(), name.to_string())).cloned()
+        self.0.get(&(ns.to_string(), name.to_string()))
+    }
+
+    /// Whether the watch has listed once.
+    pub fn ready(&self) -> &Readiness {
+        self.0.ready()
     }
 }
 
@@ -119,53 +91,19 @@ impl ConfigMaps {
 /// what exists, so it shrinks with every deletion and with every re-list.
 /// Clones share it.
 #[derive(Clone, Default)]
-pub struct Names {
-    state: Arc<Mutex<NameState>>,
-    /// Whether the watch has listed once.
-    pub ready: Readiness,
-}
-
-#[derive(Default)]
-struct NameState {
-    /// Name → UID.
-    live: HashMap<Key, Option<String>>,
-    /// Filled while the watch (re)lists; replaces `live` when it is done.
-    listing: Option<HashMap<Key, Option<String>>>,
-}
+pub struct Names(Index<Key, Option<String>>);
 
 impl Names {
     /// Applies one watch event.
     pub fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
-        {
-            let mut s = self.state.lock().expect("names lock");
-            match event {
-                watcher::Event::Apply(o) => {
-                    s.live.insert(key_of(o.meta()), o.meta().uid.clone());
-                }
-                watcher::Event::Delete(o) => {
-                    s.live.remove(&key_of(o.meta()));
-                }
-                watcher::Event::Init => s.listing = Some(HashMap::new()),
-                watcher::Event::InitApply(o) => {
-                    s.listing
-                        .get_or_insert_with(HashMap::new)
-                        .insert(key_of(o.meta()), o.meta().uid.clone());
-                }
-                watcher::Event::InitDone => {
-                    if let Some(listed) = s.listing.take() {
-                        s.live = listed;
-                    }
-                }
-            }
-        }
-        self.ready.observe(event);
+        self.0
+            .observe(event, |o| key_of(o.meta()), |o| o.meta().uid.clone());
     }
 
     /// Notes `ns`/`name` (with its UID, if the write returned one) as
     /// written just now, before the watch shows it.
     pub fn note(&self, ns: &str, name: &str, uid: Option<String>) {
-        let mut s = self.state.lock().expect("names lock");
-        s.live.insert((ns.to_string(), name.to_string()), uid);
+        self.0.insert((ns.to_string(), name.to_string()), uid);
     }
 
     /// Whether `ns`/`name` exists, as far as the watch and the operator's
@@ -176,18 +114,22 @@ impl Names {
 
     /// `Some(uid)` when `ns`/`name` exists (the UID, if known), else `None`.
     pub fn get(&self, ns: &str, name: &str) -> Option<Option<String>> {
-        let s = self.state.lock().expect("names lock");
-        s.live.get(&(ns.to_string(), name.to_string())).cloned()
+        self.0.get(&(ns.to_string(), name.to_string()))
     }
 
     /// How many names are kept.
     pub fn len(&self) -> usize {
-        self.state.lock().expect("names lock").live.len()
+        self.0.len()
     }
 
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
+    }
+
+    /// Whether the watch has listed once.
+    pub fn ready(&self) -> &Readiness {
+        self.0.ready()
     }
 }
 
@@ -256,10 +198,10 @@ impl Caches {
             self.listed[1].wait(),
             self.listed[2].wait(),
             self.listed[3].wait(),
-            self.config_maps.ready.wait(),
-            self.reports.ready.wait(),
-            self.accounts.ready.wait(),
-            self.bindings.ready.wait(),
+            self.config_maps.ready().wait(),
+            self.reports.ready().wait(),
+            self.accounts.ready().wait(),
+            self.bindings.ready().wait(),
         );
     }
 }

@@ -2,7 +2,7 @@
 //! what the aggregation reads (name and spec).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use combo_api::DebuggerReport;
 use kube::runtime::reflector::ObjectRef;
@@ -10,7 +10,7 @@ use kube::runtime::watcher;
 use kube::ResourceExt;
 
 use crate::aggregate::NodeReport;
-use crate::readiness::Readiness;
+use crate::readiness::{Change, Index, Readiness};
 
 /// (namespace, Debugger name).
 type Owner = (String, String);
@@ -19,85 +19,63 @@ pub type NodeReports = BTreeMap<String, Arc<NodeReport>>;
 
 /// Reports by Debugger, kept by the report watch. Clones share the index.
 #[derive(Clone, Default)]
-pub struct Reports {
-    state: Arc<Mutex<State>>,
-    /// Whether the watch has listed once.
-    pub ready: Readiness,
-}
-
-#[derive(Default)]
-struct State {
-    live: HashMap<Owner, NodeReports>,
-    /// Filled while the watch (re)lists; replaces `live` when it is done.
-    listing: Option<HashMap<Owner, NodeReports>>,
-}
+pub struct Reports(Index<Owner, NodeReports>);
 
 fn owner_of(r: &DebuggerReport) -> Owner {
     (r.namespace().unwrap_or_default(), r.spec.debugger.clone())
 }
 
-fn entry(r: &DebuggerReport) -> Arc<NodeReport> {
-    Arc::new(NodeReport::new(r.name_any(), r.spec.clone()))
-}
-
-fn insert(map: &mut HashMap<Owner, NodeReports>, r: &DebuggerReport) {
-    map.entry(owner_of(r))
-        .or_default()
-        .insert(r.spec.node.clone(), entry(r));
+/// Files one report's change under its Debugger and node.
+fn file(map: &mut HashMap<Owner, NodeReports>, change: Change<'_, DebuggerReport>) {
+    match change {
+        Change::Apply(r) => {
+            let entry = Arc::new(NodeReport::new(r.name_any(), r.spec.clone()));
+            map.entry(owner_of(r))
+                .or_default()
+                .insert(r.spec.node.clone(), entry);
+        }
+        Change::Delete(r) => {
+            let owner = owner_of(r);
+            if let Some(nodes) = map.get_mut(&owner) {
+                // Only if it is still this report: names are unique.
+                if nodes
+                    .get(&r.spec.node)
+                    .is_some_and(|e| e.name == r.name_any())
+                {
+                    nodes.remove(&r.spec.node);
+                }
+                if nodes.is_empty() {
+                    map.remove(&owner);
+                }
+            }
+        }
+    }
 }
 
 impl Reports {
     /// Applies one watch event.
     pub fn observe(&self, event: &watcher::Event<DebuggerReport>) {
-        {
-            let mut s = self.state.lock().expect("reports lock");
-            match event {
-                watcher::Event::Apply(r) => insert(&mut s.live, r),
-                watcher::Event::Delete(r) => {
-                    let owner = owner_of(r);
-                    if let Some(nodes) = s.live.get_mut(&owner) {
-                        // Only if it is still this report: names are unique.
-                        if nodes
-                            .get(&r.spec.node)
-                            .is_some_and(|e| e.name == r.name_any())
-                        {
-                            nodes.remove(&r.spec.node);
-                        }
-                        if nodes.is_empty() {
-                            s.live.remove(&owner);
-                        }
-                    }
-                }
-                watcher::Event::Init => s.listing = Some(HashMap::new()),
-                watcher::Event::InitApply(r) => {
-                    insert(s.listing.get_or_insert_with(HashMap::new), r)
-                }
-                watcher::Event::InitDone => {
-                    if let Some(listed) = s.listing.take() {
-                        s.live = listed;
-                    }
-                }
-            }
-        }
-        self.ready.observe(event);
+        self.0.observe_with(event, file);
     }
 
     /// The reports of Debugger `name` in `ns`, by node.
     pub fn of(&self, ns: &str, name: &str) -> NodeReports {
-        let s = self.state.lock().expect("reports lock");
-        s.live
+        self.0
             .get(&(ns.to_string(), name.to_string()))
-            .cloned()
             .unwrap_or_default()
     }
 
     /// Forgets the reports of a Debugger (after it was deleted, or its
     /// reports were).
     pub fn forget(&self, ns: &str, name: &str, reports: &[String]) {
-        let mut s = self.state.lock().expect("reports lock");
-        if let Some(nodes) = s.live.get_mut(&(ns.to_string(), name.to_string())) {
-            nodes.retain(|_, r| !reports.contains(&r.name));
-        }
+        self.0.update(&(ns.to_string(), name.to_string()), |nodes| {
+            nodes.retain(|_, r| !reports.contains(&r.name))
+        });
+    }
+
+    /// Whether the watch has listed once.
+    pub fn ready(&self) -> &Readiness {
+        self.0.ready()
     }
 }
 
