@@ -550,17 +550,22 @@ async fn a_runner_pod_goes_within_seconds_of_its_deletion() -> Result<()> {
     let c = client().await;
     let ns = namespace("truth-stop").await;
     let ns = ns.name.as_str();
-    // A Debugger in the middle of a script when its pod is deleted.
+    // A Debugger in the middle of a script when its pod is deleted, with a
+    // pinger probing.
     apply_yaml(
         ns,
         &config_map("slow", &[("disk.slow.sh", "#!/bin/sh\nexec sleep 300")]),
+    )?;
+    apply_yaml(
+        ns,
+        "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: probe\nspec:\n  ping: [127.0.0.1]\n  tcpPing: [\"127.0.0.1:1\"]\n  intervalSeconds: 1\n",
     )?;
     let now = combo_api::RunId::now().rfc3339();
     apply_yaml(
         ns,
         &debugger(
             "stop",
-            &format!("enableConfigMap: true\nconfigMap: slow\ncategories: [disk]\nscriptTimeoutSeconds: 600\nrunAt: \"{now}\"\ntolerations: [{{operator: Exists}}]"),
+            &format!("enableConfigMap: true\nconfigMap: slow\ncategories: [disk]\nscriptTimeoutSeconds: 600\nenablePinger: true\npinger: probe\nrunAt: \"{now}\"\ntolerations: [{{operator: Exists}}]"),
         ),
     )?;
     let pods = Api::<Pod>::namespaced(c.clone(), ns);
@@ -598,7 +603,7 @@ async fn a_runner_pod_goes_within_seconds_of_its_deletion() -> Result<()> {
     )
     .await?;
     let took = t0.elapsed();
-    // With the runner ignoring SIGTERM this takes the whole 30 s grace.
+    // With a container ignoring SIGTERM this takes the whole 30 s grace.
     ensure!(
         took < Duration::from_secs(15),
         "the runner pod took {took:?} to go (grace period 30 s)"
