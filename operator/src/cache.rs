@@ -133,6 +133,20 @@ impl Names {
     }
 }
 
+/// Whether the watches that keep whole objects (in a [`Store`]) have
+/// listed once.
+#[derive(Clone, Default)]
+pub struct Listed {
+    /// The DaemonSet watch.
+    pub daemonsets: Readiness,
+    /// The Pod watch.
+    pub pods: Readiness,
+    /// The Pinger watch.
+    pub pingers: Readiness,
+    /// The Role watch.
+    pub roles: Readiness,
+}
+
 /// Every cache a reconcile reads.
 pub struct Caches {
     /// DaemonSets labelled as kube-combo's, without managedFields.
@@ -160,7 +174,7 @@ pub struct Caches {
     /// The workload RoleBindings that exist, by name.
     pub bindings: Names,
     /// Whether the DaemonSet, Pod, Pinger and Role watches have listed once.
-    pub listed: [Readiness; 4],
+    pub listed: Listed,
 }
 
 impl Caches {
@@ -194,10 +208,10 @@ impl Caches {
     /// take an object that exists for a missing one.
     pub async fn wait_until_ready(&self) {
         futures::join!(
-            self.listed[0].wait(),
-            self.listed[1].wait(),
-            self.listed[2].wait(),
-            self.listed[3].wait(),
+            self.listed.daemonsets.wait(),
+            self.listed.pods.wait(),
+            self.listed.pingers.wait(),
+            self.listed.roles.wait(),
             self.config_maps.ready().wait(),
             self.reports.ready().wait(),
             self.accounts.ready().wait(),

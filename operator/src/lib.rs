@@ -40,6 +40,7 @@ pub mod render;
 pub mod reports;
 pub mod retry;
 pub mod status;
+pub mod triggers;
 pub mod validate;
 pub mod watches;
 pub mod write;

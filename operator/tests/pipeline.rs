@@ -6,7 +6,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use combo_api::stand_in::{Answer, Request, StandIn};
 use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType,
 };
@@ -15,6 +14,7 @@ use combo_operator::context::Context;
 use combo_operator::metrics::Metrics;
 use combo_operator::reconcile::{reconcile, Error};
 use combo_operator::render::Images;
+use combo_testkit::stand_in::{Answer, Request, StandIn};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -85,8 +85,14 @@ fn context(client: Client) -> (Arc<Context>, Watches) {
     let (roles, mut rw) = reflector::store::<Role>();
     let caches = Caches::new(daemonsets, pods, pingers, roles);
     // Every watch has listed (nothing).
-    for listed in &caches.listed {
-        listed.observe(&Event::<Pod>::InitDone);
+    let listed = &caches.listed;
+    for watch in [
+        &listed.daemonsets,
+        &listed.pods,
+        &listed.pingers,
+        &listed.roles,
+    ] {
+        watch.observe(&Event::<Pod>::InitDone);
     }
     caches.config_maps.observe(&Event::<ConfigMap>::InitDone);
     caches.reports.observe(&Event::<DebuggerReport>::InitDone);
