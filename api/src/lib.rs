@@ -3,10 +3,9 @@
 //! The operator, the runner, the pinger and the kubectl plugin all import these
 //! definitions; nothing here does I/O, except [`cli`], which prints the
 //! one-line error of a failed command line and exits, [`http`], the metrics
-//! and health server, [`signal`], which waits for SIGTERM or SIGINT,
-//! [`suite`], with which the tests record the suite report, and
-//! `stand_in`, the stand-in API server of the other crates' tests (with
-//! the `stand-in` feature only).
+//! and health server, and [`signal`], which waits for SIGTERM or SIGINT.
+//! The tests' kits live in `combo-testkit` (tests/kit), which no binary
+//! depends on.
 
 pub mod cli;
 pub mod debugger;
@@ -20,9 +19,6 @@ pub mod retry;
 pub mod runat;
 mod schema;
 pub mod signal;
-#[cfg(feature = "stand-in")]
-pub mod stand_in;
-pub mod suite;
 pub mod summary;
 pub mod table;
 

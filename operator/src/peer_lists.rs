@@ -581,7 +581,7 @@ mod tests {
     /// dropped (the pod is gone or replaced) or comes again.
     #[tokio::test]
     async fn a_write_landed_is_told_from_a_pod_gone_and_from_a_failure() {
-        use combo_api::stand_in::{Answer, StandIn};
+        use combo_testkit::stand_in::{Answer, StandIn};
         let w = Write {
             key: ("ops".into(), "mesh".into()),
             pod: "p1".into(),

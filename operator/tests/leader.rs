@@ -7,8 +7,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use combo_api::stand_in::{Answer, StandIn};
 use combo_operator::leader::{Elector, Error, RENEW_DEADLINE};
+use combo_testkit::stand_in::{Answer, StandIn};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;

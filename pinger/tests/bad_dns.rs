@@ -9,9 +9,9 @@ mod support;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use combo_api::suite::Case;
 use combo_pinger::probe::dns::Dns;
 use combo_pinger::round::Outcome;
+use combo_testkit::suite::Case;
 
 const TIMEOUT: Duration = Duration::from_millis(500);
 

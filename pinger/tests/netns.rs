@@ -15,11 +15,11 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use combo_api::suite::Case;
 use combo_pinger::engine::{Engine, Report, Settings};
 use combo_pinger::probe::{dns::Dns, icmp::Icmp, Probers};
 use combo_pinger::round::Thresholds;
 use combo_pinger::targets::{self, Target, TargetLists};
+use combo_testkit::suite::Case;
 use netns::Netns;
 use tokio::sync::mpsc;
 

@@ -318,7 +318,7 @@ mod tests {
     use super::*;
     use crate::testdir::TestDir;
     use clap::Parser;
-    use combo_api::stand_in::{Answer, StandIn};
+    use combo_testkit::stand_in::{Answer, StandIn};
     use serde_json::json;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;

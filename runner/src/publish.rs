@@ -447,9 +447,9 @@ pub fn spawn_writer(publisher: Publisher) -> Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use combo_api::stand_in::{Answer, Request, StandIn};
     use combo_api::ItemResult;
     use combo_api::{DebuggerReport, DebuggerReportSpec};
+    use combo_testkit::stand_in::{Answer, Request, StandIn};
 
     fn owner() -> Owner {
         Owner {

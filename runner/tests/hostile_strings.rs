@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use combo_api::report::{node_label_value, report_name};
-use combo_api::suite::Case;
+use combo_testkit::suite::Case;
 use support::Tree;
 
 /// What a shell would create if any of these strings reached one.

@@ -5,7 +5,7 @@
 
 mod support;
 
-use combo_api::suite::Case;
+use combo_testkit::suite::Case;
 use support::{alive, once_yaml, Tree};
 
 fn err_of<'a>(y: &'a serde_yaml::Value, cat: &str, item: &str) -> Option<&'a str> {

@@ -428,7 +428,7 @@ mod tests {
     /// Probing as `run` builds it, with Events sent to a stand-in API
     /// server that never answers.
     fn probing(me: &Me) -> Probing {
-        let (client, _) = combo_api::stand_in::StandIn::scripted(Vec::new());
+        let (client, _) = combo_testkit::stand_in::StandIn::scripted(Vec::new());
         let icmp = Arc::new(Icmp::default());
         let knobs = Knobs::from(&PingerSpec::default());
         let (report_tx, _) = mpsc::unbounded_channel();

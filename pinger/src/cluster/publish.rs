@@ -211,7 +211,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_event_the_api_server_does_not_take_is_published_once_it_does() {
-        use combo_api::stand_in::{Answer, StandIn};
+        use combo_testkit::stand_in::{Answer, StandIn};
         // Two answers the client cannot read (as from a proxy while the API
         // server is away), then the API server's.
         let (client, seen) = StandIn::scripted(vec![
@@ -232,7 +232,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_retried_event_stops_when_a_newer_decision_replaces_it() {
-        use combo_api::stand_in::{Answer, StandIn};
+        use combo_testkit::stand_in::{Answer, StandIn};
         let (client, seen) = StandIn::scripted(
             (0..3)
                 .map(|_| Answer::ok("unreadable"))
@@ -254,7 +254,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_forgotten_target_leaves_no_recorder_and_no_newest_decision() {
-        use combo_api::stand_in::StandIn;
+        use combo_testkit::stand_in::StandIn;
         let (client, _) = StandIn::scripted(Vec::new());
         let mut p = Publisher::new(client, "ops", "solo");
         let gone = report(Kind::Tcp, vec![Outcome::Error("refused".into())]);
@@ -273,7 +273,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_event_still_retried_for_a_forgotten_target_stops() {
-        use combo_api::stand_in::{Answer, StandIn};
+        use combo_testkit::stand_in::{Answer, StandIn};
         let (client, seen) =
             StandIn::scripted((0..100).map(|_| Answer::ok("unreadable")).collect());
         let mut p = Publisher::new(client, "ops", "solo");

@@ -216,7 +216,7 @@ fn encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use combo_api::stand_in::{Answer, StandIn};
+    use combo_testkit::stand_in::{Answer, StandIn};
     use serde_json::json;
 
     fn columns() -> Value {

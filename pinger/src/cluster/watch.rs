@@ -103,7 +103,7 @@ pub async fn own_pod(api: Api<PartialObjectMeta<Pod>>, me: String, tx: mpsc::Sen
 #[cfg(test)]
 mod tests {
     use super::*;
-    use combo_api::stand_in::{Answer, StandIn};
+    use combo_testkit::stand_in::{Answer, StandIn};
     use serde_json::json;
     use std::time::Duration;
 

@@ -23,7 +23,7 @@ pub mod prometheus;
 
 /// The suite report's recorder (docs/testing.md, "Suite report"), shared
 /// with the runner's and the pinger's integration tests.
-pub use combo_api::suite::{record, suite_report_path};
+pub use combo_testkit::suite::{record, suite_report_path};
 
 /// Root of the repository.
 pub fn repo_root() -> PathBuf {

@@ -5,8 +5,7 @@
 //! function of the request, or from the objects it keeps the way the API
 //! server does.
 //!
-//! Compiled only with the `stand-in` feature, which the other crates enable
-//! for their tests alone: no binary carries it.
+//! The other crates take it as a dev-dependency only: no binary carries it.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;

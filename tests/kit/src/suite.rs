@@ -3,9 +3,8 @@
 //! tab-separated line `area tried handled lost case`, and
 //! `tests/suite-report.sh` sums them per area.
 //!
-//! Only tests call this module; it lives here because the end-to-end,
-//! runner and pinger tests all record, and every one of them imports this
-//! crate.
+//! Only tests call this module: the end-to-end, runner and pinger tests
+//! all record.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
