@@ -19,7 +19,7 @@
 # (the build `cargo test` has made already: the test command saves a release
 # build that way). The directory they run from is written to DIR/bin-dir.
 #
-# Network plan (one cluster per machine):
+# Network plan (one cluster per machine; its names and addresses: netplan.sh):
 #   bridge kcbr0 172.31.0.1/24 on the host: the API server listens there.
 #   node-i: network namespace kc-node-i with InternalIP 172.31.0.(10+i) on the
 #           bridge and a pod bridge cbr0 172.30.i.1/24; it routes between pods.
@@ -39,8 +39,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}
 kbin=$cache/k8s/bin
-bridge=kcbr0
-host_ip=172.31.0.1
+# shellcheck source=tests/e2e/netplan.sh
+. "$here/netplan.sh"
 api_port=6443
 etcd_port=23790
 
@@ -49,9 +49,19 @@ usage() { die "usage: cluster.sh up DIR [--nodes N] [--real N] [--debug] | down 
 # shellcheck source=tests/e2e/realnodes.sh
 . "$here/realnodes.sh"
 
-node_ip() { echo "172.31.0.$((10 + $1))"; }
-
 pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# apt_install [APT-OPTION...] [PACKAGE...]: installs the packages, reading
+# the package lists again only when they are missing or stale.
+apt_install() {
+    local opts=() pkgs=() a
+    for a in "$@"; do [[ $a == -* ]] && opts+=("$a") || pkgs+=("$a"); done
+    ((${#pkgs[@]})) || return 0
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q "${opts[@]}" "${pkgs[@]}" >/dev/null 2>&1 || {
+        apt-get update -q >/dev/null && apt-get install -y -q "${opts[@]}" "${pkgs[@]}" >/dev/null
+    }
+}
 
 ensure_packages() {
     local need=()
@@ -62,12 +72,7 @@ ensure_packages() {
     command -v iptables >/dev/null || need+=(iptables)
     command -v nft >/dev/null || need+=(nftables)
     command -v curl >/dev/null || need+=(curl)
-    if ((${#need[@]})); then
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -q "${need[@]}" >/dev/null 2>&1 || {
-            apt-get update -q >/dev/null && apt-get install -y -q "${need[@]}" >/dev/null
-        }
-    fi
+    apt_install "${need[@]}"
     command -v kubectl >/dev/null || die "kubectl is not installed"
 }
 
@@ -118,12 +123,12 @@ KC
 # with a high metric sits under the bridge and node routes, and stays after
 # `down`, so a stray request to 172.31.0.1 or a pod address fails at once.
 fence_ranges() {
-    ip route replace unreachable 172.31.0.0/24 metric 4000
-    ip route replace unreachable 172.30.0.0/16 metric 4000
+    ip route replace unreachable "$node_fence" metric 4000
+    ip route replace unreachable "$pod_fence" metric 4000
 }
 
 net_up() {
-    local n=$1 i
+    local n=$1 i ns
     fence_ranges
     if ! ip link show "$bridge" >/dev/null 2>&1; then
         ip link add "$bridge" type bridge
@@ -137,35 +142,26 @@ net_up() {
     # Pod and node traffic crosses this bridge; never let a FORWARD policy drop it.
     iptables -C FORWARD -i "$bridge" -j ACCEPT 2>/dev/null || iptables -I FORWARD -i "$bridge" -j ACCEPT
     for ((i = 1; i <= n; i++)); do
-        local ns=kc-node-$i
-        ip netns add "$ns" 2>/dev/null || true
-        ip link add "kcn$i" type veth peer name "kcn$i-p" 2>/dev/null || true
-        ip link set "kcn$i-p" netns "$ns" 2>/dev/null || true
-        ip link set "kcn$i" master "$bridge" up
-        ip -n "$ns" link set lo up
-        ip -n "$ns" link set "kcn$i-p" name eth0 2>/dev/null || true
-        ip -n "$ns" addr replace "$(node_ip "$i")/24" dev eth0
-        ip -n "$ns" link set eth0 up
+        ns=$(node_netns "$i")
+        netns_on_bridge "$ns" "$(node_veth "$i")" "$(node_ip "$i")"
         ip -n "$ns" link add cbr0 type bridge 2>/dev/null || true
         # Fixed, as the host bridge's above: pods keep their gateway's
         # address while other pods come and go.
         ip -n "$ns" link set cbr0 address "$(printf '02:6b:63:00:%02x:01' "$i")"
-        ip -n "$ns" addr replace "172.30.$i.1/24" dev cbr0
+        ip -n "$ns" addr replace "$(node_gateway "$i")/24" dev cbr0
         ip -n "$ns" link set cbr0 up
-        ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
-        ip netns exec "$ns" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
-        ip route replace "172.30.$i.0/24" via "$(node_ip "$i")"
+        ip route replace "$(node_subnet "$i")" via "$(node_ip "$i")"
     done
 }
 
 net_down() {
     local ns i
-    for ns in $(ip netns list 2>/dev/null | awk '/^kcp-/{print $1}'); do ip netns del "$ns" 2>/dev/null || true; done
-    for ns in $(ip netns list 2>/dev/null | awk '/^kc-node-/{print $1}'); do
-        i=${ns#kc-node-}
-        ip route del "172.30.$i.0/24" 2>/dev/null || true
-        ip link del "kcn$i" 2>/dev/null || true
+    for ns in $(ip netns list 2>/dev/null | awk -v p="$pod_netns_prefix" 'index($1, p) == 1 {print $1}'); do
         ip netns del "$ns" 2>/dev/null || true
+    done
+    for ns in $(ip netns list 2>/dev/null | awk -v p="$node_netns_prefix" 'index($1, p) == 1 {print $1}'); do
+        i=${ns#"$node_netns_prefix"}
+        netns_off_bridge "$ns" "$(node_veth "$i")" "$(node_subnet "$i")"
     done
     real_net_down
     iptables -D FORWARD -i "$bridge" -j ACCEPT 2>/dev/null || true

@@ -1,10 +1,11 @@
-# shellcheck shell=bash disable=SC2154 # dir, here, cache, kbin, bridge, host_ip, api_port: cluster.sh
+# shellcheck shell=bash disable=SC2154 # dir, here, cache, kbin, api_port: cluster.sh; bridge, host_ip, registry, *_prefix: netplan.sh
 # Real nodes of the test cluster, sourced by cluster.sh: each is a kubelet
 # v1.20.2 with its own containerd (Debian's containerd, runc and CNI plugins)
 # in a network namespace of its own, plus what serves them on the host
 # (a DNS server and the image registry). See docs/testing.md, "Real nodes".
 #
-# Network plan of real node i (1..N), next to the simulated nodes':
+# Network plan of real node i (1..N), next to the simulated nodes' (its names
+# and addresses: netplan.sh):
 #   netns kc-real-i, eth0 172.31.0.(100+i)/24 on kcbr0 (veth kcr<i> on the host)
 #   pod subnet 172.30.(100+i).0/24 on the CNI bridge cni0 inside that netns
 #   10.96.0.1:443 (the `kubernetes` Service) is DNATed there to the API server,
@@ -17,9 +18,6 @@
 # not know, which would be the other nodes' pods).
 
 
-real_ip() { echo "172.31.0.$((100 + $1))"; }
-real_subnet() { echo "172.30.$((100 + $1)).0/24"; }
-registry=172.31.0.1:5000
 # Kernel settings every kubelet sets on start; `up` saves them, `down` puts them back.
 kubelet_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
     kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
@@ -30,12 +28,7 @@ ensure_real_packages() {
         mmdebstrap gcc libc6-dev; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
     done
-    if ((${#need[@]})); then
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null 2>&1 || {
-            apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
-        }
-    fi
+    apt_install --no-install-recommends "${need[@]}"
 }
 
 # Every node netns (simulated kc-node-*, real kc-real-*) routes every pod
@@ -43,8 +36,8 @@ ensure_real_packages() {
 route_all_pod_subnets() { # sim real
     local sim=$1 real=$2 ns k
     local -a nets=() vias=() spaces=()
-    for ((k = 1; k <= sim; k++)); do nets+=("172.30.$k.0/24"); vias+=("$(node_ip "$k")"); spaces+=("kc-node-$k"); done
-    for ((k = 1; k <= real; k++)); do nets+=("$(real_subnet "$k")"); vias+=("$(real_ip "$k")"); spaces+=("kc-real-$k"); done
+    for ((k = 1; k <= sim; k++)); do nets+=("$(node_subnet "$k")"); vias+=("$(node_ip "$k")"); spaces+=("$(node_netns "$k")"); done
+    for ((k = 1; k <= real; k++)); do nets+=("$(real_subnet "$k")"); vias+=("$(real_ip "$k")"); spaces+=("$(real_netns "$k")"); done
     for ns in "${!spaces[@]}"; do
         for k in "${!nets[@]}"; do
             ((k == ns)) && continue
@@ -56,18 +49,9 @@ route_all_pod_subnets() { # sim real
 real_net_up() { # n
     local n=$1 i ns ip
     for ((i = 1; i <= n; i++)); do
-        ns=kc-real-$i
+        ns=$(real_netns "$i")
         ip=$(real_ip "$i")
-        ip netns add "$ns" 2>/dev/null || true
-        ip link add "kcr$i" type veth peer name "kcr$i-p" 2>/dev/null || true
-        ip link set "kcr$i-p" netns "$ns" 2>/dev/null || true
-        ip link set "kcr$i" master "$bridge" up
-        ip -n "$ns" link set lo up
-        ip -n "$ns" link set "kcr$i-p" name eth0 2>/dev/null || true
-        ip -n "$ns" addr replace "$ip/24" dev eth0
-        ip -n "$ns" link set eth0 up
-        ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
-        ip netns exec "$ns" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+        netns_on_bridge "$ns" "$(real_veth "$i")" "$ip"
         ip route replace "$(real_subnet "$i")" via "$ip"
         # The `kubernetes` Service for pods (PREROUTING) and host-network pods (OUTPUT).
         ip -n "$ns" route replace 10.96.0.1/32 via "$host_ip"
@@ -80,11 +64,9 @@ real_net_up() { # n
 
 real_net_down() {
     local ns i
-    for ns in $(ip netns list 2>/dev/null | awk '/^kc-real-/{print $1}'); do
-        i=${ns#kc-real-}
-        ip route del "$(real_subnet "$i")" 2>/dev/null || true
-        ip link del "kcr$i" 2>/dev/null || true
-        ip netns del "$ns" 2>/dev/null || true
+    for ns in $(ip netns list 2>/dev/null | awk -v p="$real_netns_prefix" 'index($1, p) == 1 {print $1}'); do
+        i=${ns#"$real_netns_prefix"}
+        netns_off_bridge "$ns" "$(real_veth "$i")" "$(real_subnet "$i")"
     done
 }
 
@@ -166,7 +148,7 @@ EOF
   "plugins": [{
     "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
     "ipam": {"type": "host-local", "dataDir": "$nd/ipam",
-             "ranges": [[{"subnet": "$(real_subnet "$i")", "gateway": "172.30.$((100 + i)).1"}]],
+             "ranges": [[{"subnet": "$(real_subnet "$i")", "gateway": "$(real_gateway "$i")"}]],
              "routes": [{"dst": "0.0.0.0/0"}]}
   }]
 }
@@ -267,7 +249,7 @@ start_real_nodes() { # n tainted
 launch_real_nodes() { # n
     local i
     for ((i = 1; i <= $1; i++)); do
-        start "real-$i" "$dir/logs/real-$i.log" nsenter --net="/run/netns/kc-real-$i" -- \
+        start "real-$i" "$dir/logs/real-$i.log" nsenter --net="/run/netns/$(real_netns "$i")" -- \
             unshare --mount --propagation private -- "$here/cluster.sh" real-node "$dir" "$i"
     done
 }

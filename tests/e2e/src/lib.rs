@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use combo_api::{keys, Debugger, NodeSummary};
+use combo_testkit::netplan;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -59,8 +60,9 @@ pub fn project_binary(name: &str) -> PathBuf {
 /// it would leave the machine by the default route.
 pub fn kubeconfig() -> PathBuf {
     assert!(
-        Path::new("/sys/class/net/kcbr0").exists(),
-        "the test cluster's network (bridge kcbr0) is not up: run tests/e2e/cluster.sh up"
+        Path::new("/sys/class/net").join(netplan::BRIDGE).exists(),
+        "the test cluster's network (bridge {}) is not up: run tests/e2e/cluster.sh up",
+        netplan::BRIDGE
     );
     cluster_dir().join("kubeconfig")
 }
@@ -194,12 +196,12 @@ pub fn nodes() -> Vec<String> {
 /// The network namespace of a simulated node (`ip netns exec <it> ...`); a
 /// rule put there applies to all traffic of the node's pods.
 pub fn node_netns(node: &str) -> String {
-    format!("kc-{node}")
+    netplan::node_netns(node)
 }
 
 /// The network namespace of a pod, by its UID.
 pub fn pod_netns(pod_uid: &str) -> String {
-    format!("kcp-{}", &pod_uid[..pod_uid.len().min(8)])
+    netplan::pod_netns(pod_uid)
 }
 
 /// `/metrics` of a pod served on `port`. A pod of a simulated node is
@@ -367,7 +369,7 @@ pub fn real_nodes() -> Vec<String> {
 /// The network namespace of a real node; rules put there apply to the
 /// node's pods (their CNI bridge is inside it).
 pub fn real_node_netns(node: &str) -> String {
-    format!("kc-{node}")
+    netplan::node_netns(node)
 }
 
 /// Whether the cluster is made of real nodes only, as the real-node tests
@@ -405,7 +407,7 @@ fn pod_real_node(pod: &Pod) -> Option<&str> {
 
 /// The registry the real nodes pull kube-combo's images from
 /// (`cluster.sh up --real N` pushes them there).
-pub const LOCAL_REGISTRY: &str = "172.31.0.1:5000";
+pub const LOCAL_REGISTRY: &str = netplan::REGISTRY;
 
 /// Writes an overlay of `config/default` that points the three images at
 /// the cluster's registry (`images:`), as a user does for a private

@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use combo_e2e::*;
+use combo_testkit::netplan;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -89,10 +90,10 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
     for p in &list {
         let name = p.metadata.name.clone().unwrap();
         let node = p.spec.as_ref().unwrap().node_name.clone().unwrap();
-        let index: u32 = node.trim_start_matches("node-").parse().unwrap();
+        let index = netplan::node_index(&node).unwrap();
         let ip = p.status.as_ref().unwrap().pod_ip.clone().unwrap();
         assert!(
-            ip.starts_with(&format!("172.30.{index}.")),
+            ip.starts_with(netplan::node_subnet(index).trim_end_matches("0/24")),
             "{name} on {node} has {ip}"
         );
 
@@ -106,8 +107,8 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
         .unwrap();
         assert!(
             log.contains(&format!(
-                "env pod={name} node={node} ip={ip} host=172.31.0.{}",
-                10 + index
+                "env pod={name} node={node} ip={ip} host={}",
+                netplan::node_ip(index)
             )),
             "{log}"
         );
@@ -147,7 +148,7 @@ async fn daemonset_of_a_project_image_runs_one_process_per_node_and_stops_on_del
             }
         }
         assert!(
-            ping_from(&netns, "172.31.0.1"),
+            ping_from(&netns, netplan::HOST_IP),
             "{name} cannot reach the host"
         );
     }

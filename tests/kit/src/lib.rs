@@ -1,8 +1,10 @@
 //! The kits of kube-combo's tests (docs/testing.md#the-layers): [`stand_in`],
-//! the stand-in API server of the in-process tests, and [`suite`], with
-//! which the tests record the suite report.
+//! the stand-in API server of the in-process tests, [`suite`], with which
+//! the tests record the suite report, and [`netplan`], the test cluster's
+//! network plan that the node simulator and the end-to-end tests share.
 //!
 //! Only tests depend on this crate, as a dev-dependency; no binary does.
 
+pub mod netplan;
 pub mod stand_in;
 pub mod suite;

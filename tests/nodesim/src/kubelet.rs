@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
+use combo_testkit::netplan::node_name;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
@@ -124,7 +125,7 @@ impl Kubelet {
                 heartbeat = Instant::now();
                 let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.client.clone());
                 for i in 1..=self.cfg.nodes {
-                    if let Err(e) = crate::nodes::heartbeat(&nodes, &format!("node-{i}"), i).await {
+                    if let Err(e) = crate::nodes::heartbeat(&nodes, &node_name(i), i).await {
                         warn!(error = %e, node = i, "heartbeat");
                     }
                 }
@@ -277,7 +278,7 @@ impl Kubelet {
         let (ip, netns_path) = if host_network {
             (
                 host_ip.clone(),
-                PathBuf::from("/run/netns").join(netns::node_netns(&format!("node-{index}"))),
+                PathBuf::from("/run/netns").join(netns::node_netns(&node_name(index))),
             )
         } else {
             let ip = self

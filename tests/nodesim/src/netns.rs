@@ -5,34 +5,10 @@ use std::process::Command;
 
 use anyhow::{bail, Result};
 
-/// The network namespace of a simulated node.
-pub fn node_netns(node: &str) -> String {
-    format!("kc-{node}")
-}
-
-/// The network namespace of a pod, named by its UID.
-pub fn pod_netns(uid: &str) -> String {
-    format!("kcp-{}", short(uid))
-}
-
-/// The node-side veth of a pod (interface names have at most 15 bytes).
-fn pod_veth(uid: &str) -> String {
-    format!("kcv{}", short(uid))
-}
-
-fn short(uid: &str) -> String {
-    uid.chars().filter(|c| *c != '-').take(8).collect()
-}
-
-/// The InternalIP of `node-<i>`.
-pub fn node_ip(index: u32) -> String {
-    format!("172.31.0.{}", 10 + index)
-}
-
-/// Index `i` of `node-<i>`.
-pub fn node_index(node: &str) -> Option<u32> {
-    node.strip_prefix("node-")?.parse().ok()
-}
+// The plan's names and addresses, shared with cluster.sh and the
+// end-to-end tests.
+pub use combo_testkit::netplan::{node_index, node_ip, node_netns, pod_netns};
+use combo_testkit::netplan::{node_name, pod_ip, pod_veth};
 
 /// Pod address allocation per node: `172.30.<i>.2` .. `.254`.
 #[derive(Default, Debug)]
@@ -46,7 +22,7 @@ impl Ipam {
         let used = self.used.entry(index).or_default();
         let host = (2..=254u8).find(|h| !used.contains(h))?;
         used.insert(host);
-        Some(format!("172.30.{index}.{host}"))
+        Some(pod_ip(index, host))
     }
 
     /// Returns an address to the pool.
@@ -80,7 +56,7 @@ fn run(args: &[&str]) -> Result<()> {
 /// container runtimes do.
 pub fn create_pod_netns(uid: &str, node_index: u32, ip: &str) -> Result<()> {
     let ns = pod_netns(uid);
-    let node_ns = node_netns(&format!("node-{node_index}"));
+    let node_ns = node_netns(&node_name(node_index));
     let veth = pod_veth(uid);
     let _ = delete_pod_netns(uid);
     run(&["ip", "netns", "add", &ns])?;
@@ -111,7 +87,7 @@ pub fn create_pod_netns(uid: &str, node_index: u32, ip: &str) -> Result<()> {
         "add",
         "default",
         "via",
-        &format!("172.30.{node_index}.1"),
+        &pod_ip(node_index, 1),
     ])?;
     run(&[
         "ip",
