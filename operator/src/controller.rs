@@ -138,6 +138,34 @@ async fn release(elector: Option<&Elector>) {
     }
 }
 
+/// The controller of the Pingers' status, until a shutdown signal.
+fn pinger_statuses(
+    client: &Client,
+    ns: &Option<String>,
+    ctx: &Context,
+) -> impl std::future::Future<Output = ()> {
+    let context = Arc::new(PingerContext {
+        client: client.clone(),
+        recorder: ctx.recorder.clone(),
+        metrics: ctx.metrics.clone(),
+    });
+    Controller::new(
+        triggers::api::<Pinger>(client, ns),
+        watcher::Config::default(),
+    )
+    .shutdown_on_signal()
+    .run(
+        pinger_status::reconcile,
+        pinger_status::error_policy,
+        context,
+    )
+    .for_each(|res| async move {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "pinger status stream");
+        }
+    })
+}
+
 /// Builds and runs the controller until a shutdown signal.
 async fn controller(
     client: Client,
@@ -182,25 +210,7 @@ async fn controller(
         store,
         caches,
     ));
-    let pingers = Controller::new(
-        triggers::api::<Pinger>(&client, ns),
-        watcher::Config::default(),
-    )
-    .shutdown_on_signal()
-    .run(
-        pinger_status::reconcile,
-        pinger_status::error_policy,
-        Arc::new(PingerContext {
-            client: client.clone(),
-            recorder: ctx.recorder.clone(),
-            metrics: ctx.metrics.clone(),
-        }),
-    )
-    .for_each(|res| async move {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "pinger status stream");
-        }
-    });
+    let pingers = pinger_statuses(&client, ns, &ctx);
     let held = ctx.clone();
     let debuggers = main
         .shutdown_on_signal()

@@ -73,62 +73,16 @@ pub fn debuggers(
     (controller, store)
 }
 
+/// Labels of what the operator made for Debuggers.
+fn owned() -> watcher::Config {
+    watcher::Config::default().labels(&format!("{}={}", keys::LABEL_NAME, keys::LABEL_NAME_VALUE))
+}
+
 /// Empty caches and the watches that fill them. (The controller keeps
 /// polling them while all its reconciles run, so reconciles can wait for
 /// the caches.)
 pub fn watch(client: &Client, ns: &Option<String>, watches: &Watches) -> (Caches, Triggers) {
-    let owned = watcher::Config::default().labels(&format!(
-        "{}={}",
-        keys::LABEL_NAME,
-        keys::LABEL_NAME_VALUE
-    ));
-    // Pods a Debugger created itself; the pods of its DaemonSet carry the
-    // DaemonSet controller's pod-template-generation label and are left out.
-    let direct_pods = watcher::Config::default().labels(&format!(
-        "{}={},!pod-template-generation",
-        keys::LABEL_NAME,
-        keys::LABEL_NAME_VALUE
-    ));
-    let (ds_store, ds_writer) = reflector::store();
-    let (pod_store, pod_writer) = reflector::store();
-    let (pinger_store, pinger_writer) = reflector::store();
-    let (role_store, role_writer) = reflector::store();
-    let caches = Caches::new(ds_store, pod_store, pinger_store, role_store);
-    let recent = caches.recent_daemonsets.clone();
-    let daemonsets = cached_watch(
-        (watches, "DaemonSet"),
-        api::<DaemonSet>(client, ns),
-        owned.clone(),
-        ds_writer,
-        caches.listed.daemonsets.clone(),
-        move |e| recent.observe(e),
-    );
-    let recent = caches.recent_pods.clone();
-    let pods = cached_watch(
-        (watches, "Pod"),
-        api::<Pod>(client, ns),
-        direct_pods,
-        pod_writer,
-        caches.listed.pods.clone(),
-        move |e| recent.observe(e),
-    );
-    let pingers = cached_watch(
-        (watches, "Pinger"),
-        api::<Pinger>(client, ns),
-        watcher::Config::default(),
-        pinger_writer,
-        caches.listed.pingers.clone(),
-        |_| (),
-    );
-    let recent = caches.recent_roles.clone();
-    let roles = cached_watch(
-        (watches, "Role"),
-        api::<Role>(client, ns),
-        owned.clone(),
-        role_writer,
-        caches.listed.roles.clone(),
-        move |e| recent.observe(e),
-    );
+    let (caches, stored) = stored(client, ns, watches);
     // Every ConfigMap, metadata only: a summary name the user's own
     // ConfigMap already holds is refused, and a scripts ConfigMap that
     // comes or goes changes its Debuggers' status
@@ -156,16 +110,17 @@ pub fn watch(client: &Client, ns: &Option<String>, watches: &Watches) -> (Caches
     let accounts = observed_watch(
         (watches, "ServiceAccount"),
         api::<PartialObjectMeta<ServiceAccount>>(client, ns),
-        owned.clone(),
+        owned(),
         move |e| names.observe(e),
     );
     let names = caches.bindings.clone();
     let bindings = observed_watch(
         (watches, "RoleBinding"),
         api::<PartialObjectMeta<RoleBinding>>(client, ns),
-        owned,
+        owned(),
         move |e| names.observe(e),
     );
+    let (daemonsets, pods, pingers, roles) = stored;
     let triggers = Triggers {
         daemonsets,
         pods,
@@ -177,6 +132,75 @@ pub fn watch(client: &Client, ns: &Option<String>, watches: &Watches) -> (Caches
         bindings,
     };
     (caches, triggers)
+}
+
+/// The watches that keep whole objects in the caches' stores: the
+/// DaemonSets and Pods the operator made, the Pingers, the workload Roles.
+#[allow(
+    clippy::type_complexity,
+    reason = "four watches, one per kind, handed on in order"
+)]
+fn stored(
+    client: &Client,
+    ns: &Option<String>,
+    watches: &Watches,
+) -> (
+    Caches,
+    (
+        Touched<DaemonSet>,
+        Touched<Pod>,
+        Touched<Pinger>,
+        Touched<Role>,
+    ),
+) {
+    // Pods a Debugger created itself; the pods of its DaemonSet carry the
+    // DaemonSet controller's pod-template-generation label and are left out.
+    let direct_pods = watcher::Config::default().labels(&format!(
+        "{}={},!pod-template-generation",
+        keys::LABEL_NAME,
+        keys::LABEL_NAME_VALUE
+    ));
+    let (ds_store, ds_writer) = reflector::store();
+    let (pod_store, pod_writer) = reflector::store();
+    let (pinger_store, pinger_writer) = reflector::store();
+    let (role_store, role_writer) = reflector::store();
+    let caches = Caches::new(ds_store, pod_store, pinger_store, role_store);
+    let recent = caches.recent_daemonsets.clone();
+    let daemonsets = cached_watch(
+        (watches, "DaemonSet"),
+        api::<DaemonSet>(client, ns),
+        owned(),
+        ds_writer,
+        caches.listed.daemonsets.clone(),
+        move |e| recent.observe(e),
+    );
+    let recent = caches.recent_pods.clone();
+    let pods = cached_watch(
+        (watches, "Pod"),
+        api::<Pod>(client, ns),
+        direct_pods,
+        pod_writer,
+        caches.listed.pods.clone(),
+        move |e| recent.observe(e),
+    );
+    let pingers = cached_watch(
+        (watches, "Pinger"),
+        api::<Pinger>(client, ns),
+        watcher::Config::default(),
+        pinger_writer,
+        caches.listed.pingers.clone(),
+        |_| (),
+    );
+    let recent = caches.recent_roles.clone();
+    let roles = cached_watch(
+        (watches, "Role"),
+        api::<Role>(client, ns),
+        owned(),
+        role_writer,
+        caches.listed.roles.clone(),
+        move |e| recent.observe(e),
+    );
+    (caches, (daemonsets, pods, pingers, roles))
 }
 
 impl Triggers {
