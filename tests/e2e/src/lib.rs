@@ -18,9 +18,11 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+pub mod fixtures;
 pub mod outage;
 pub mod pod_sd;
 pub mod prometheus;
+pub mod runs;
 
 /// The suite report's recorder (docs/testing.md, "Suite report"), shared
 /// with the runner's and the pinger's integration tests.

@@ -22,6 +22,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
+use crate::fixtures::{documents, DebuggerBuilder, PingerBuilder};
 use crate::{
     client, cluster_dir, events, pod_process, repo_root, running_and_ready, scrape, set_run_at,
     wait_for, wait_run_within, workload_nodes, OPERATOR_LABELS, OPERATOR_NAMESPACE,
@@ -139,29 +140,16 @@ impl Drop for TcpTarget {
 /// The Pinger and the DaemonSet Debugger [`PROBING`] that runs it on every
 /// node, probing `target` over TCP once a second.
 pub fn probing_yaml(target: SocketAddr) -> String {
-    format!(
-        "apiVersion: kubecombo.io/v1
-kind: Pinger
-metadata:
-  name: {PROBING}
-spec:
-  metricsPort: {METRICS_PORT}
-  intervalSeconds: 1
-  timeoutMs: 500
-  count: 1
-  peers: false
-  tcpPing: [\"{target}\"]
----
-apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: {PROBING}
-spec:
-  workloadType: daemonset
-  enablePinger: true
-  pinger: {PROBING}
-"
-    )
+    let target = target.to_string();
+    documents(&[
+        PingerBuilder::new(PROBING)
+            .metrics_port(METRICS_PORT)
+            .rounds(1, 500, 1)
+            .peers(false)
+            .tcp_ping(&[&target])
+            .yaml(),
+        DebuggerBuilder::new(PROBING).pinger(PROBING).yaml(),
+    ])
 }
 
 /// The running, ready pods of the pods in `ns` that `labels` selects.

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use combo_api::{keys, Debugger, Pinger, PingerSpec};
+use combo_e2e::fixtures::DebuggerBuilder;
 use combo_e2e::{
     apply_yaml, client, events, install_operator, namespace, nodes, operator_pid, record, restarts,
     wait_for,
@@ -283,7 +284,9 @@ async fn missing_warnings(
 async fn start_sentinel(c: &Client, ns: &str) -> Result<Sentinel> {
     apply_yaml(
         ns,
-        "apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: sentinel\nspec:\n  selector:\n    kubecombo.io/bad-input: none\n",
+        &DebuggerBuilder::new("sentinel")
+            .selector("kubecombo.io/bad-input", "none")
+            .yaml(),
     )?;
     wait_for(
         Duration::from_secs(120),

@@ -3,13 +3,13 @@
 //! test binaries one after another, so only this binary's tests see it,
 //! and each waits until all is converged again before it ends.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use combo_api::{keys, Debugger};
+use combo_e2e::fixtures::{ConfigMapBuilder, DebuggerBuilder};
+use combo_e2e::runs;
 use combo_e2e::{
     client, install_operator, namespace, operator_pid, project_process, record, restarts, wait_for,
     OPERATOR_LABELS, OPERATOR_NAMESPACE,
@@ -25,9 +25,10 @@ const DEBUGGERS: usize = 100;
 fn debuggers_yaml(n: usize) -> String {
     (0..n)
         .map(|i| {
-            format!(
-                "---\napiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: d{i:03}\nspec:\n  selector:\n    kubecombo.io/fault-test: none\n"
-            )
+            let d = DebuggerBuilder::new(&format!("d{i:03}"))
+                .selector("kubecombo.io/fault-test", "none")
+                .yaml();
+            format!("---\n{d}")
         })
         .collect()
 }
@@ -207,38 +208,39 @@ fn runner_pid(ns: &str, node: &str) -> Option<i32> {
     )
 }
 
-const SLOW_SCRIPTS: &str = r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: slow-scripts
-data:
-  disk.slow.sh: |
-    #!/bin/sh
-    sleep 6
-    echo "err slow-$RUN_ID done on $NODE_NAME"
-"#;
+fn slow_scripts() -> String {
+    ConfigMapBuilder::new("slow-scripts")
+        .entry(
+            "disk.slow.sh",
+            "#!/bin/sh\nsleep 6\necho \"err slow-$RUN_ID done on $NODE_NAME\"\n",
+        )
+        .yaml()
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_runner_killed_in_the_middle_of_a_run_leaves_its_previous_report_whole() -> Result<()> {
     install_operator();
     let ns = namespace("fault-runner").await;
     let c = client().await;
-    combo_e2e::apply_yaml(&ns.name, SLOW_SCRIPTS)?;
-    combo_e2e::apply_yaml(&ns.name, &common::debugger_yaml("slow", "slow-scripts", ""))?;
-    common::wait_pods(&c, &ns.name, "slow").await?;
+    combo_e2e::apply_yaml(&ns.name, &slow_scripts())?;
+    combo_e2e::apply_yaml(
+        &ns.name,
+        &runs::scripts_debugger("slow", "slow-scripts", "").yaml(),
+    )?;
+    runs::wait_pods(&c, &ns.name, "slow").await?;
     let node = combo_e2e::nodes()[0].clone();
     let reports = Api::<combo_api::DebuggerReport>::namespaced(c.clone(), &ns.name);
     let name = combo_api::report::report_name("slow", &node);
 
-    let first = common::now_rfc3339();
-    common::set_run_at(&c, &ns.name, "slow", &first).await?;
-    common::wait_run(&c, &ns.name, "slow-summary", &first).await?;
+    let first = runs::now_rfc3339();
+    combo_e2e::set_run_at(&c, &ns.name, "slow", &first).await?;
+    runs::wait_run(&c, &ns.name, "slow-summary", &first).await?;
     let before = reports.get(&name).await?.spec;
 
     let result = async {
         // The next run: killed while its script sleeps.
-        let second = common::now_rfc3339();
-        common::set_run_at(&c, &ns.name, "slow", &second).await?;
+        let second = runs::now_rfc3339();
+        combo_e2e::set_run_at(&c, &ns.name, "slow", &second).await?;
         tokio::time::sleep(Duration::from_secs(2)).await;
         let pid = runner_pid(&ns.name, &node).context("the runner's process")?;
         let killed = std::process::Command::new("kill")
@@ -273,9 +275,9 @@ async fn a_runner_killed_in_the_middle_of_a_run_leaves_its_previous_report_whole
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         // The run after that works as usual.
-        let third = common::now_rfc3339();
-        common::set_run_at(&c, &ns.name, "slow", &third).await?;
-        common::wait_run(&c, &ns.name, "slow-summary", &third).await?;
+        let third = runs::now_rfc3339();
+        combo_e2e::set_run_at(&c, &ns.name, "slow", &third).await?;
+        runs::wait_run(&c, &ns.name, "slow-summary", &third).await?;
         anyhow::Ok(())
     }
     .await;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _, Result};
 use combo_api::keys;
+use combo_e2e::fixtures::DebuggerBuilder;
 use combo_e2e::{
     apply_yaml, client, install_operator, kubectl_ok, namespace, project_process, record,
     running_and_ready, wait_for, OPERATOR_LABELS, OPERATOR_NAMESPACE,
@@ -81,7 +82,9 @@ fn pid_of(name: &str) -> Option<i32> {
 }
 
 fn debugger(name: &str) -> String {
-    format!("apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n  selector:\n    kubecombo.io/leader-test: none\n")
+    DebuggerBuilder::new(name)
+        .selector("kubecombo.io/leader-test", "none")
+        .yaml()
 }
 
 async fn daemonset(c: &Client, ns: &str, name: &str) -> Result<()> {

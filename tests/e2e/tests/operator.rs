@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use combo_api::{keys, Debugger, Pinger};
+use combo_api::{keys, Category, Debugger, Pinger, WorkloadType};
+use combo_e2e::fixtures::{DebuggerBuilder, PingerBuilder};
 use combo_e2e::{
     apply_yaml, client, debugger_events, events, install_operator, kubectl, kubectl_ok, namespace,
     nodes, repo_root, wait_for, OPERATOR_NAMESPACE,
@@ -35,24 +36,6 @@ fn apply(ns: &str, manifest: Manifest<'_>) -> Result<()> {
 enum Manifest<'a> {
     File(&'a str),
     Yaml(&'a str),
-}
-
-fn debugger_yaml(name: &str, spec: &str) -> String {
-    format!(
-        "apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n{}",
-        indent(spec)
-    )
-}
-
-fn pinger_yaml(name: &str, spec: &str) -> String {
-    format!(
-        "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: {name}\nspec:\n{}",
-        indent(spec)
-    )
-}
-
-fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("  {l}\n")).collect()
 }
 
 async fn get<K>(client: &Client, ns: &str, name: &str) -> Result<Option<K>>
@@ -225,10 +208,13 @@ async fn pod_debugger_runs_one_pod_on_the_named_node() -> Result<()> {
     let node = nodes().last().cloned().unwrap();
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml(
-            "one",
-            &format!("workloadType: pod\nnodeName: {node}\ncategories: [mem]\n"),
-        )),
+        Manifest::Yaml(
+            &DebuggerBuilder::new("one")
+                .workload(WorkloadType::Pod)
+                .node_name(&node)
+                .categories(&[Category::Mem])
+                .yaml(),
+        ),
     )?;
     let pod: Pod = eventually(&c, &ns.name, "one").await?;
     let spec = pod.spec.unwrap();
@@ -245,7 +231,7 @@ async fn missing_pinger_reports_pinger_not_found_and_recovers_when_it_appears() 
     let c = client().await;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("d", "enablePinger: true\npinger: later\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("d").pinger("later").yaml()),
     )?;
     wait_condition(&c, &ns.name, "d", "False", "PingerNotFound").await?;
     wait_event(&c, &ns.name, "d", "Warning", "PingerNotFound").await?;
@@ -253,7 +239,7 @@ async fn missing_pinger_reports_pinger_not_found_and_recovers_when_it_appears() 
 
     apply(
         &ns.name,
-        Manifest::Yaml(&pinger_yaml("later", "ping: [127.0.0.1]\n")),
+        Manifest::Yaml(&PingerBuilder::new("later").ping(&["127.0.0.1"]).yaml()),
     )?;
     wait_for(WAIT, "DaemonSet after the Pinger appears", || async {
         Ok(get::<DaemonSet>(&c, &ns.name, "d").await?.is_some())
@@ -283,10 +269,12 @@ async fn a_pinger_target_the_schema_lets_through_is_reported_as_invalid_spec() -
     let c = client().await;
     apply(
         &ns.name,
-        Manifest::Yaml(&pinger_yaml(
-            "mesh",
-            "ping: [10.0.0.300, 127.0.0.1]\ntcpPing: [\"127.0.0.1:80\"]\n",
-        )),
+        Manifest::Yaml(
+            &PingerBuilder::new("mesh")
+                .ping(&["10.0.0.300", "127.0.0.1"])
+                .tcp_ping(&["127.0.0.1:80"])
+                .yaml(),
+        ),
     )?;
     wait_for(WAIT, "Pinger mesh Ready=False InvalidSpec", || async {
         let p: Option<Pinger> = get(&c, &ns.name, "mesh").await?;
@@ -304,7 +292,11 @@ async fn a_pinger_target_the_schema_lets_through_is_reported_as_invalid_spec() -
 
     apply(
         &ns.name,
-        Manifest::Yaml(&pinger_yaml("mesh", "ping: [10.0.0.30, 127.0.0.1]\n")),
+        Manifest::Yaml(
+            &PingerBuilder::new("mesh")
+                .ping(&["10.0.0.30", "127.0.0.1"])
+                .yaml(),
+        ),
     )?;
     wait_for(WAIT, "Pinger mesh Ready=True after the fix", || async {
         let p: Option<Pinger> = get(&c, &ns.name, "mesh").await?;
@@ -321,7 +313,10 @@ async fn invalid_spec_keeps_the_workload_untouched_until_fixed() -> Result<()> {
     install_operator();
     let ns = namespace("op-fix").await;
     let c = client().await;
-    apply(&ns.name, Manifest::Yaml(&debugger_yaml("d", "cpu: 100m\n")))?;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&DebuggerBuilder::new("d").cpu("100m").yaml()),
+    )?;
     wait_for(WAIT, "DaemonSet d", || async {
         Ok(get::<DaemonSet>(&c, &ns.name, "d").await?.is_some())
     })
@@ -330,7 +325,12 @@ async fn invalid_spec_keeps_the_workload_untouched_until_fixed() -> Result<()> {
 
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("d", "cpu: 200m\nnodeName: node-1\n")),
+        Manifest::Yaml(
+            &DebuggerBuilder::new("d")
+                .cpu("200m")
+                .node_name("node-1")
+                .yaml(),
+        ),
     )?;
     wait_condition(&c, &ns.name, "d", "False", "InvalidSpec").await?;
     wait_event(&c, &ns.name, "d", "Warning", "InvalidSpec").await?;
@@ -342,7 +342,12 @@ async fn invalid_spec_keeps_the_workload_untouched_until_fixed() -> Result<()> {
 
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("d", "cpu: 200m\nrunAt: \"61 * * * *\"\n")),
+        Manifest::Yaml(
+            &DebuggerBuilder::new("d")
+                .cpu("200m")
+                .run_at("61 * * * *")
+                .yaml(),
+        ),
     )?;
     wait_for(WAIT, "bad cron reported", || async {
         let d: Option<Debugger> = get(&c, &ns.name, "d").await?;
@@ -351,7 +356,10 @@ async fn invalid_spec_keeps_the_workload_untouched_until_fixed() -> Result<()> {
     })
     .await?;
 
-    apply(&ns.name, Manifest::Yaml(&debugger_yaml("d", "cpu: 200m\n")))?;
+    apply(
+        &ns.name,
+        Manifest::Yaml(&DebuggerBuilder::new("d").cpu("200m").yaml()),
+    )?;
     wait_for(WAIT, "fixed spec reaches the DaemonSet", || async {
         let ds: DaemonSet = get(&c, &ns.name, "d").await?.context("ds")?;
         let cpu = template_of(&ds).containers[0]
@@ -374,11 +382,11 @@ async fn spec_changes_reach_the_workload_but_pinger_target_edits_do_not() -> Res
     let c = client().await;
     apply(
         &ns.name,
-        Manifest::Yaml(&pinger_yaml("mesh", "ping: [127.0.0.1]\n")),
+        Manifest::Yaml(&PingerBuilder::new("mesh").ping(&["127.0.0.1"]).yaml()),
     )?;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("d", "enablePinger: true\npinger: mesh\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("d").pinger("mesh").yaml()),
     )?;
     wait_for(WAIT, "DaemonSet d", || async {
         Ok(get::<DaemonSet>(&c, &ns.name, "d").await?.is_some())
@@ -387,10 +395,13 @@ async fn spec_changes_reach_the_workload_but_pinger_target_edits_do_not() -> Res
 
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml(
-            "d",
-            "enablePinger: true\npinger: mesh\nmemory: 96Mi\nsubnet: blue\n",
-        )),
+        Manifest::Yaml(
+            &DebuggerBuilder::new("d")
+                .pinger("mesh")
+                .memory("96Mi")
+                .subnet("blue")
+                .yaml(),
+        ),
     )?;
     wait_for(WAIT, "memory and subnet reach the template", || async {
         let ds: DaemonSet = get(&c, &ns.name, "d").await?.context("ds")?;
@@ -417,17 +428,23 @@ async fn spec_changes_reach_the_workload_but_pinger_target_edits_do_not() -> Res
 
     apply(
         &ns.name,
-        Manifest::Yaml(&pinger_yaml(
-            "mesh",
-            "ping: [127.0.0.2]\nintervalSeconds: 9\n",
-        )),
+        Manifest::Yaml(
+            &PingerBuilder::new("mesh")
+                .ping(&["127.0.0.2"])
+                .interval(9)
+                .yaml(),
+        ),
     )?;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml(
-            "d",
-            "enablePinger: true\npinger: mesh\nmemory: 96Mi\nsubnet: blue\nrunAt: \"@hourly\"\n",
-        )),
+        Manifest::Yaml(
+            &DebuggerBuilder::new("d")
+                .pinger("mesh")
+                .memory("96Mi")
+                .subnet("blue")
+                .run_at("@hourly")
+                .yaml(),
+        ),
     )?;
     wait_for(WAIT, "runAt change reconciled", || async {
         let d: Option<Debugger> = get(&c, &ns.name, "d").await?;
@@ -443,10 +460,12 @@ async fn spec_changes_reach_the_workload_but_pinger_target_edits_do_not() -> Res
 
     apply(
         &ns.name,
-        Manifest::Yaml(&pinger_yaml(
-            "mesh",
-            "image: ghcr.io/kube-combo/combo-pinger:v0.1.1\nping: [127.0.0.2]\n",
-        )),
+        Manifest::Yaml(
+            &PingerBuilder::new("mesh")
+                .image("ghcr.io/kube-combo/combo-pinger:v0.1.1")
+                .ping(&["127.0.0.2"])
+                .yaml(),
+        ),
     )?;
     wait_for(WAIT, "pinger image reaches the template", || async {
         let ds: DaemonSet = get(&c, &ns.name, "d").await?.context("ds")?;
@@ -463,12 +482,22 @@ async fn a_pod_whose_spec_changes_is_replaced() -> Result<()> {
     let c = client().await;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("p", "workloadType: pod\ncpu: 100m\n")),
+        Manifest::Yaml(
+            &DebuggerBuilder::new("p")
+                .workload(WorkloadType::Pod)
+                .cpu("100m")
+                .yaml(),
+        ),
     )?;
     let first = eventually::<Pod>(&c, &ns.name, "p").await?.metadata.uid;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("p", "workloadType: pod\ncpu: 150m\n")),
+        Manifest::Yaml(
+            &DebuggerBuilder::new("p")
+                .workload(WorkloadType::Pod)
+                .cpu("150m")
+                .yaml(),
+        ),
     )?;
     wait_for(WAIT, "a new Pod p with the new cpu", || async {
         let Some(p) = get::<Pod>(&c, &ns.name, "p").await? else {
@@ -494,7 +523,7 @@ async fn deleting_the_debugger_removes_its_workload_and_summary() -> Result<()> 
     let c = client().await;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("gone", "summaryConfigMap: gone-results\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("gone").summary("gone-results").yaml()),
     )?;
     wait_for(WAIT, "workload and summary", || async {
         Ok(present(&c, &ns.name, "gone", "gone-results").await? == (true, true))
@@ -518,7 +547,7 @@ async fn a_summary_name_taken_by_another_debugger_is_an_invalid_spec() -> Result
     kubectl_ok(&["create", "configmap", "shared", "-n", &ns.name])?;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("first", "summaryConfigMap: shared\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("first").summary("shared").yaml()),
     )?;
     let first: Debugger = eventually(&c, &ns.name, "first").await?;
     let controller_of = |cm: Option<ConfigMap>| {
@@ -535,7 +564,7 @@ async fn a_summary_name_taken_by_another_debugger_is_an_invalid_spec() -> Result
 
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("second", "summaryConfigMap: shared\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("second").summary("shared").yaml()),
     )?;
     wait_condition(&c, &ns.name, "second", "False", "InvalidSpec").await?;
     let second: Debugger = get(&c, &ns.name, "second").await?.context("second")?;
@@ -561,7 +590,7 @@ async fn a_summary_name_taken_by_another_debugger_is_an_invalid_spec() -> Result
 
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("second", "summaryConfigMap: own\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("second").summary("own").yaml()),
     )?;
     wait_for(WAIT, "fixed: second's workload and summary", || async {
         Ok(present(&c, &ns.name, "second", "own").await? == (true, true))
@@ -576,7 +605,7 @@ async fn a_workload_and_summary_deleted_by_hand_come_back() -> Result<()> {
     let c = client().await;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("back", "cpu: 100m\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("back").cpu("100m").yaml()),
     )?;
     let uid = |m: Option<DaemonSet>| m.and_then(|d| d.metadata.uid);
     wait_for(WAIT, "workload and summary", || async {
@@ -646,7 +675,7 @@ async fn an_operator_restart_changes_no_object() -> Result<()> {
     let c = client().await;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("steady", "cpu: 100m\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("steady").cpu("100m").yaml()),
     )?;
     let want = nodes().len() as i32;
     wait_for(WAIT, "steady is ready", || async {
@@ -668,7 +697,7 @@ async fn an_operator_restart_changes_no_object() -> Result<()> {
     // Prove the new operator is reconciling: a new Debugger gets its workload.
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("probe", "cpu: 100m\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("probe").cpu("100m").yaml()),
     )?;
     wait_for(WAIT, "the new operator reconciles", || async {
         Ok(get::<DaemonSet>(&c, &ns.name, "probe").await?.is_some())
@@ -704,7 +733,7 @@ async fn each_debugger_has_its_own_workload_rbac_and_the_shared_one_goes_once_un
     apply(&ns.name, Manifest::Yaml(LEGACY_RBAC))?;
     apply(
         &ns.name,
-        Manifest::Yaml(&debugger_yaml("moved", "cpu: 100m\n")),
+        Manifest::Yaml(&DebuggerBuilder::new("moved").cpu("100m").yaml()),
     )?;
     let want = nodes().len() as i32;
     wait_for(WAIT, "moved is ready", || async {

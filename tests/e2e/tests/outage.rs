@@ -6,14 +6,12 @@
 //! its one test does both cases in turn. `real_outage.rs` does the same on
 //! real nodes.
 
-mod common;
-
 use std::time::Duration;
 
 use anyhow::Result;
 use combo_e2e::outage::{both_outages, probing_yaml, TcpTarget};
+use combo_e2e::runs::setup;
 use combo_e2e::{apply_yaml, client, namespace, operator_pid, wait_for};
-use common::setup;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_api_server_and_etcd_going_away_lose_no_run_and_restart_nothing() -> Result<()> {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use combo_api::keys;
 use combo_api::peers::{self, rendezvous};
+use combo_e2e::fixtures::{DebuggerBuilder, PingerBuilder};
 use combo_e2e::{
     apply_yaml, client, install_operator, kubectl_ok, namespace, nodes, running_and_ready, scrape,
     wait_for,
@@ -24,33 +25,17 @@ const WAIT: Duration = Duration::from_secs(180);
 const METRICS_PORT: u16 = 9467;
 
 fn pinger_yaml(max_peers: u32) -> String {
-    format!(
-        "apiVersion: kubecombo.io/v1
-kind: Pinger
-metadata:
-  name: lists
-spec:
-  enableMetrics: true
-  metricsPort: {METRICS_PORT}
-  intervalSeconds: 1
-  timeoutMs: 500
-  count: 1
-  peers: true
-  maxPeers: {max_peers}
-"
-    )
+    PingerBuilder::new("lists")
+        .metrics(METRICS_PORT)
+        .rounds(1, 500, 1)
+        .peers(true)
+        .max_peers(max_peers)
+        .yaml()
 }
 
-const DEBUGGER: &str = "apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: lists-check
-spec:
-  workloadType: daemonset
-  enablePinger: true
-  pinger: lists
-  enableConfigMap: false
-";
+fn debugger() -> String {
+    DebuggerBuilder::new("lists-check").pinger("lists").yaml()
+}
 
 /// The Debugger's pods that are not terminating, by name.
 async fn pods(client: &Client, ns: &str) -> Result<BTreeMap<String, Pod>> {
@@ -132,7 +117,7 @@ async fn the_operator_lists_each_pods_peers_and_the_pingers_probe_exactly_them()
     let client = client().await;
     let node_count = nodes().len();
     apply_yaml(&ns.name, &pinger_yaml(1))?;
-    apply_yaml(&ns.name, DEBUGGER)?;
+    apply_yaml(&ns.name, &debugger())?;
 
     let settled = |what: &'static str| {
         let (client, ns) = (client.clone(), ns.name.clone());

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use combo_api::keys;
+use combo_e2e::fixtures::{DebuggerBuilder, PingerBuilder};
 use combo_e2e::{
     apply_yaml, client, events, install_operator, namespace, node_netns, nodes, project_binary,
     running_and_ready, scrape, wait_for, NftTable,
@@ -22,39 +23,18 @@ const WAIT: Duration = Duration::from_secs(180);
 const METRICS_PORT: u16 = 9465;
 
 fn pinger_yaml(ping: &[&str]) -> String {
-    let list = ping
-        .iter()
-        .map(|p| format!("\"{p}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "apiVersion: kubecombo.io/v1
-kind: Pinger
-metadata:
-  name: mesh
-spec:
-  enableMetrics: true
-  metricsPort: {METRICS_PORT}
-  intervalSeconds: 1
-  timeoutMs: 500
-  count: 3
-  ping: [{list}]
-  peers: true
-  maxLossPercent: 0
-"
-    )
+    PingerBuilder::new("mesh")
+        .metrics(METRICS_PORT)
+        .rounds(1, 500, 3)
+        .ping(ping)
+        .peers(true)
+        .max_loss(0)
+        .yaml()
 }
 
-const DEBUGGER: &str = "apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: mesh-check
-spec:
-  workloadType: daemonset
-  enablePinger: true
-  pinger: mesh
-  enableConfigMap: false
-";
+fn debugger() -> String {
+    DebuggerBuilder::new("mesh-check").pinger("mesh").yaml()
+}
 
 /// The running, ready pods of the Debugger, by node.
 async fn pods_by_node(client: &Client, ns: &str) -> Result<BTreeMap<String, Pod>> {
@@ -104,7 +84,7 @@ async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edi
     let client = client().await;
     let node_names = nodes();
     apply_yaml(&ns.name, &pinger_yaml(&["127.0.0.1"]))?;
-    apply_yaml(&ns.name, DEBUGGER)?;
+    apply_yaml(&ns.name, &debugger())?;
 
     wait_for(WAIT, "a ready pinger pod on every node", || async {
         Ok(pods_by_node(&client, &ns.name).await?.len() == node_names.len())
@@ -312,12 +292,16 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
     // A TCP target that answers until the API server is away, then fails.
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let tcp = listener.local_addr()?.to_string();
-    let spec = |targets: &str| {
-        format!(
-            "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: solo\nspec:\n  metricsPort: {port}\n  intervalSeconds: 1\n  timeoutMs: 500\n  count: 1\n  peers: false\n  ping: [{targets}]\n  tcpPing: [\"{tcp}\"]\n"
-        )
+    let spec = |targets: &[&str]| {
+        PingerBuilder::new("solo")
+            .metrics_port(port)
+            .rounds(1, 500, 1)
+            .peers(false)
+            .ping(targets)
+            .tcp_ping(&[&tcp])
+            .yaml()
     };
-    apply_yaml(&ns.name, &spec("\"127.0.0.1\""))?;
+    apply_yaml(&ns.name, &spec(&["127.0.0.1"]))?;
 
     let kubeconfig = std::fs::read_to_string(combo_e2e::kubeconfig())?;
     let server = kubeconfig
@@ -389,7 +373,7 @@ async fn pinger_keeps_probing_while_the_api_server_is_unreachable_and_reconnects
         },
     )
     .await?;
-    apply_yaml(&ns.name, &spec("\"127.0.0.1\", \"127.0.0.3\""))?;
+    apply_yaml(&ns.name, &spec(&["127.0.0.1", "127.0.0.3"]))?;
     wait_for(
         WAIT,
         "the Pinger edit applied after reconnecting",

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context as _, Result};
 use combo_api::{Debugger, DebuggerReport, Pinger};
+use combo_e2e::fixtures::{documents, DebuggerBuilder, PingerBuilder};
 use combo_e2e::{
     apply_yaml, client, install_operator, kubectl_ok, namespace, record, repo_root, wait_for,
     OPERATOR_NAMESPACE,
@@ -18,9 +19,13 @@ const WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// A Pinger `pinger` and a Debugger `name` that uses it, selecting no node.
 fn debugger_with_pinger(name: &str, pinger: &str) -> String {
-    format!(
-        "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: {pinger}\nspec:\n  ping: [127.0.0.1]\n---\napiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n  selector:\n    kubecombo.io/privilege-test: none\n  enablePinger: true\n  pinger: {pinger}\n"
-    )
+    documents(&[
+        PingerBuilder::new(pinger).ping(&["127.0.0.1"]).yaml(),
+        DebuggerBuilder::new(name)
+            .selector("kubecombo.io/privilege-test", "none")
+            .pinger(pinger)
+            .yaml(),
+    ])
 }
 
 /// Rights every authenticated user has (`system:basic-user`), not granted

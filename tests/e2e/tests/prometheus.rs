@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use combo_api::keys;
+use combo_api::{keys, WorkloadType};
+use combo_e2e::fixtures::{documents, DebuggerBuilder, PingerBuilder};
 use combo_e2e::pod_sd::PodDiscovery;
 use combo_e2e::prometheus::{scrape_job, with_for, Alert, Prometheus};
 use combo_e2e::{
@@ -32,27 +33,14 @@ const MESH: &str = include_str!("../../../config/samples/pinger_peers.yaml");
 /// lists the address. The peer alert needs at least 3 failing probers, and on
 /// a 3-node cluster a pod has only 2 peers.
 fn watcher(ip: &str, node: &str) -> String {
-    format!(
-        "apiVersion: kubecombo.io/v1
-kind: Pinger
-metadata:
-  name: watch
-spec:
-  peers: false
-  ping: [\"{ip}\"]
----
-apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: watch
-spec:
-  workloadType: pod
-  nodeName: {node}
-  enablePinger: true
-  pinger: watch
-  enableConfigMap: false
-"
-    )
+    documents(&[
+        PingerBuilder::new("watch").peers(false).ping(&[ip]).yaml(),
+        DebuggerBuilder::new("watch")
+            .workload(WorkloadType::Pod)
+            .node_name(node)
+            .pinger("watch")
+            .yaml(),
+    ])
 }
 
 async fn ready_pods(client: &Client, ns: &str, debugger: &str) -> Result<Vec<Pod>> {

@@ -9,7 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
-use combo_api::NodeSummary;
+use combo_api::{Category, NodeSummary};
+use combo_e2e::fixtures::{ConfigMapBuilder, DebuggerBuilder, PingerBuilder};
 use combo_e2e::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
 use kube::api::ListParams;
@@ -18,58 +19,44 @@ use kube::{Api, Client, ResourceExt};
 const WAIT: Duration = Duration::from_secs(180);
 
 fn scripts_configmap(message: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: scripts
-data:
-  planned.sh: |
-    #!/bin/sh
-    echo "ok reached-$NODE_NAME"
-    echo "err planned {message} on $NODE_NAME"
-"#
-    )
+    ConfigMapBuilder::new("scripts")
+        .entry(
+            "planned.sh",
+            &format!(
+                "#!/bin/sh\necho \"ok reached-$NODE_NAME\"\necho \"err planned {message} on $NODE_NAME\"\n"
+            ),
+        )
+        .yaml()
 }
 
 fn debugger_yaml(name: &str, enable_sys: bool, pinger: Option<&str>) -> String {
-    let pinger = pinger
-        .map(|p| format!("enablePinger: true\n  pinger: {p}"))
-        .unwrap_or_else(|| "enablePinger: false".into());
-    format!(
-        r#"apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: {name}
-spec:
-  workloadType: daemonset
-  cpu: 100m
-  memory: 128Mi
-  enableSys: {enable_sys}
-  {pinger}
-  enableConfigMap: true
-  configMap: scripts
-  categories: [disk, net, mem, svc, custom]
-  scriptTimeoutSeconds: 30
-"#
-    )
+    let d = DebuggerBuilder::new(name)
+        .cpu("100m")
+        .memory("128Mi")
+        .enable_sys(enable_sys)
+        .scripts("scripts")
+        .categories(&[
+            Category::Disk,
+            Category::Net,
+            Category::Mem,
+            Category::Svc,
+            Category::Custom,
+        ])
+        .script_timeout(30);
+    match pinger {
+        Some(p) => d.pinger(p),
+        None => d,
+    }
+    .yaml()
 }
 
 fn pinger_yaml(name: &str) -> String {
-    format!(
-        r#"apiVersion: kubecombo.io/v1
-kind: Pinger
-metadata:
-  name: {name}
-spec:
-  intervalSeconds: 1
-  timeoutMs: 500
-  count: 1
-  ping: []
-  peers: true
-  gateway: false
-"#
-    )
+    PingerBuilder::new(name)
+        .rounds(1, 500, 1)
+        .ping(&[])
+        .peers(true)
+        .gateway(false)
+        .yaml()
 }
 
 /// node -> pod of the Debugger, once one Running and Ready pod runs on every

@@ -11,12 +11,10 @@
 //! own, after `real_nodes`. Skipped, with a message, on a cluster without
 //! real nodes.
 
-mod common;
-
 use anyhow::Result;
 use combo_e2e::outage::{both_outages, probing_yaml, TcpTarget};
+use combo_e2e::runs::{scripts_configmap, scripts_debugger, wait_pods};
 use combo_e2e::{apply_yaml, client, install_from_registry, namespace, real_cluster_or_skip};
-use common::{debugger_yaml, scripts_configmap, wait_pods};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn on_real_nodes_the_api_server_and_etcd_going_away_lose_no_run_and_restart_nothing(
@@ -29,8 +27,11 @@ async fn on_real_nodes_the_api_server_and_etcd_going_away_lose_no_run_and_restar
     install_from_registry();
     let ns = namespace("real-outage").await;
     let c = client().await;
-    apply_yaml(&ns.name, &scripts_configmap("steady-scripts", "v1"))?;
-    apply_yaml(&ns.name, &debugger_yaml("steady", "steady-scripts", ""))?;
+    apply_yaml(&ns.name, &scripts_configmap("steady-scripts", "v1").yaml())?;
+    apply_yaml(
+        &ns.name,
+        &scripts_debugger("steady", "steady-scripts", "").yaml(),
+    )?;
     wait_pods(&c, &ns.name, "steady").await?;
     let mut target = TcpTarget::bind().await?;
     apply_yaml(&ns.name, &probing_yaml(target.addr))?;

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use combo_api::Debugger;
+use combo_api::{Category, Debugger, WorkloadType};
+use combo_e2e::fixtures::DebuggerBuilder;
 use combo_e2e::{
     apply_yaml, client, debugger_events, install_operator, kubectl_ok, namespace, record, wait_for,
 };
@@ -28,10 +29,11 @@ spec:
     pods: "0"
 "#;
 
-fn debugger(name: &str, workload_type: &str) -> String {
-    format!(
-        "apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n  workloadType: {workload_type}\n  enablePinger: false\n  categories: [disk]\n"
-    )
+fn debugger(name: &str, workload: WorkloadType) -> String {
+    DebuggerBuilder::new(name)
+        .workload(workload)
+        .categories(&[Category::Disk])
+        .yaml()
 }
 
 /// (status, reason, message) of the Debugger's Ready condition.
@@ -73,9 +75,9 @@ async fn a_refused_workload_is_reported_and_recovers_when_the_cause_goes() -> Re
     })
     .await?;
 
-    apply_yaml(&ns.name, &debugger("ds", "daemonset"))?;
-    apply_yaml(&ns.name, &debugger("single", "pod"))?;
-    apply_yaml(&other.name, &debugger("ds", "daemonset"))?;
+    apply_yaml(&ns.name, &debugger("ds", WorkloadType::Daemonset))?;
+    apply_yaml(&ns.name, &debugger("single", WorkloadType::Pod))?;
+    apply_yaml(&other.name, &debugger("ds", WorkloadType::Daemonset))?;
 
     let mut handled = 0;
     let result = async {

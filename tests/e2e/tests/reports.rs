@@ -8,15 +8,15 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 use combo_api::report::{report_name, MAX_REPORT_RESULT_BYTES};
-use combo_api::{Debugger, DebuggerReport};
+use combo_api::{Category, Debugger, DebuggerReport};
 use combo_e2e::{apply_yaml, client, install_operator, kubectl, namespace, nodes, wait_for};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
-mod common;
-
-use common::*;
+use combo_e2e::fixtures::ConfigMapBuilder;
+use combo_e2e::runs::*;
+use combo_e2e::{set_run_at, summaries};
 
 /// Names of the reports in `ns`.
 async fn report_names(c: &Client, ns: &str) -> Result<BTreeSet<String>> {
@@ -97,25 +97,24 @@ async fn an_oversized_result_is_cut_with_a_marker_and_every_failure_counted() ->
     install_operator();
     // 300 failed items with long messages, far over the 4 KiB of a report,
     // and nothing else: only the custom category runs.
+    let many = r#"#!/bin/sh
+i=0
+while [ $i -lt 300 ]; do
+  echo "err part$i this item failed with a long explanation of what went wrong on $NODE_NAME, number $i"
+  i=$((i + 1))
+done
+"#;
     apply_yaml(
         &ns.name,
-        r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: big-scripts
-data:
-  many.sh: |
-    #!/bin/sh
-    i=0
-    while [ $i -lt 300 ]; do
-      echo "err part$i this item failed with a long explanation of what went wrong on $NODE_NAME, number $i"
-      i=$((i + 1))
-    done
-"#,
+        &ConfigMapBuilder::new("big-scripts")
+            .entry("many.sh", many)
+            .yaml(),
     )?;
     apply_yaml(
         &ns.name,
-        &debugger_yaml("big", "big-scripts", "").replace("[disk, custom]", "[custom]"),
+        &scripts_debugger("big", "big-scripts", "")
+            .categories(&[Category::Custom])
+            .yaml(),
     )?;
     wait_pods(&c, &ns.name, "big").await?;
     let run_at = now_rfc3339();
@@ -200,13 +199,12 @@ async fn a_summary_written_by_runners_of_an_earlier_version_is_taken_over() -> R
         )
         .await?;
     }
-    apply_yaml(&ns.name, &scripts_configmap("old-scripts", "v1"))?;
+    apply_yaml(&ns.name, &scripts_configmap("old-scripts", "v1").yaml())?;
     apply_yaml(
         &ns.name,
-        &format!(
-            "{}  summaryConfigMap: old-summary\n",
-            debugger_yaml("old", "old-scripts", "")
-        ),
+        &scripts_debugger("old", "old-scripts", "")
+            .summary("old-summary")
+            .yaml(),
     )?;
     wait_pods(&c, &ns.name, "old").await?;
     let run_at = now_rfc3339();

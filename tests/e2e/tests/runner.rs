@@ -13,9 +13,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 
-mod common;
-
-use common::*;
+use combo_e2e::runs::*;
+use combo_e2e::{set_run_at, summaries};
 
 #[tokio::test]
 async fn run_at_now_fills_every_node_key_errlogs_and_the_debugger_status() -> Result<()> {
@@ -187,7 +186,7 @@ async fn a_configmap_script_edit_is_used_by_the_next_run() -> Result<()> {
     let first = now_rfc3339();
     set_run_at(&c, &ns.name, "edit", &first).await?;
     wait_run(&c, &ns.name, "edit-summary", &first).await?;
-    apply_yaml(&ns.name, &scripts_configmap("edit-scripts", "v2"))?;
+    apply_yaml(&ns.name, &scripts_configmap("edit-scripts", "v2").yaml())?;
     // The kubelet (here the simulator) refreshes ConfigMap volumes on its
     // own schedule; every new run re-reads the scripts.
     let node = nodes()[0].clone();

@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context as _, Result};
-use combo_api::{keys, Debugger, DebuggerReport, Pinger};
+use combo_api::{keys, Category, Debugger, DebuggerReport, Pinger};
+use combo_e2e::fixtures::{ConfigMapBuilder, DebuggerBuilder, PingerBuilder};
 use combo_e2e::{
     apply_yaml, client, debugger_events, install_operator, kubeconfig, kubectl_combo, namespace,
     project_binary, real_cluster_or_skip, wait_for,
@@ -32,20 +33,20 @@ fn install() {
     }
 }
 
-fn debugger(name: &str, spec: &str) -> String {
-    let spec: String = spec.lines().map(|l| format!("  {l}\n")).collect();
-    format!("apiVersion: kubecombo.io/v1\nkind: Debugger\nmetadata:\n  name: {name}\nspec:\n{spec}")
+/// ConfigMap `name` of `data`, each value ending in a newline.
+fn config_map(name: &str, data: &[(&str, &str)]) -> String {
+    data.iter()
+        .fold(ConfigMapBuilder::new(name), |cm, (k, v)| {
+            cm.entry(k, &format!("{v}\n"))
+        })
+        .yaml()
 }
 
-fn config_map(name: &str, data: &[(&str, &str)]) -> String {
-    let data: String = data
-        .iter()
-        .map(|(k, v)| {
-            let body: String = v.lines().map(|l| format!("    {l}\n")).collect();
-            format!("  {k}: |\n{body}")
-        })
-        .collect();
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n{data}")
+/// An idle Debugger of the mem category.
+fn mem_debugger(name: &str) -> String {
+    DebuggerBuilder::new(name)
+        .categories(&[Category::Mem])
+        .yaml()
 }
 
 /// The Ready condition of Debugger `name`: (status, reason, message).
@@ -118,10 +119,10 @@ async fn a_users_config_map_named_as_the_summary_is_refused_and_left_untouched()
     let now = combo_api::RunId::now().rfc3339();
     apply_yaml(
         ns,
-        &debugger(
-            "taker",
-            &format!("summaryConfigMap: precious\nrunAt: \"{now}\""),
-        ),
+        &DebuggerBuilder::new("taker")
+            .summary("precious")
+            .run_at(&now)
+            .yaml(),
     )?;
     let message = wait_ready(&c, ns, "taker", "False", "InvalidSpec").await?;
     ensure!(
@@ -143,10 +144,11 @@ async fn a_users_config_map_named_as_the_summary_is_refused_and_left_untouched()
     )?;
     apply_yaml(
         ns,
-        &debugger(
-            "same",
-            &format!("enableConfigMap: true\nconfigMap: scripts\nsummaryConfigMap: scripts\nrunAt: \"{now}\""),
-        ),
+        &DebuggerBuilder::new("same")
+            .scripts("scripts")
+            .summary("scripts")
+            .run_at(&now)
+            .yaml(),
     )?;
     let message = wait_ready(&c, ns, "same", "False", "InvalidSpec").await?;
     ensure!(
@@ -192,7 +194,9 @@ async fn ready_is_claimed_only_for_what_can_work() -> Result<()> {
     // A dns entry that is an address: the pinger has nothing to look up.
     apply_yaml(
         ns,
-        "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: mesh\nspec:\n  dns: [\"172.31.0.101\", kubernetes.default]\n",
+        &PingerBuilder::new("mesh")
+            .dns(&["172.31.0.101", "kubernetes.default"])
+            .yaml(),
     )?;
     let pingers = Api::<Pinger>::namespaced(c.clone(), ns);
     wait_for(WAIT, "Pinger mesh InvalidSpec", || async {
@@ -209,21 +213,21 @@ async fn ready_is_claimed_only_for_what_can_work() -> Result<()> {
     .await?;
 
     // No category; a name labels cannot hold.
-    apply_yaml(ns, &debugger("none", "categories: []"))?;
+    apply_yaml(ns, &DebuggerBuilder::new("none").categories(&[]).yaml())?;
     let m = wait_ready(&c, ns, "none", "False", "InvalidSpec").await?;
     ensure!(m.contains("categories is empty"), "{m}");
     let long = "l".repeat(70);
-    apply_yaml(ns, &debugger(&long, "runAt: \"\""))?;
+    apply_yaml(ns, &DebuggerBuilder::new(&long).run_at("").yaml())?;
     let m = wait_ready(&c, ns, &long, "False", "InvalidSpec").await?;
     ensure!(m.contains("70 characters"), "{m}");
 
     // Scripts that do not exist, then do, then are deleted.
     apply_yaml(
         ns,
-        &debugger(
-            "custom",
-            "enableConfigMap: true\nconfigMap: later\ncategories: [custom]",
-        ),
+        &DebuggerBuilder::new("custom")
+            .scripts("later")
+            .categories(&[Category::Custom])
+            .yaml(),
     )?;
     let m = wait_ready(&c, ns, "custom", "False", "ConfigMapNotFound").await?;
     ensure!(m.contains("\"later\""), "{m}");
@@ -242,7 +246,10 @@ async fn ready_is_claimed_only_for_what_can_work() -> Result<()> {
     let now = combo_api::RunId::now().rfc3339();
     apply_yaml(
         ns,
-        &debugger("sel", &format!("categories: [mem]\nrunAt: \"{now}\"")),
+        &DebuggerBuilder::new("sel")
+            .categories(&[Category::Mem])
+            .run_at(&now)
+            .yaml(),
     )?;
     let reports = Api::<DebuggerReport>::namespaced(c.clone(), ns);
     wait_for(WAIT, "reports of sel", || async {
@@ -311,10 +318,12 @@ async fn a_script_that_reports_an_error_then_hangs_still_gets_its_timeout_item()
     let now = combo_api::RunId::now().rfc3339();
     apply_yaml(
         ns,
-        &debugger(
-            "hang",
-            &format!("enableConfigMap: true\nconfigMap: hang\ncategories: [disk]\nscriptTimeoutSeconds: 2\nrunAt: \"{now}\""),
-        ),
+        &DebuggerBuilder::new("hang")
+            .scripts("hang")
+            .categories(&[Category::Disk])
+            .script_timeout(2)
+            .run_at(&now)
+            .yaml(),
     )?;
     let nodes = combo_e2e::wait_run_within(&c, ns, "hang-summary", &now, WAIT).await?;
     ensure!(!nodes.is_empty(), "no node ran");
@@ -340,7 +349,7 @@ async fn kubectl_combo_summary_of_a_debugger_without_a_result_fails() -> Result<
     let c = client().await;
     let ns = namespace("truth-plugin").await;
     let ns = ns.name.as_str();
-    apply_yaml(ns, &debugger("idle", "categories: [mem]"))?;
+    apply_yaml(ns, &mem_debugger("idle"))?;
     wait_for(WAIT, "idle has a status", || async {
         Ok(ready(&c, ns, "idle").await?.is_some())
     })
@@ -495,7 +504,7 @@ async fn an_operator_that_cannot_watch_says_so_recovers_by_itself_and_stops_when
         &format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: narrow\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: narrow}}\nsubjects: [{{kind: ServiceAccount, name: narrow, namespace: {ns}}}]\n"),
     )?;
     // A Debugger to reconcile: its reconcile waits for the reports' watch.
-    apply_yaml(ns, &debugger("waiting", "categories: [mem]"))?;
+    apply_yaml(ns, &mem_debugger("waiting"))?;
 
     for (round, port) in [(0, 18481u16), (1, 18482)] {
         let mut op = LocalOperator::start(ns, port)?;
@@ -558,15 +567,23 @@ async fn a_runner_pod_goes_within_seconds_of_its_deletion() -> Result<()> {
     )?;
     apply_yaml(
         ns,
-        "apiVersion: kubecombo.io/v1\nkind: Pinger\nmetadata:\n  name: probe\nspec:\n  ping: [127.0.0.1]\n  tcpPing: [\"127.0.0.1:1\"]\n  intervalSeconds: 1\n",
+        &PingerBuilder::new("probe")
+            .ping(&["127.0.0.1"])
+            .tcp_ping(&["127.0.0.1:1"])
+            .interval(1)
+            .yaml(),
     )?;
     let now = combo_api::RunId::now().rfc3339();
     apply_yaml(
         ns,
-        &debugger(
-            "stop",
-            &format!("enableConfigMap: true\nconfigMap: slow\ncategories: [disk]\nscriptTimeoutSeconds: 600\nenablePinger: true\npinger: probe\nrunAt: \"{now}\"\ntolerations: [{{operator: Exists}}]"),
-        ),
+        &DebuggerBuilder::new("stop")
+            .scripts("slow")
+            .categories(&[Category::Disk])
+            .script_timeout(600)
+            .pinger("probe")
+            .run_at(&now)
+            .tolerate_all()
+            .yaml(),
     )?;
     let pods = Api::<Pod>::namespaced(c.clone(), ns);
     let lp = ListParams::default().labels(&keys::debugger_selector("stop"));
@@ -634,10 +651,13 @@ async fn a_cut_report_keeps_a_lone_timeout_before_repeats_of_another_script() ->
     let now = combo_api::RunId::now().rfc3339();
     apply_yaml(
         ns,
-        &debugger(
-            "cut",
-            &format!("enableConfigMap: true\nconfigMap: noisy\ncategories: [disk, mem]\nscriptTimeoutSeconds: 2\nrunAt: \"{now}\"\ntolerations: [{{operator: Exists}}]"),
-        ),
+        &DebuggerBuilder::new("cut")
+            .scripts("noisy")
+            .categories(&[Category::Disk, Category::Mem])
+            .script_timeout(2)
+            .run_at(&now)
+            .tolerate_all()
+            .yaml(),
     )?;
     combo_e2e::wait_run_within(&c, ns, "cut-summary", &now, WAIT).await?;
     let reports = Api::<DebuggerReport>::namespaced(c.clone(), ns)
@@ -703,10 +723,13 @@ async fn errlogs_summary_and_plugin_agree_on_the_newest_run_whatever_its_id() ->
         if runs.is_empty() {
             apply_yaml(
                 ns,
-                &debugger(
-                    "order",
-                    &format!("enableConfigMap: true\nconfigMap: fail\ncategories: [disk]\nerrlogRetention: 2\nrunAt: \"{run_at}\"\ntolerations: [{{operator: Exists}}]"),
-                ),
+                &DebuggerBuilder::new("order")
+                    .scripts("fail")
+                    .categories(&[Category::Disk])
+                    .errlog_retention(2)
+                    .run_at(&run_at)
+                    .tolerate_all()
+                    .yaml(),
             )?;
         } else {
             combo_e2e::set_run_at(&c, ns, "order", &run_at).await?;

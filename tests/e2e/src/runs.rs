@@ -1,58 +1,44 @@
-//! Helpers of the runner and report tests: scripts, Debuggers, runs.
-
-#![allow(dead_code, reason = "each test file uses a different subset")]
+//! Helpers of the runner and report tests: their scripts, an idle
+//! Debugger running them, its pods, its runs.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::Result;
-use combo_api::{NodeSummary, RunId};
-use combo_e2e::{apply_yaml, install_operator, wait_for, workload_nodes};
-#[allow(unused_imports, reason = "each test file uses a different subset")]
-pub use combo_e2e::{set_run_at, summaries, wait_run_within};
+use combo_api::{Category, NodeSummary, RunId};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
+use crate::fixtures::{ConfigMapBuilder, DebuggerBuilder};
+use crate::{apply_yaml, install_operator, wait_for, wait_run_within, workload_nodes};
+
+/// How long these helpers wait.
 pub const WAIT: Duration = Duration::from_secs(120);
 
 /// The scripts ConfigMap: `disk.planned.sh` fails one disk item on every
 /// node, `hello.sh` runs in `custom`.
-pub fn scripts_configmap(name: &str, planned_message: &str) -> String {
-    format!(
-        r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {name}
-data:
-  disk.planned.sh: |
-    #!/bin/sh
-    echo "err broken {planned_message} on $NODE_NAME"
-  hello.sh: |
-    #!/bin/sh
-    echo "ok hello-$CATEGORY"
-"#
-    )
+pub fn scripts_configmap(name: &str, planned_message: &str) -> ConfigMapBuilder {
+    ConfigMapBuilder::new(name)
+        .entry(
+            "disk.planned.sh",
+            &format!("#!/bin/sh\necho \"err broken {planned_message} on $NODE_NAME\"\n"),
+        )
+        .entry("hello.sh", "#!/bin/sh\necho \"ok hello-$CATEGORY\"\n")
 }
 
-pub fn debugger_yaml(name: &str, scripts: &str, run_at: &str) -> String {
-    format!(
-        r#"apiVersion: kubecombo.io/v1
-kind: Debugger
-metadata:
-  name: {name}
-spec:
-  workloadType: daemonset
-  enableConfigMap: true
-  configMap: {scripts}
-  categories: [disk, custom]
-  scriptTimeoutSeconds: 20
-  errlogRetention: 3
-  runAt: "{run_at}"
-"#
-    )
+/// A DaemonSet Debugger running the disk and custom scripts of ConfigMap
+/// `scripts` at `run_at`.
+pub fn scripts_debugger(name: &str, scripts: &str, run_at: &str) -> DebuggerBuilder {
+    DebuggerBuilder::new(name)
+        .scripts(scripts)
+        .categories(&[Category::Disk, Category::Custom])
+        .script_timeout(20)
+        .errlog_retention(3)
+        .run_at(run_at)
 }
 
+/// Now, as a `runAt`.
 pub fn now_rfc3339() -> String {
     RunId::now().rfc3339()
 }
@@ -81,6 +67,7 @@ pub async fn pods_by_node(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<S
         .collect())
 }
 
+/// Waits for a Running pod of the Debugger on every node; node -> pod.
 pub async fn wait_pods(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
     let n = workload_nodes().len();
     wait_for(WAIT, "a Running pod per node", || async {
@@ -93,7 +80,8 @@ pub async fn wait_pods(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<Stri
 /// Makes the scripts ConfigMap and an idle DaemonSet Debugger; returns its pods.
 pub async fn setup(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, String>> {
     install_operator();
-    apply_yaml(ns, &scripts_configmap(&format!("{name}-scripts"), "v1"))?;
-    apply_yaml(ns, &debugger_yaml(name, &format!("{name}-scripts"), ""))?;
+    let scripts = format!("{name}-scripts");
+    apply_yaml(ns, &scripts_configmap(&scripts, "v1").yaml())?;
+    apply_yaml(ns, &scripts_debugger(name, &scripts, "").yaml())?;
     wait_pods(c, ns, name).await
 }
