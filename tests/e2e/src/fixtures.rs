@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use combo_api::{Category, Debugger, DebuggerSpec, Pinger, PingerSpec, WorkloadType};
 use k8s_openapi::api::core::v1::{ConfigMap, Toleration};
 use kube::api::ObjectMeta;
-use serde::{Deserialize as _, Serialize};
+use serde::Serialize;
 
 /// `value` as one YAML document.
 pub fn to_yaml(value: &impl Serialize) -> String {
@@ -314,6 +314,7 @@ impl ConfigMapBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize as _;
 
     /// `yaml` read as a `T`, as the operator reads it, back as JSON.
     fn parsed<T: serde::de::DeserializeOwned + Serialize>(yaml: &str) -> serde_json::Value {
