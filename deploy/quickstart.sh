@@ -13,7 +13,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 dir=${KUBE_COMBO_QUICKSTART_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo/quickstart}
-registry=172.31.0.1:5000
+# The test cluster's network plan: $registry, the local registry.
+# shellcheck source=tests/e2e/netplan.sh
+. tests/e2e/netplan.sh
 quiet() { grep -v '^Warning' || true; }
 
 bash tests/deps.sh

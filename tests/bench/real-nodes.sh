@@ -18,6 +18,9 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
+# The test cluster's network plan: $registry, the local registry.
+# shellcheck source=tests/e2e/netplan.sh
+. tests/e2e/netplan.sh
 n=${1:-2}
 dir=$(mktemp -d /tmp/kube-combo-bench.XXXXXX)
 cleanup() {
@@ -60,7 +63,7 @@ mkdir -p "$dir/overlay"
     echo "  - $(realpath --relative-to="$dir/overlay" "$repo/config/default")"
     echo "images:"
     for image in operator runner pinger; do
-        printf '  - name: kube-combo/%s\n    newName: 172.31.0.1:5000/kube-combo/%s\n    newTag: dev\n' "$image" "$image"
+        printf '  - name: kube-combo/%s\n    newName: %s/kube-combo/%s\n    newTag: dev\n' "$image" "$registry" "$image"
     done
 } >"$dir/overlay/kustomization.yaml"
 kubectl apply -k "$dir/overlay" 2>&1 | quiet >/dev/null
