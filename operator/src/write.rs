@@ -117,30 +117,28 @@ async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, ob
         }
     };
     let gone = aggregate::departed(candidates, last, &nodes);
-    for name in &gone {
-        ctx.metrics.write("DebuggerReport");
-        match reports::delete(&ctx.client, &ns, name).await {
-            Ok(()) => info!(report = %name, "removed the report of a node that left"),
-            Err(e) => warn!(report = %name, error = %e, "removing a report failed"),
-        }
-    }
-    ctx.caches.reports.forget(&ns, &dbg.name_any(), &gone);
+    delete_reports(ctx, dbg, &gone, "a node that left").await;
 }
 
 /// Deletes every report of `dbg`: no node is selected any more, so none of
 /// them is current and none of those nodes will run again.
 pub async fn prune_unselected(ctx: &Context, dbg: &Debugger, observed: &mut Observed) {
-    let ns = dbg.namespace().unwrap_or_default();
     let names: Vec<String> = observed.reports.values().map(|r| r.name.clone()).collect();
-    for name in &names {
+    delete_reports(ctx, dbg, &names, "no node selected").await;
+    observed.reports.clear();
+}
+
+/// Deletes the reports `names` of `dbg`, logging `why`, and forgets them.
+async fn delete_reports(ctx: &Context, dbg: &Debugger, names: &[String], why: &str) {
+    let ns = dbg.namespace().unwrap_or_default();
+    for name in names {
         ctx.metrics.write("DebuggerReport");
         match reports::delete(&ctx.client, &ns, name).await {
-            Ok(()) => info!(report = %name, "removed a report: the Debugger selects no node"),
+            Ok(()) => info!(report = %name, why, "removed a report"),
             Err(e) => warn!(report = %name, error = %e, "removing a report failed"),
         }
     }
-    ctx.caches.reports.forget(&ns, &dbg.name_any(), &names);
-    observed.reports.clear();
+    ctx.caches.reports.forget(&ns, &dbg.name_any(), names);
 }
 
 async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
