@@ -1517,7 +1517,14 @@ fn kubelet_healthz_runtime_socket_and_apiserver() {
     skipped(&s, "kubelet-healthz", "not a Kubernetes node");
     skipped(&s, "runtime-socket", "not a Kubernetes node");
     skipped(&s, "apiserver", "no KUBERNETES_SERVICE_HOST");
-    std::fs::create_dir_all(t.join("var/lib/kubelet")).unwrap();
+    // What a kubelet leaves behind on a machine that is no node.
+    std::fs::create_dir_all(t.join("var/lib/kubelet/device-plugins")).unwrap();
+    skipped(
+        &skips("svc/kubelet.sh", t.path(), &env),
+        "runtime-socket",
+        "not a Kubernetes node",
+    );
+    std::fs::create_dir_all(t.join("var/lib/kubelet/pki")).unwrap();
     skipped(
         &skips("svc/kubelet.sh", t.path(), &env),
         "kubelet-healthz",

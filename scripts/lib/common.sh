@@ -106,10 +106,17 @@ host_visible() {
     [ -n "$HR" ] || [ -z "${POD_NAME:-}" ]
 }
 
-# k8s_node: whether this is a Kubernetes node: in a pod, or the host has
-# /var/lib/kubelet.
+# k8s_node: whether this is a Kubernetes node: in a pod, or the host has a
+# kubelet's credentials or configuration (a bare /var/lib/kubelet, such as
+# the device-plugins directory a kubelet leaves behind, is not enough).
 k8s_node() {
-    [ -n "${POD_NAME:-}" ] || [ -d "$HR/var/lib/kubelet" ]
+    [ -n "${POD_NAME:-}" ] && return 0
+    _f=""
+    for _f in var/lib/kubelet/pki var/lib/kubelet/config.yaml var/lib/kubelet/kubeconfig \
+        etc/kubernetes/kubelet.conf etc/kubernetes/kubelet.kubeconfig; do
+        [ -e "$HR/$_f" ] && return 0
+    done
+    return 1
 }
 
 # host_net: whether this process is in the node's network namespace: the
