@@ -16,3 +16,11 @@ awk -F'\t' '
         for (a in tried) printf "0%s: %d of %d handled (%d cases), %d reports or keys lost\n", a, handled[a], tried[a], cases[a], lost[a]
         for (i = 1; i <= n; i++) print bad[i]
     }' "$file" | sort | cut -c2-
+# The fault matrix on real nodes (tests/e2e/tests/real_faults.rs) in its own words.
+awk -F'\t' '
+    $1 == "fault matrix" && $5 == "detected" { d += $3; dn += $2; any = 1 }
+    $1 == "fault matrix" && $5 == "cleared" { c += $3; cn += $2; any = 1 }
+    $1 == "fault matrix" && $5 == "healthy runs" { r += $2 - $3; rn += $2; any = 1 }
+    END {
+        if (any) printf "fault matrix on real nodes: faults detected %d of %d, cleared %d of %d, red on healthy nodes %d in %d runs\n", d, dn, c, cn, r, rn
+    }' "$file"

@@ -52,9 +52,40 @@ pub struct DebuggerReportSpec {
     /// `skip` was skipped, any other is healthy. Long messages end with
     /// ` [cut]`; items left out are counted in items named
     /// `(N healthy items omitted)`, `(N skipped items omitted)` or
-    /// `(N failed items omitted)`.
-    #[serde(default)]
+    /// `(N failed items omitted)`. A null item is healthy.
+    #[serde(default, deserialize_with = "null_items_are_healthy")]
+    #[schemars(schema_with = "nullable_items")]
     pub categories: BTreeMap<String, BTreeMap<String, ItemResult>>,
+}
+
+type Items = BTreeMap<String, BTreeMap<String, ItemResult>>;
+
+/// The API server stores a healthy item as null when a server-side apply
+/// takes the last field out of it (an item skipped in one run, `{}` in the
+/// next): the schema accepts that null and reading takes it as healthy
+/// (docs/testing.md, "Fault matrix on real nodes").
+fn null_items_are_healthy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Items, D::Error> {
+    let raw = BTreeMap::<String, BTreeMap<String, Option<ItemResult>>>::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .map(|(cat, items)| {
+            let items = items
+                .into_iter()
+                .map(|(item, r)| (item, r.unwrap_or_default()))
+                .collect();
+            (cat, items)
+        })
+        .collect())
+}
+
+/// The schema of `categories`, its items nullable (see [`null_items_are_healthy`]).
+fn nullable_items(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut item = generator.subschema_for::<ItemResult>();
+    item.insert("nullable".into(), true.into());
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {"type": "object", "additionalProperties": item},
+    })
 }
 
 /// Largest size of a report's YAML result (its categories, run times and
@@ -161,6 +192,17 @@ fn omitted_count(item: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_null_item_as_the_api_server_stores_it_reads_as_healthy() {
+        let spec: DebuggerReportSpec = serde_json::from_value(serde_json::json!({
+            "debugger": "d", "node": "n", "runAt": "2026-01-01T00:00:00Z",
+            "categories": {"net": {"errors:eth0": null, "eth0": {"err": "down"}}},
+        }))
+        .unwrap();
+        assert_eq!(spec.categories["net"]["errors:eth0"], ItemResult::ok());
+        assert_eq!(spec.categories["net"]["eth0"], ItemResult::err("down"));
+    }
 
     fn is_dns_subdomain(s: &str) -> bool {
         s.len() <= MAX_NAME

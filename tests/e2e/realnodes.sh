@@ -205,6 +205,19 @@ real_node_main() { # i
     # Pod network namespaces (containerd names them under /run/netns) stay
     # the node's own too: `down` finds them in its directory.
     mount --bind "$nd/netns" /run/netns
+    # The node's own resolver configuration, as a node of a real cluster has
+    # one: the machine's names a resolver this network namespace has no
+    # route to (nothing leaves the cluster), so a check of the node's
+    # resolvers (enableSys reads /host/etc/resolv.conf) would ask it.
+    mount --bind "$nd/resolv.conf" /etc/resolv.conf
+    # The node's own /sys: a sysfs mounted here shows this network
+    # namespace's interfaces (the machine's shows the machine's), as the
+    # node's /sys does for a runner with enableSys (/host/sys/class/net).
+    # The cgroup hierarchies stay the machine's: moved aside, then back.
+    mkdir -p "$nd/sys-cgroup"
+    mount --rbind /sys/fs/cgroup "$nd/sys-cgroup"
+    mount -t sysfs sysfs /sys
+    mount --move "$nd/sys-cgroup" /sys/fs/cgroup
     containerd --config "$nd/containerd.toml" >"$dir/logs/containerd-real-$i.log" 2>&1 &
     echo $! >"$dir/pids/containerd-real-$i.pid"
     for ((t = 0; t < 100; t++)); do [[ -S $nd/containerd.sock ]] && break; sleep 0.1; done
