@@ -409,6 +409,8 @@ fn operator_role(name: &str, reports: bool) -> String {
 /// ServiceAccount `narrow`; its log lines arrive on the returned channel.
 struct LocalOperator {
     child: std::process::Child,
+    /// Its kubeconfig, removed with it.
+    kubeconfig: std::path::PathBuf,
     addr: String,
     log: std::sync::mpsc::Receiver<String>,
     seen: Vec<String>,
@@ -417,9 +419,10 @@ struct LocalOperator {
 impl LocalOperator {
     fn start(ns: &str, port: u16) -> Result<Self> {
         let addr = format!("127.0.0.1:{port}");
+        let kubeconfig = kubeconfig_as(ns, "narrow")?;
         let mut child = Command::new(project_binary(keys::BIN_OPERATOR))
             .args(["--namespace", ns, "--metrics-addr", &addr])
-            .env("KUBECONFIG", kubeconfig_as(ns, "narrow")?)
+            .env("KUBECONFIG", &kubeconfig)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -435,6 +438,7 @@ impl LocalOperator {
         });
         Ok(LocalOperator {
             child,
+            kubeconfig,
             addr,
             log,
             seen: Vec::new(),
@@ -485,6 +489,7 @@ impl Drop for LocalOperator {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.kubeconfig);
     }
 }
 
