@@ -1,6 +1,8 @@
 use super::*;
+use crate::cache::Summary;
 use crate::render::{self, Images};
 use combo_api::{DebuggerSpec, WorkloadType};
+use k8s_openapi::api::core::v1::ConfigMap;
 
 fn images() -> Images {
     Images {

@@ -54,9 +54,40 @@ pub fn render(dbg: &Debugger) -> WorkloadRbac {
     let debugger = dbg.name_any();
     let name = keys::workload_account(&debugger);
     let namespace = dbg.namespace().unwrap_or_default();
-    let meta = ObjectMeta {
-        name: Some(name.clone()),
-        namespace: Some(namespace.clone()),
+    let meta = metadata(dbg, &name, &namespace);
+    let service_account = ServiceAccount {
+        metadata: meta.clone(),
+        ..ServiceAccount::default()
+    };
+    let role = Role {
+        metadata: meta.clone(),
+        rules: Some(rules(dbg, &debugger)),
+    };
+    let binding = binding(meta, name, namespace);
+    let hash = spec_hash(&(&service_account, &role, &binding));
+    let stamp = |m: &mut ObjectMeta| {
+        m.annotations
+            .get_or_insert_with(Default::default)
+            .insert(crate::render::ANNOTATION_SPEC_HASH.into(), hash.clone());
+    };
+    let (mut service_account, mut role, mut binding) = (service_account, role, binding);
+    stamp(&mut service_account.metadata);
+    stamp(&mut role.metadata);
+    stamp(&mut binding.metadata);
+    WorkloadRbac {
+        service_account,
+        role,
+        binding,
+        hash,
+    }
+}
+
+/// The metadata the three objects share: name, namespace, labels and the
+/// Debugger's controller reference.
+fn metadata(dbg: &Debugger, name: &str, namespace: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
         labels: Some(
             [
                 (keys::LABEL_NAME, keys::LABEL_NAME_VALUE),
@@ -68,19 +99,14 @@ pub fn render(dbg: &Debugger) -> WorkloadRbac {
         ),
         owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
         ..ObjectMeta::default()
-    };
-    let list = |items: &[&str]| Some(items.iter().map(|s| s.to_string()).collect());
-    let rule = |groups: &[&str], resources: &[&str], names: &[&str], verbs: &[&str]| PolicyRule {
-        api_groups: list(groups),
-        resources: list(resources),
-        // No names means every name: only rules that name their objects
-        // carry any.
-        resource_names: (!names.is_empty()).then(|| list(names)).flatten(),
-        verbs: verbs.iter().map(|s| s.to_string()).collect(),
-        ..PolicyRule::default()
-    };
+    }
+}
+
+/// What the workload of Debugger `debugger` may do: read itself (and its
+/// Pinger) and the pods, write its reports and Events.
+fn rules(dbg: &Debugger, debugger: &str) -> Vec<PolicyRule> {
     let read = ["get", "list", "watch"];
-    let mut rules = vec![rule(&[GROUP], &["debuggers"], &[&debugger], &read)];
+    let mut rules = vec![rule(&[GROUP], &["debuggers"], &[debugger], &read)];
     if dbg.spec.enable_pinger && !dbg.spec.pinger.is_empty() {
         rules.push(rule(&[GROUP], &["pingers"], &[&dbg.spec.pinger], &read));
     }
@@ -100,16 +126,27 @@ pub fn render(dbg: &Debugger) -> WorkloadRbac {
             &["create", "patch"],
         ),
     ]);
-    let service_account = ServiceAccount {
-        metadata: meta.clone(),
-        ..ServiceAccount::default()
-    };
-    let role = Role {
-        metadata: meta.clone(),
-        rules: Some(rules),
-    };
-    let binding = RoleBinding {
-        metadata: meta,
+    rules
+}
+
+/// One rule; no `names` means every name.
+fn rule(groups: &[&str], resources: &[&str], names: &[&str], verbs: &[&str]) -> PolicyRule {
+    let list = |items: &[&str]| Some(items.iter().map(|s| s.to_string()).collect());
+    PolicyRule {
+        api_groups: list(groups),
+        resources: list(resources),
+        // No names means every name: only rules that name their objects
+        // carry any.
+        resource_names: (!names.is_empty()).then(|| list(names)).flatten(),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+/// The RoleBinding of the Role `name` to the ServiceAccount `name`.
+fn binding(metadata: ObjectMeta, name: String, namespace: String) -> RoleBinding {
+    RoleBinding {
+        metadata,
         role_ref: RoleRef {
             api_group: "rbac.authorization.k8s.io".into(),
             kind: "Role".into(),
@@ -121,22 +158,6 @@ pub fn render(dbg: &Debugger) -> WorkloadRbac {
             namespace: Some(namespace),
             ..Subject::default()
         }]),
-    };
-    let hash = spec_hash(&(&service_account, &role, &binding));
-    let stamp = |m: &mut ObjectMeta| {
-        m.annotations
-            .get_or_insert_with(Default::default)
-            .insert(crate::render::ANNOTATION_SPEC_HASH.into(), hash.clone());
-    };
-    let (mut service_account, mut role, mut binding) = (service_account, role, binding);
-    stamp(&mut service_account.metadata);
-    stamp(&mut role.metadata);
-    stamp(&mut binding.metadata);
-    WorkloadRbac {
-        service_account,
-        role,
-        binding,
-        hash,
     }
 }
 
@@ -298,159 +319,5 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use combo_api::DebuggerSpec;
-    use k8s_openapi::api::apps::v1::DaemonSetStatus;
-
-    fn dbg(ns: &str, name: &str, pinger: Option<&str>) -> Debugger {
-        let mut d = Debugger::new(
-            name,
-            DebuggerSpec {
-                enable_pinger: pinger.is_some(),
-                pinger: pinger.unwrap_or_default().into(),
-                ..DebuggerSpec::default()
-            },
-        );
-        d.metadata.namespace = Some(ns.into());
-        d.metadata.uid = Some(format!("uid-{name}"));
-        d
-    }
-
-    fn rules(r: &WorkloadRbac) -> Vec<String> {
-        r.role
-            .rules
-            .clone()
-            .unwrap()
-            .into_iter()
-            .map(|p| {
-                format!(
-                    "{} [{}] {}",
-                    p.resources.unwrap().join(","),
-                    p.resource_names.unwrap_or_default().join(","),
-                    p.verbs.join(",")
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn each_debugger_has_its_own_set_owned_by_it() {
-        let d = dbg("ops", "a", None);
-        let r = render(&d);
-        assert_eq!(r, render(&d));
-        assert_ne!(r.hash, render(&dbg("ops", "b", None)).hash);
-        for meta in [
-            &r.service_account.metadata,
-            &r.role.metadata,
-            &r.binding.metadata,
-        ] {
-            assert_eq!(meta.name.as_deref(), Some("kube-combo-workload.a"));
-            let owner = &meta.owner_references.as_ref().unwrap()[0];
-            assert_eq!((owner.name.as_str(), owner.controller), ("a", Some(true)));
-            assert_eq!(spec_hash_of(meta), Some(r.hash.as_str()));
-        }
-        let subject = &r.binding.subjects.as_ref().unwrap()[0];
-        assert_eq!(
-            (subject.name.as_str(), subject.namespace.as_deref()),
-            ("kube-combo-workload.a", Some("ops"))
-        );
-        assert_eq!(r.binding.role_ref.name, "kube-combo-workload.a");
-    }
-
-    #[test]
-    fn the_role_names_its_debugger_and_pinger_and_grants_nothing_on_configmaps() {
-        let with = render(&dbg("ops", "a", Some("p")));
-        assert_eq!(
-            rules(&with),
-            [
-                "debuggers [a] get,list,watch",
-                "pingers [p] get,list,watch",
-                "pods [] get,list,watch",
-                "debuggerreports [] get,create,patch",
-                "events [] create,patch",
-            ]
-        );
-        // Without a Pinger no rule on Pingers at all: a rule without names
-        // would grant every one.
-        let without = render(&dbg("ops", "a", None));
-        assert_eq!(
-            rules(&without),
-            [
-                "debuggers [a] get,list,watch",
-                "pods [] get,list,watch",
-                "debuggerreports [] get,create,patch",
-                "events [] create,patch",
-            ]
-        );
-        assert_ne!(with.hash, without.hash, "a Pinger change rewrites the Role");
-        assert!(rules(&with).iter().all(|r| !r.contains("configmaps")));
-    }
-
-    fn role(ns: &str, name: &str, owned: bool) -> Arc<Role> {
-        let mut r = Role::default();
-        r.metadata.namespace = Some(ns.into());
-        r.metadata.name = Some(name.into());
-        if owned {
-            r.metadata.owner_references = dbg(ns, "x", None)
-                .controller_owner_ref(&())
-                .map(|o| vec![o]);
-        }
-        Arc::new(r)
-    }
-
-    fn daemonset(
-        ns: &str,
-        generation: i64,
-        observed: i64,
-        updated: i32,
-        desired: i32,
-    ) -> Arc<DaemonSet> {
-        let mut d = DaemonSet::default();
-        d.metadata.namespace = Some(ns.into());
-        d.metadata.generation = Some(generation);
-        d.status = Some(DaemonSetStatus {
-            observed_generation: Some(observed),
-            updated_number_scheduled: Some(updated),
-            desired_number_scheduled: desired,
-            ..DaemonSetStatus::default()
-        });
-        Arc::new(d)
-    }
-
-    #[test]
-    fn the_shared_set_of_a_namespace_goes_once_no_pod_can_use_it() {
-        let legacy = role("ops", "kube-combo-workload", false);
-        let roles = vec![
-            legacy.clone(),
-            role("ops", "kube-combo-workload.a", true),
-            role("dev", "kube-combo-workload", false),
-        ];
-        assert_eq!(legacy_namespaces(&roles), ["ops", "dev"]);
-        assert!(
-            legacy_namespaces(&[role("ops", "kube-combo-workload", true)]).is_empty(),
-            "a Role of that name with an owner is not the shared one"
-        );
-        let a = Arc::new(dbg("ops", "a", None));
-        let b = Arc::new(dbg("ops", "b", None));
-        let only_a = vec![a.clone()];
-        let done = vec![daemonset("ops", 2, 2, 3, 3)];
-        assert!(legacy_unused("ops", &only_a, &roles, &done));
-        assert!(
-            !legacy_unused("ops", &[a, b], &roles, &done),
-            "b has no Role of its own yet"
-        );
-        assert!(
-            !legacy_unused("ops", &only_a, &roles, &[daemonset("ops", 2, 2, 1, 3)]),
-            "two old pods left"
-        );
-        assert!(
-            !legacy_unused("ops", &only_a, &roles, &[daemonset("ops", 3, 2, 3, 3)]),
-            "the new template is not seen yet"
-        );
-        assert!(
-            legacy_unused("ops", &only_a, &roles, &[daemonset("dev", 3, 2, 0, 3)]),
-            "another namespace's DaemonSet does not count"
-        );
-    }
-}
+#[path = "rbac_tests.rs"]
+mod tests;

@@ -4,21 +4,22 @@
 
 use std::collections::BTreeMap;
 
-use combo_api::keys::{self, env};
+use combo_api::keys;
 use combo_api::{Debugger, Pinger, WorkloadType};
 use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
-    EnvVarSource, HostPathVolumeSource, ObjectFieldSelector, Pod, PodSecurityContext, PodSpec,
-    PodTemplateSpec, ResourceRequirements, SecurityContext, Sysctl, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource, Pod,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Sysctl, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use serde::Serialize;
+
+use crate::containers::{pinger_container, runner};
 
 /// Annotation carrying the hash of everything the operator rendered into an
 /// object; equal hashes mean an apply would change nothing, so none is sent.
@@ -30,9 +31,9 @@ pub const CUSTOM_SCRIPTS_MOUNT: &str = "/scripts/custom";
 /// `HOST_ROOT` environment variable of the runner.
 pub const ENV_HOST_ROOT: &str = "HOST_ROOT";
 
-const VOLUME_HOST_ROOT: &str = "host-root";
-const VOLUME_CUSTOM_SCRIPTS: &str = "custom-scripts";
-const VOLUME_STATE: &str = "state";
+pub(crate) const VOLUME_HOST_ROOT: &str = "host-root";
+pub(crate) const VOLUME_CUSTOM_SCRIPTS: &str = "custom-scripts";
+pub(crate) const VOLUME_STATE: &str = "state";
 /// Where the runner keeps what its scripts carry from one run to the next
 /// (docs/runner.md, "State between runs"): an emptyDir, so it survives a
 /// restart of the container, not a new pod.
@@ -271,80 +272,6 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
     }
 }
 
-fn runner(dbg: &Debugger, images: &Images) -> Container {
-    let spec = &dbg.spec;
-    let mut env = common_env(dbg);
-    env.push(value_env(
-        ENV_HOST_ROOT,
-        if spec.enable_sys {
-            HOST_ROOT_MOUNT
-        } else {
-            "/"
-        },
-    ));
-    let mut mounts = vec![VolumeMount {
-        name: VOLUME_STATE.into(),
-        mount_path: STATE_MOUNT.into(),
-        ..VolumeMount::default()
-    }];
-    if spec.enable_sys {
-        mounts.push(VolumeMount {
-            name: VOLUME_HOST_ROOT.into(),
-            mount_path: HOST_ROOT_MOUNT.into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        });
-    }
-    if spec.enable_config_map {
-        mounts.push(VolumeMount {
-            name: VOLUME_CUSTOM_SCRIPTS.into(),
-            mount_path: CUSTOM_SCRIPTS_MOUNT.into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        });
-    }
-    // With enableSys the scripts act on the host as root. Without it, the
-    // runner of kube-combo's own image runs as a non-root user with no
-    // capability: that image makes its errlog directories writable by that
-    // user. An image the Debugger names may not, so it keeps root there,
-    // unprivileged and confined to its container (docs/security.md,
-    // "enableSys").
-    let security_context = if spec.enable_sys {
-        SecurityContext {
-            privileged: Some(true),
-            ..SecurityContext::default()
-        }
-    } else if spec.image.is_empty() {
-        SecurityContext {
-            privileged: Some(false),
-            allow_privilege_escalation: Some(false),
-            run_as_non_root: Some(true),
-            run_as_user: Some(RUNNER_USER),
-            run_as_group: Some(RUNNER_USER),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                ..Capabilities::default()
-            }),
-            ..SecurityContext::default()
-        }
-    } else {
-        SecurityContext {
-            privileged: Some(false),
-            allow_privilege_escalation: Some(false),
-            ..SecurityContext::default()
-        }
-    };
-    Container {
-        name: keys::CONTAINER_RUNNER.into(),
-        image: Some(or_default(&spec.image, &images.runner)),
-        env: Some(env),
-        resources: Some(resources(dbg)),
-        volume_mounts: (!mounts.is_empty()).then_some(mounts),
-        security_context: Some(security_context),
-        ..Container::default()
-    }
-}
-
 /// The user and group the pinger runs as in a pod of its own network
 /// namespace (distroless' `nonroot`).
 pub const PINGER_USER: i64 = 65532;
@@ -357,107 +284,6 @@ pub const RUNNER_USER: i64 = 65532;
 /// sockets in the pod's network namespace (a safe sysctl since Kubernetes
 /// 1.18).
 pub const PING_GROUP_RANGE: &str = "net.ipv4.ping_group_range";
-
-fn pinger_container(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Container {
-    let image = pinger.map(|p| p.spec.image.as_str()).unwrap_or_default();
-    // In its own network namespace the pinger runs as a non-root user with
-    // no capability: the pod's ping_group_range lets it open unprivileged
-    // ICMP sockets. With hostNetwork no pod sysctl may be set and the
-    // host's range applies, so it runs as root with only NET_RAW, for a
-    // raw socket when the host's range leaves it out.
-    let security_context = if dbg.spec.host_network {
-        SecurityContext {
-            privileged: Some(false),
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities {
-                add: Some(vec!["NET_RAW".into()]),
-                drop: Some(vec!["ALL".into()]),
-            }),
-            ..SecurityContext::default()
-        }
-    } else {
-        SecurityContext {
-            privileged: Some(false),
-            allow_privilege_escalation: Some(false),
-            run_as_non_root: Some(true),
-            run_as_user: Some(PINGER_USER),
-            run_as_group: Some(PINGER_USER),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                ..Capabilities::default()
-            }),
-            ..SecurityContext::default()
-        }
-    };
-    Container {
-        name: keys::CONTAINER_PINGER.into(),
-        image: Some(or_default(image, &images.pinger)),
-        env: Some(common_env(dbg)),
-        resources: Some(resources(dbg)),
-        security_context: Some(security_context),
-        ..Container::default()
-    }
-}
-
-fn common_env(dbg: &Debugger) -> Vec<EnvVar> {
-    let mut env = vec![
-        field_env(env::POD_NAME, "metadata.name"),
-        field_env(env::POD_NAMESPACE, "metadata.namespace"),
-        field_env(env::NODE_NAME, "spec.nodeName"),
-        field_env(env::POD_IP, "status.podIP"),
-        value_env(
-            env::DEBUGGER_NAME,
-            dbg.metadata.name.as_deref().unwrap_or_default(),
-        ),
-    ];
-    if dbg.spec.enable_pinger {
-        env.push(value_env(env::PINGER_NAME, &dbg.spec.pinger));
-    }
-    env
-}
-
-fn field_env(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.into(),
-                api_version: Some("v1".into()),
-            }),
-            ..EnvVarSource::default()
-        }),
-        ..EnvVar::default()
-    }
-}
-
-fn value_env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        ..EnvVar::default()
-    }
-}
-
-fn resources(dbg: &Debugger) -> ResourceRequirements {
-    let amounts: BTreeMap<String, Quantity> = [
-        ("cpu".to_string(), Quantity(dbg.spec.cpu.clone())),
-        ("memory".to_string(), Quantity(dbg.spec.memory.clone())),
-    ]
-    .into();
-    ResourceRequirements {
-        requests: Some(amounts.clone()),
-        limits: Some(amounts),
-        ..ResourceRequirements::default()
-    }
-}
-
-fn or_default(value: &str, default: &str) -> String {
-    if value.is_empty() {
-        default.to_string()
-    } else {
-        value.to_string()
-    }
-}
 
 #[cfg(test)]
 #[path = "render_tests.rs"]

@@ -1,5 +1,6 @@
 use super::*;
 use combo_api::{DebuggerSpec, PingerSpec};
+use k8s_openapi::api::core::v1::Container;
 
 fn images() -> Images {
     Images {

@@ -94,13 +94,10 @@ pub fn summary(totals: &BTreeMap<Target, Totals>) -> (Vec<String>, bool) {
 
 /// Runs standalone; returns the process exit code.
 pub async fn run(args: Args) -> ExitCode {
-    let mut dns_servers: Vec<SocketAddr> = Vec::new();
-    for s in &args.dns_server {
-        match parse_dns_server(s) {
-            Ok(a) => dns_servers.push(a),
-            Err(e) => return usage(&format!("--dns-server: {e}")),
-        }
-    }
+    let dns_servers = match dns_servers(&args) {
+        Ok(servers) => servers,
+        Err(code) => return code,
+    };
     let gateways = if args.gateway {
         gateway::default_gateways()
     } else {
@@ -113,20 +110,7 @@ pub async fn run(args: Args) -> ExitCode {
     if set.targets.is_empty() {
         return usage("no target (no default gateway found)");
     }
-    let timeout = Duration::from_millis(u64::from(args.timeout_ms));
-    let settings = Settings {
-        interval: Duration::from_secs(u64::from(args.interval)),
-        timeout,
-        count: args.count,
-        limits: Thresholds {
-            max_loss_percent: args.max_loss_percent,
-            max_latency_ms: args.max_latency_ms,
-        },
-        probers: Probers {
-            icmp: Arc::new(Icmp::default()),
-            dns: Arc::new(Dns::new(&dns_servers, timeout)),
-        },
-    };
+    let settings = settings(&args, &dns_servers);
     let metrics = Arc::new(Metrics::default());
     let _server = match args.metrics_addr {
         Some(addr) => match metrics::serve(addr, metrics.clone()).await {
@@ -138,7 +122,7 @@ pub async fn run(args: Args) -> ExitCode {
         },
         None => None,
     };
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let rounds = (args.rounds > 0).then_some(args.rounds);
     let mut engine = Engine::new(settings, tx, u64::from(std::process::id()), rounds);
     engine.set_targets(&set.targets);
@@ -147,14 +131,63 @@ pub async fn run(args: Args) -> ExitCode {
         .iter()
         .map(|t| (t.clone(), Totals::default()))
         .collect();
-    let done = engine.join();
+    // Lines are flushed at least every 100 ms rather than one write each:
+    // with a thousand targets that is most of the process's system calls.
+    let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout());
+    follow_rounds(rx, engine.join(), &metrics, &mut totals, &mut stdout).await;
+    let (lines, all_passed) = summary(&totals);
+    for l in lines {
+        let _ = writeln!(stdout, "{l}");
+    }
+    let _ = stdout.flush();
+    if all_passed {
+        ExitCode::Passed
+    } else {
+        ExitCode::Failed
+    }
+}
+
+/// The `--dns-server` addresses, or the usage error of the first that does
+/// not parse.
+fn dns_servers(args: &Args) -> Result<Vec<SocketAddr>, ExitCode> {
+    args.dns_server
+        .iter()
+        .map(|s| parse_dns_server(s).map_err(|e| usage(&format!("--dns-server: {e}"))))
+        .collect()
+}
+
+/// The engine's settings from the flags.
+fn settings(args: &Args, dns_servers: &[SocketAddr]) -> Settings {
+    let timeout = Duration::from_millis(u64::from(args.timeout_ms));
+    Settings {
+        interval: Duration::from_secs(u64::from(args.interval)),
+        timeout,
+        count: args.count,
+        limits: Thresholds {
+            max_loss_percent: args.max_loss_percent,
+            max_latency_ms: args.max_latency_ms,
+        },
+        probers: Probers {
+            icmp: Arc::new(Icmp::default()),
+            dns: Arc::new(Dns::new(dns_servers, timeout)),
+        },
+    }
+}
+
+/// Prints a line for each round reported on `rx`, and counts it in
+/// `metrics` and `totals`, until no sender is left or SIGINT/SIGTERM
+/// comes; `done` is the engine finishing its rounds.
+async fn follow_rounds(
+    mut rx: mpsc::UnboundedReceiver<Report>,
+    done: impl std::future::Future<Output = ()>,
+    metrics: &Metrics,
+    totals: &mut BTreeMap<Target, Totals>,
+    stdout: &mut impl Write,
+) {
     tokio::pin!(done);
     let mut finished = false;
     let stop = combo_api::signal::shutdown();
     tokio::pin!(stop);
-    // Lines are flushed at least every 100 ms rather than one write each:
-    // with a thousand targets that is most of the process's system calls.
-    let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout());
     let mut flush = tokio::time::interval(Duration::from_millis(100));
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -177,16 +210,6 @@ pub async fn run(args: Args) -> ExitCode {
             () = &mut done, if !finished => finished = true,
             _ = &mut stop => break,
         }
-    }
-    let (lines, all_passed) = summary(&totals);
-    for l in lines {
-        let _ = writeln!(stdout, "{l}");
-    }
-    let _ = stdout.flush();
-    if all_passed {
-        ExitCode::Passed
-    } else {
-        ExitCode::Failed
     }
 }
 

@@ -21,3 +21,4 @@ pub mod shutdown;
 pub mod state;
 #[cfg(test)]
 mod testdir;
+pub mod writer;

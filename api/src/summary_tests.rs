@@ -1,0 +1,268 @@
+use super::*;
+
+#[test]
+fn summary_yaml_matches_the_spec_shape() {
+    let yaml = r#"
+runAt: "2026-11-22T06:00:00Z"
+finishedAt: "2026-11-22T06:00:07Z"
+disk:
+  sdb1:
+    err: "disk full (97% used)"
+  sdb2: {}
+net:
+  eth0: {}
+"#;
+    let s = NodeSummary::from_yaml(yaml).unwrap();
+    assert_eq!(s.run_at, "2026-11-22T06:00:00Z");
+    let failed: Vec<_> = s.failed().collect();
+    assert_eq!(failed, vec![("disk", "sdb1", "disk full (97% used)")]);
+    let back = NodeSummary::from_yaml(&s.to_yaml()).unwrap();
+    assert_eq!(back, s);
+    assert!(s.to_yaml().contains("sdb2: {}"));
+}
+
+fn summary_with(items: usize, msg_len: usize, failing_every: usize) -> NodeSummary {
+    let mut s = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        finished_at: "2026-11-22T06:00:07Z".into(),
+        ..Default::default()
+    };
+    let disk = s.categories.entry("disk".into()).or_default();
+    for i in 0..items {
+        let r = if i % failing_every == 0 {
+            ItemResult::err("é".repeat(msg_len / 2))
+        } else {
+            ItemResult::ok()
+        };
+        disk.insert(format!("item-{i:04}"), r);
+    }
+    s
+}
+
+#[test]
+fn a_small_summary_is_left_as_it_is() {
+    let s = summary_with(5, 40, 2);
+    assert_eq!(s.bounded(MAX_SUMMARY_BYTES), s);
+}
+
+#[test]
+fn long_messages_are_cut_with_a_marker_to_fit_four_kib() {
+    let s = summary_with(6, 3000, 2);
+    let b = s.bounded(MAX_SUMMARY_BYTES);
+    assert!(b.to_yaml().len() <= MAX_SUMMARY_BYTES);
+    assert_eq!(b.categories["disk"].len(), 6, "no item is lost");
+    let msg = b.categories["disk"]["item-0000"].err.as_deref().unwrap();
+    assert!(msg.ends_with(CUT_MARKER));
+    assert!(msg.starts_with("éé"));
+    assert_eq!(b.failed().count(), 3);
+}
+
+#[test]
+fn very_many_items_are_folded_but_failures_stay_visible() {
+    let s = summary_with(400, 10, 2);
+    let b = s.bounded(MAX_SUMMARY_BYTES);
+    assert!(
+        b.to_yaml().len() <= MAX_SUMMARY_BYTES,
+        "{}",
+        b.to_yaml().len()
+    );
+    assert!(b.categories["disk"].contains_key("(200 healthy items omitted)"));
+    assert!(b.failed().count() > 1, "failed items are kept or counted");
+    assert!(b.categories["disk"]
+        .keys()
+        .any(|k| k.ends_with("failed items omitted)")));
+}
+
+#[test]
+fn a_lone_failure_of_another_source_outlasts_many_of_one() {
+    let mut s = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        finished_at: "2026-11-22T06:00:07Z".into(),
+        ..Default::default()
+    };
+    let net = s.categories.entry("net".into()).or_default();
+    for i in 0..140 {
+        net.insert(
+            format!("counters:veth{i:03}"),
+            ItemResult::err("rx+tx errors 1234 over 100"),
+        );
+    }
+    s.categories
+        .entry("svc".into())
+        .or_default()
+        .insert("systemd".into(), ItemResult::err("timeout after 60s"));
+    let source = |_: &str, item: &str| item.split(':').next().unwrap_or_default().to_string();
+    for b in [
+        s.bounded_by(MAX_SUMMARY_BYTES, source),
+        s.bounded(MAX_SUMMARY_BYTES),
+    ] {
+        assert!(b.to_yaml().len() <= MAX_SUMMARY_BYTES);
+        assert_eq!(
+            b.categories["svc"]["systemd"],
+            ItemResult::err("timeout after 60s"),
+            "the distinct failure is kept"
+        );
+        let kept = b.categories["net"]
+            .keys()
+            .filter(|k| k.starts_with("counters:"))
+            .count();
+        assert!(kept > 0, "some of the many are kept too");
+        assert!(
+            b.categories["net"].contains_key(&format!("({} failed items omitted)", 140 - kept)),
+            "{:?}",
+            b.categories["net"].keys().collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn failures_go_round_robin_over_their_sources() {
+    let mut s = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        ..Default::default()
+    };
+    let disk = s.categories.entry("disk".into()).or_default();
+    for i in 0..100 {
+        disk.insert(format!("a-{i:03}"), ItemResult::err("x".repeat(20)));
+    }
+    for i in 0..3 {
+        disk.insert(format!("b-{i}"), ItemResult::err("y".repeat(20)));
+    }
+    let b = s.bounded_by(1000, |_, item: &str| item.as_bytes()[0]);
+    let kept_b = b.categories["disk"]
+        .keys()
+        .filter(|k| k.starts_with("b-"))
+        .count();
+    let kept_a = b.categories["disk"]
+        .keys()
+        .filter(|k| k.starts_with("a-"))
+        .count();
+    assert_eq!(kept_b, 3, "the small source is kept whole");
+    assert!(kept_a >= 3, "{kept_a}");
+    assert!(
+        b.categories["disk"].contains_key("a-000"),
+        "each source keeps its first"
+    );
+}
+
+#[test]
+fn a_skipped_item_is_neither_healthy_nor_failed_and_old_values_parse_unchanged() {
+    let yaml = r#"
+runAt: "2026-11-22T06:00:00Z"
+disk:
+  sda: {}
+  smart/sdb:
+    skip: "smartctl not installed"
+  sdc:
+    err: "disk full"
+"#;
+    let s = NodeSummary::from_yaml(yaml).unwrap();
+    let disk = &s.categories["disk"];
+    assert!(disk["sda"].is_healthy());
+    assert_eq!(
+        disk["smart/sdb"],
+        ItemResult::skip("smartctl not installed")
+    );
+    assert!(disk["smart/sdb"].is_skipped() && !disk["smart/sdb"].is_healthy());
+    assert_eq!(
+        s.skipped().collect::<Vec<_>>(),
+        vec![("disk", "smart/sdb", "smartctl not installed")]
+    );
+    assert_eq!(s.failed().count(), 1, "a skip is not a failure");
+    assert!(s
+        .to_yaml()
+        .contains("smart/sdb:\n    skip: smartctl not installed\n"));
+    assert!(s.to_yaml().contains("sda: {}"), "no skip key when absent");
+    let json = serde_json::to_value(&disk["smart/sdb"]).unwrap();
+    assert_eq!(json, serde_json::json!({"skip": "smartctl not installed"}));
+    let old: ItemResult = serde_json::from_str(r#"{"err": "x"}"#).unwrap();
+    assert_eq!(old, ItemResult::err("x"));
+    assert_eq!(
+        NodeSummary::from_yaml("runAt: x\n").unwrap().skipped_items,
+        None
+    );
+}
+
+#[test]
+fn an_item_with_both_err_and_skip_counts_as_failed() {
+    let r = ItemResult {
+        err: Some("broken".into()),
+        skip: Some("no tool".into()),
+    };
+    assert_eq!(r.verdict(), Verdict::Failed);
+    assert_eq!(r.skip_reason(), None);
+    assert!(Verdict::Failed > Verdict::Skipped && Verdict::Skipped > Verdict::Healthy);
+}
+
+/// 100 healthy, 100 skipped and 10 failed items in `disk`.
+fn mixed() -> NodeSummary {
+    let mut s = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        ..Default::default()
+    };
+    let disk = s.categories.entry("disk".into()).or_default();
+    for i in 0..100 {
+        disk.insert(format!("ok-{i:03}"), ItemResult::ok());
+        disk.insert(format!("skip-{i:03}"), ItemResult::skip("no host access"));
+    }
+    for i in 0..10 {
+        disk.insert(format!("fail-{i}"), ItemResult::err("broken"));
+    }
+    s
+}
+
+#[test]
+fn healthy_items_are_folded_before_skipped_ones_and_failures_stay() {
+    let s = mixed();
+    let healthy_folded = s.bounded(4500);
+    let disk = &healthy_folded.categories["disk"];
+    assert!(disk.contains_key("(100 healthy items omitted)"));
+    assert_eq!(
+        healthy_folded.skipped().count(),
+        100,
+        "skips stay while folding healthy items is enough"
+    );
+    assert_eq!(healthy_folded.failed().count(), 10);
+
+    let both_folded = s.bounded(700);
+    assert!(both_folded.to_yaml().len() <= 700);
+    let disk = &both_folded.categories["disk"];
+    assert_eq!(
+        disk["(100 skipped items omitted)"],
+        ItemResult::skip(OMITTED),
+        "folded skips stay skipped"
+    );
+    assert_eq!(both_folded.failed().count(), 10, "every failure is kept");
+}
+
+#[test]
+fn failures_are_the_last_to_go() {
+    let b = mixed().bounded(300);
+    assert!(b.to_yaml().len() <= 300, "{}", b.to_yaml());
+    let disk = &b.categories["disk"];
+    assert!(disk.contains_key("(100 healthy items omitted)"));
+    assert!(disk.contains_key("(100 skipped items omitted)"));
+    assert!(disk.keys().any(|k| k.ends_with("failed items omitted)")));
+    assert!(disk.contains_key("fail-0"), "the first failure is kept");
+}
+
+#[test]
+fn long_skip_reasons_are_cut_like_err_messages() {
+    let mut s = summary_with(4, 10, 2);
+    s.categories
+        .get_mut("disk")
+        .unwrap()
+        .insert("skip-long".into(), ItemResult::skip("r".repeat(9000)));
+    let b = s.bounded(MAX_SUMMARY_BYTES);
+    let reason = b.categories["disk"]["skip-long"].skip.as_deref().unwrap();
+    assert!(reason.ends_with(CUT_MARKER), "{reason}");
+}
+
+#[test]
+fn cutting_respects_utf8_boundaries_and_never_marks_twice() {
+    let mut m = "ab".to_string() + &"é".repeat(10);
+    cut(&mut m, 5);
+    assert_eq!(m, format!("abé{CUT_MARKER}"));
+    cut(&mut m, 5);
+    assert_eq!(m, format!("abé{CUT_MARKER}"));
+}

@@ -1,0 +1,250 @@
+use super::*;
+use combo_api::{DebuggerSpec, PingerSpec};
+use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+fn pod(name: &str, ip: Option<&str>, ready: bool) -> Pod {
+    let mut p = Pod::default();
+    p.metadata.name = Some(name.into());
+    p.metadata.namespace = Some("ops".into());
+    p.metadata.uid = Some(format!("uid-{name}"));
+    p.metadata.labels = Some([(keys::LABEL_DEBUGGER.to_string(), "mesh".to_string())].into());
+    p.status = Some(PodStatus {
+        phase: Some("Running".into()),
+        pod_ip: ip.map(String::from),
+        conditions: Some(vec![PodCondition {
+            type_: "Ready".into(),
+            status: if ready { "True" } else { "False" }.into(),
+            ..PodCondition::default()
+        }]),
+        ..PodStatus::default()
+    });
+    p
+}
+
+/// Pod `p<i>`, Running and Ready at 10.0.0.<i>.
+fn ready(i: u8) -> Pod {
+    pod(&format!("p{i}"), Some(&format!("10.0.0.{i}")), true)
+}
+
+/// The pods known, over all Debuggers.
+fn pod_count(g: &Groups) -> usize {
+    g.groups.values().map(|g| g.pods.len()).sum()
+}
+
+fn write_all(g: &mut Groups) -> Vec<Write> {
+    let batch = g.due(usize::MAX);
+    for w in &batch {
+        g.written(w, true);
+    }
+    batch
+}
+
+#[test]
+fn a_pod_is_a_candidate_only_running_ready_with_an_address_and_not_terminating() {
+    let (_, _, s) = seen(&pod("a", Some("10.0.0.1"), true)).unwrap();
+    assert_eq!(s.unwrap().peer, Some("10.0.0.1".parse().unwrap()));
+    let (_, _, s) = seen(&pod("a", Some("10.0.0.1"), false)).unwrap();
+    assert_eq!(s.unwrap().peer, None);
+    let (_, _, s) = seen(&pod("a", None, true)).unwrap();
+    assert_eq!(s.unwrap().peer, None);
+    let mut pending = pod("a", Some("10.0.0.1"), true);
+    pending.status.as_mut().unwrap().phase = Some("Pending".into());
+    assert_eq!(seen(&pending).unwrap().2.unwrap().peer, None);
+    let mut leaving = pod("a", Some("10.0.0.1"), true);
+    leaving.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+    assert_eq!(seen(&leaving).unwrap().2, None);
+    let mut stray = pod("a", Some("10.0.0.1"), true);
+    stray.metadata.labels = None;
+    assert!(seen(&stray).is_none());
+}
+
+#[test]
+fn lists_are_written_once_and_only_where_they_change() {
+    let mut g = Groups::default();
+    g.observe(Event::Init);
+    for i in 1..=30u8 {
+        g.observe(Event::InitApply(ready(i)));
+    }
+    g.observe(Event::InitDone);
+    // No bound yet (the Pinger not known): nothing to write.
+    assert!(write_all(&mut g).is_empty());
+    g.bound_all(|_| Some(3));
+    let first = write_all(&mut g);
+    assert_eq!(first.len(), 30);
+    assert!(first.iter().all(|w| w.value.split(',').count() == 3));
+    assert!(first
+        .iter()
+        .all(|w| !w.value.contains(&format!("10.0.0.{},", &w.pod[1..]))));
+    // The watch brings the written annotations back: nothing more.
+    for w in &first {
+        let mut p = pod(&w.pod, Some(&format!("10.0.0.{}", &w.pod[1..])), true);
+        p.metadata.annotations =
+            Some([(keys::ANNOTATION_PEERS.to_string(), w.value.clone())].into());
+        g.observe(Event::Apply(p));
+    }
+    assert!(write_all(&mut g).is_empty());
+    // One pod turning unready rewrites only the lists that held it.
+    let holders = first
+        .iter()
+        .filter(|w| w.value.split(',').any(|ip| ip == "10.0.0.7"))
+        .count();
+    let mut unready = pod("p7", Some("10.0.0.7"), false);
+    let own = first.iter().find(|w| w.pod == "p7").unwrap().value.clone();
+    unready.metadata.annotations = Some([(keys::ANNOTATION_PEERS.to_string(), own)].into());
+    g.observe(Event::Apply(unready));
+    let second = write_all(&mut g);
+    assert_eq!(second.len(), holders, "{second:?}");
+    assert!(second
+        .iter()
+        .all(|w| !w.value.contains("10.0.0.7,") && !w.value.ends_with("10.0.0.7")));
+    // The Pinger turning lists off clears every list once.
+    g.bound_all(|_| None);
+    let cleared = write_all(&mut g);
+    assert_eq!(cleared.len(), 30);
+    assert!(cleared.iter().all(|w| w.value.is_empty()));
+    assert!(write_all(&mut g).is_empty());
+}
+
+#[test]
+fn a_failed_write_waits_for_the_next_round_and_a_replaced_pod_is_not_written() {
+    let mut g = Groups::default();
+    g.observe(Event::Apply(pod("a", Some("10.0.0.1"), true)));
+    g.observe(Event::Apply(pod("b", Some("10.0.0.2"), true)));
+    g.bound_all(|_| Some(2));
+    let batch = g.due(usize::MAX);
+    assert_eq!(batch.len(), 2);
+    g.written(&batch[0], false);
+    g.written(&batch[1], true);
+    let again = g.due(usize::MAX);
+    assert_eq!(again, vec![batch[0].clone()]);
+    // A write that comes back after its pod was replaced changes nothing.
+    let mut newer = pod(&again[0].pod, Some("10.0.0.9"), true);
+    newer.metadata.uid = Some("uid-new".into());
+    g.observe(Event::Apply(newer));
+    g.written(&again[0], true);
+    assert_eq!(pod_count(&g), 2);
+    // The new pod gets its list; its peer's list follows its address.
+    let redo = g.due(usize::MAX);
+    assert_eq!(redo.len(), 2, "{redo:?}");
+    assert_eq!(redo[0].uid, "uid-new");
+    assert_eq!(redo[1].value, "10.0.0.9");
+}
+
+#[test]
+fn at_most_the_limit_is_due_per_round_and_the_rest_waits() {
+    let mut g = Groups::default();
+    for i in 1..=10u8 {
+        g.observe(Event::Apply(ready(i)));
+    }
+    g.bound_all(|_| Some(2));
+    let a = g.due(4);
+    assert_eq!(a.len(), 4);
+    let b = g.due(100);
+    assert_eq!(b.len(), 6);
+    assert!(a.iter().all(|w| !b.iter().any(|x| x.pod == w.pod)));
+}
+
+#[test]
+fn pods_missing_from_a_relist_leave_their_probers_lists() {
+    let mut g = Groups::default();
+    for i in 1..=4u8 {
+        g.observe(Event::Apply(ready(i)));
+    }
+    g.bound_all(|_| Some(5));
+    write_all(&mut g);
+    g.observe(Event::Init);
+    for i in 1..=3u8 {
+        g.observe(Event::InitApply(ready(i)));
+    }
+    g.observe(Event::InitDone);
+    let after = write_all(&mut g);
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert!(after.iter().all(|w| !w.value.contains("10.0.0.4")));
+    assert_eq!(pod_count(&g), 3);
+    g.observe(Event::Delete(pod("p1", None, false)));
+    assert_eq!(pod_count(&g), 2);
+}
+
+#[test]
+fn the_bound_follows_the_debuggers_pinger() {
+    let mut d = Debugger::new(
+        "mesh",
+        DebuggerSpec {
+            enable_pinger: true,
+            pinger: "p".into(),
+            ..DebuggerSpec::default()
+        },
+    );
+    d.metadata.namespace = Some("ops".into());
+    let pinger = |spec: PingerSpec| move |_: &str| Some(Arc::new(Pinger::new("p", spec.clone())));
+    assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), Some(20));
+    assert_eq!(
+        bound(
+            Some(&d),
+            pinger(PingerSpec {
+                max_peers: 0,
+                ..PingerSpec::default()
+            })
+        ),
+        None
+    );
+    assert_eq!(
+        bound(
+            Some(&d),
+            pinger(PingerSpec {
+                peers: false,
+                ..PingerSpec::default()
+            })
+        ),
+        None
+    );
+    assert_eq!(bound(Some(&d), |_: &str| None), None);
+    assert_eq!(bound(None, pinger(PingerSpec::default())), None);
+    d.spec.enable_pinger = false;
+    assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), None);
+}
+
+/// A write is an apply by the peers' field manager carrying the pod's
+/// UID; what the API server answers decides whether it landed, is
+/// dropped (the pod is gone or replaced) or comes again.
+#[tokio::test]
+async fn a_write_landed_is_told_from_a_pod_gone_and_from_a_failure() {
+    use combo_testkit::stand_in::{Answer, StandIn};
+    let w = Write {
+        key: ("ops".into(), "mesh".into()),
+        pod: "p1".into(),
+        uid: "uid-p1".into(),
+        value: "10.0.0.2,10.0.0.3".into(),
+    };
+    let answers = [
+        (
+            Answer::Json(200, serde_json::to_value(ready(1)).unwrap()),
+            Outcome::Written,
+        ),
+        (Answer::status(404, "NotFound"), Outcome::Gone),
+        (Answer::status(409, "Conflict"), Outcome::Gone),
+        (Answer::status(422, "Invalid"), Outcome::Gone),
+        (Answer::status(500, "InternalError"), Outcome::Failed),
+        (Answer::status(403, "Forbidden"), Outcome::Failed),
+    ];
+    for (answer, want) in answers {
+        let (client, stand_in) = StandIn::scripted(vec![answer.clone()]);
+        assert_eq!(write(client, &w).await, want, "answer {answer:?}");
+        let request = &stand_in.requests()[0];
+        assert_eq!(request.line(), "PATCH /api/v1/namespaces/ops/pods/p1");
+        assert!(
+            request.uri.contains("fieldManager=combo-operator%2Fpeers")
+                && request.uri.contains("force=true"),
+            "{}",
+            request.uri
+        );
+        let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+        assert_eq!(body["metadata"]["uid"], "uid-p1");
+        assert_eq!(
+            body["metadata"]["annotations"][keys::ANNOTATION_PEERS],
+            "10.0.0.2,10.0.0.3"
+        );
+    }
+}

@@ -1,0 +1,201 @@
+use super::*;
+use combo_api::PingerSpec;
+
+fn mesh() -> Pinger {
+    Pinger::new("mesh", PingerSpec::default())
+}
+
+#[test]
+fn default_spec_is_valid() {
+    assert!(validate("a", &DebuggerSpec::default(), Found::default()).is_ok());
+}
+
+#[test]
+fn node_name_with_daemonset_is_invalid_spec() {
+    let spec = DebuggerSpec {
+        node_name: "node-1".into(),
+        ..DebuggerSpec::default()
+    };
+    let err = validate("a", &spec, Found::default()).unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    assert!(err.to_string().contains("nodeName"));
+    let pod = DebuggerSpec {
+        workload_type: WorkloadType::Pod,
+        ..spec
+    };
+    assert!(validate("a", &pod, Found::default()).is_ok());
+}
+
+#[test]
+fn bad_cron_and_bad_timestamp_are_invalid_spec() {
+    for run_at in ["61 * * * *", "2026-13-01T00:00:00Z", "whenever"] {
+        let spec = DebuggerSpec {
+            run_at: run_at.into(),
+            ..DebuggerSpec::default()
+        };
+        let err = validate("a", &spec, Found::default()).unwrap_err();
+        assert_eq!(err.reason(), "InvalidSpec", "{run_at}");
+        assert!(err.to_string().contains("runAt"), "{err}");
+    }
+    for run_at in ["0 */6 * * *", "@daily", "2026-11-22T06:00:00Z"] {
+        let spec = DebuggerSpec {
+            run_at: run_at.into(),
+            ..DebuggerSpec::default()
+        };
+        assert!(validate("a", &spec, Found::default()).is_ok(), "{run_at}");
+    }
+}
+
+#[test]
+fn missing_pinger_is_pinger_not_found_and_found_pinger_is_valid() {
+    let spec = DebuggerSpec {
+        enable_pinger: true,
+        pinger: "mesh".into(),
+        ..DebuggerSpec::default()
+    };
+    let err = validate("a", &spec, Found::default()).unwrap_err();
+    assert_eq!(err.reason(), "PingerNotFound");
+    assert!(err.to_string().contains("mesh"));
+    assert!(validate(
+        "a",
+        &spec,
+        Found {
+            pinger: Some(&mesh()),
+            scripts: false
+        }
+    )
+    .is_ok());
+}
+
+#[test]
+fn enabled_features_need_their_names() {
+    let spec = DebuggerSpec {
+        enable_pinger: true,
+        enable_config_map: true,
+        ..DebuggerSpec::default()
+    };
+    let msg = validate("a", &spec, Found::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("enablePinger") && msg.contains("enableConfigMap"),
+        "{msg}"
+    );
+}
+
+fn answer(code: u16, message: &str) -> kube::Error {
+    kube::Error::Api(
+        kube::core::Status::failure(message, "")
+            .with_code(code)
+            .boxed(),
+    )
+}
+
+#[test]
+fn a_refused_workload_is_reported_at_once_and_an_outage_once_it_persists() {
+    let quota = answer(403, "exceeded quota: q");
+    let refused = refusal("DaemonSet", "check", &quota, 0).expect("reported at once");
+    assert_eq!(refused.reason(), "WorkloadRefused");
+    let msg = refused.to_string();
+    assert!(
+        msg.contains("DaemonSet check") && msg.contains("exceeded quota: q") && msg.contains("403"),
+        "{msg}"
+    );
+    let token = answer(500, "No API token found for service account");
+    assert_eq!(
+        refusal("Pod", "p", &token, 0),
+        None,
+        "a first 500 is retried"
+    );
+    assert!(
+        refusal("Pod", "p", &token, 1).is_some(),
+        "a second one is reported"
+    );
+    for busy in [409, 429] {
+        assert_eq!(
+            refusal("Pod", "p", &answer(busy, "busy"), 5),
+            None,
+            "{busy}"
+        );
+    }
+    let unanswered = kube::Error::Service("connection refused".into());
+    assert_eq!(refusal("Pod", "p", &unanswered, 5), None);
+}
+
+#[test]
+fn a_name_over_63_characters_is_invalid_spec_because_labels_cannot_hold_it() {
+    let long = "a".repeat(70);
+    let err = validate(&long, &DebuggerSpec::default(), Found::default()).unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    assert!(err.to_string().contains("70 characters"), "{err}");
+    assert!(validate(&"a".repeat(63), &DebuggerSpec::default(), Found::default()).is_ok());
+}
+
+#[test]
+fn no_categories_is_invalid_spec() {
+    let spec = DebuggerSpec {
+        categories: vec![],
+        ..DebuggerSpec::default()
+    };
+    let err = validate("a", &spec, Found::default()).unwrap_err();
+    assert!(err.to_string().contains("categories is empty"), "{err}");
+}
+
+#[test]
+fn a_summary_named_like_the_scripts_config_map_is_invalid_spec() {
+    let spec = DebuggerSpec {
+        enable_config_map: true,
+        config_map: "scripts".into(),
+        summary_config_map: "scripts".into(),
+        ..DebuggerSpec::default()
+    };
+    let found = Found {
+        pinger: None,
+        scripts: true,
+    };
+    let err = validate("a", &spec, found).unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    assert!(
+        err.to_string()
+            .contains("summary would replace the scripts"),
+        "{err}"
+    );
+    // The default summary name, `<name>-summary`, collides too.
+    let spec = DebuggerSpec {
+        summary_config_map: String::new(),
+        config_map: "a-summary".into(),
+        ..spec
+    };
+    assert!(validate("a", &spec, found).is_err());
+}
+
+#[test]
+fn a_missing_scripts_config_map_is_config_map_not_found() {
+    let spec = DebuggerSpec {
+        enable_config_map: true,
+        config_map: "scripts".into(),
+        ..DebuggerSpec::default()
+    };
+    let err = validate("a", &spec, Found::default()).unwrap_err();
+    assert_eq!(err.reason(), "ConfigMapNotFound");
+    assert!(err.to_string().contains("\"scripts\""), "{err}");
+    let found = Found {
+        pinger: None,
+        scripts: true,
+    };
+    assert!(validate("a", &spec, found).is_ok());
+}
+
+#[test]
+fn config_map_names_must_be_valid_kubernetes_names() {
+    let spec = DebuggerSpec {
+        summary_config_map: "Bad_Name".into(),
+        ..DebuggerSpec::default()
+    };
+    assert_eq!(
+        validate("a", &spec, Found::default()).unwrap_err().reason(),
+        "InvalidSpec"
+    );
+    assert!(is_dns_subdomain("my-scripts.v1"));
+    assert!(!is_dns_subdomain("-x"));
+}
