@@ -1,48 +1,65 @@
 //! The kube-combo operator: reconciles Debuggers (and the Pingers they use)
 //! into Pods and DaemonSets.
 //!
-//! One module per step of the reconcile pipeline, for a Debugger:
-//! [`fetch`] -> [`validate`] -> [`render`] -> [`apply`] -> [`status`],
-//! run in order by [`reconcile`]; [`retry`] decides what a failed reconcile
-//! does next, [`records`] bounds what is kept per Debugger between
-//! reconciles, and [`controller`] wires the watches, the [`cache`] and
-//! [`recent`] writes to the reconcile. Around it: [`rbac`] (the workload
-//! ServiceAccount per namespace), [`events`], [`metrics`], [`http`],
-//! [`leader`] and [`crdgen`]. [`peer_lists`] (with [`mesh`]) chooses each
-//! workload pod's peers. [`plugin`] is the `kubectl combo` plugin.
+//! The modules below are grouped by concern, the Debugger pipeline first,
+//! in the order its steps run (docs/operator.md, "The pipeline"):
+//! [`fetch`] -> [`validate`] -> [`converge`] ([`render`], [`rbac`],
+//! [`apply`]) -> [`plan`] -> [`write`](mod@write), run in order by [`reconcile`].
+//! Then the controller that feeds it, the Pingers, serving and leadership,
+//! and the tools.
 
-pub mod aggregate;
+// The Debugger pipeline, one module per step, in the order they run.
+// reconcile: runs the steps below for one Debugger, logs every outcome.
+pub mod reconcile;
+// fetch: the Debugger, its Pinger and owned objects, from the watches.
+pub mod fetch;
+// validate: a valid Debugger (runAt parsed), or why not.
+pub mod validate;
+// converge: workload RBAC and workload, applied when the spec-hash differs;
+// render (with containers) is pure, apply and summary_write write.
 pub mod apply;
-pub mod cache;
-pub mod cli;
-pub mod coalesce;
 pub mod containers;
+pub mod converge;
+pub mod rbac;
+pub mod render;
+pub mod summary_write;
+// plan: status, condition Ready, Events, summary ConfigMap, next look.
+pub mod plan;
+// write: the plan's writes, paced and coalesced.
+pub mod write;
+
+// What the plan is computed from: status and Events, the summary
+// aggregated from the DebuggerReports.
+pub mod aggregate;
+pub mod events;
+pub mod reports;
+pub mod status;
+
+// The controller and its watches: what wakes a reconcile, what the
+// watches saw, and what is kept between reconciles.
+pub mod cache;
+pub mod coalesce;
 pub mod context;
 pub mod controller;
-pub mod converge;
-pub mod crdgen;
-pub mod events;
-pub mod fetch;
-pub mod http;
-pub mod leader;
-pub mod mesh;
-pub mod metrics;
 pub mod pace;
-pub mod peer_lists;
-pub mod pinger_status;
-pub mod plan;
-pub mod plugin;
-pub mod rbac;
 pub mod readiness;
 pub mod recent;
-pub mod reconcile;
 pub mod records;
-pub mod render;
-pub mod reports;
 pub mod retry;
-pub mod status;
-pub mod summary_write;
 pub mod triggers;
-pub mod validate;
 pub mod watches;
-pub mod write;
+
+// Pingers: their status, and each workload pod's peers.
+pub mod mesh;
+pub mod peer_lists;
+pub mod pinger_status;
+
+// Serving and leadership.
+pub mod http;
+pub mod leader;
+pub mod metrics;
+
+// Tools: the command line, the CRD generator, the `kubectl combo` plugin.
+pub mod cli;
+pub mod crdgen;
+pub mod plugin;
