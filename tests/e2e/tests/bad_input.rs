@@ -224,17 +224,24 @@ fn verdict(d: &Debugger) -> Option<String> {
         .map(|c| c.reason.clone())
 }
 
-const REASONS: [&str; 5] = [
+const REASONS: [&str; 7] = [
     "WorkloadReady",
     "WorkloadNotReady",
+    "NoNodesSelected",
     "InvalidSpec",
     "PingerNotFound",
+    "ConfigMapNotFound",
     "WorkloadRefused",
 ];
 
 /// Verdicts that the operator also records as a Warning Event of the same
 /// reason (docs/reference.md, "Events").
-const WARNED: [&str; 3] = ["InvalidSpec", "PingerNotFound", "WorkloadRefused"];
+const WARNED: [&str; 4] = [
+    "InvalidSpec",
+    "PingerNotFound",
+    "ConfigMapNotFound",
+    "WorkloadRefused",
+];
 
 /// The Warning Events of `ns` with a message: (kind, name) -> reasons.
 async fn warnings(c: &Client, ns: &str) -> Result<BTreeMap<(String, String), BTreeSet<String>>> {
@@ -561,8 +568,19 @@ async fn generated_pinger_specs_are_refused_with_a_message_or_reconciled_or_repo
     // Pinger was refused is PingerNotFound, any other is reconciled or
     // reported with another reason.
     let expected_pinger = |i: usize| match stored.get(&i) {
-        Some(s) if s.invalid_targets().is_empty() => "TargetsValid",
-        Some(_) => "InvalidSpec",
+        Some(s) if !s.invalid_targets().is_empty() => "InvalidSpec",
+        // Nothing to probe (docs/operator.md, "Pinger status").
+        Some(s)
+            if s.ping.is_empty()
+                && s.tcp_ping.is_empty()
+                && s.udp_ping.is_empty()
+                && s.dns.is_empty()
+                && !s.peers
+                && !s.gateway =>
+        {
+            "NoTargets"
+        }
+        Some(_) => "TargetsValid",
         None => "(a spec that reads as a Pinger)",
     };
     let debugger_ok = |i: usize, reason: &str| {
