@@ -92,7 +92,10 @@ async fn problems(c: &Client, ns: &str) -> Result<Vec<String>> {
                 .flatten()
                 .map(|c| (c.reason.clone(), c.message.clone()))
         });
-        if ready != Some(("WorkloadNotReady".into(), "0/0 pods ready".into())) {
+        // Their selector matches no node (docs/operator.md, "Validation,
+        // status and Events").
+        let no_node = "the selector, tolerations and affinity match no node: nothing runs";
+        if ready != Some(("NoNodesSelected".into(), no_node.into())) {
             wrong.push(format!("{}: status {ready:?}", d.name_any()));
         }
     }
