@@ -543,8 +543,8 @@ async fn a_summary_name_taken_by_another_debugger_is_an_invalid_spec() -> Result
     install_operator();
     let ns = namespace("op-taken").await;
     let c = client().await;
-    // Made by hand, with no controller: the first Debugger adopts it.
-    kubectl_ok(&["create", "configmap", "shared", "-n", &ns.name])?;
+    // The first Debugger makes it. (One made by hand is never adopted:
+    // tests/e2e/tests/truth.rs.)
     apply(
         &ns.name,
         Manifest::Yaml(&DebuggerBuilder::new("first").summary("shared").yaml()),
@@ -557,7 +557,7 @@ async fn a_summary_name_taken_by_another_debugger_is_an_invalid_spec() -> Result
             .find(|o| o.controller == Some(true))
             .map(|o| o.uid)
     };
-    wait_for(WAIT, "shared adopted by first", || async {
+    wait_for(WAIT, "shared made by first", || async {
         Ok(controller_of(get(&c, &ns.name, "shared").await?) == first.metadata.uid)
     })
     .await?;
