@@ -92,8 +92,8 @@ async fn problems(c: &Client, ns: &str) -> Result<Vec<String>> {
                 .flatten()
                 .map(|c| (c.reason.clone(), c.message.clone()))
         });
-        // Their selector matches no node (docs/operator.md, "Validation,
-        // status and Events").
+        // Their selector matches no node
+        // (docs/operator.md, "Validation, status and Events").
         let no_node = "the selector, tolerations and affinity match no node: nothing runs";
         if ready != Some(("NoNodesSelected".into(), no_node.into())) {
             wrong.push(format!("{}: status {ready:?}", d.name_any()));
