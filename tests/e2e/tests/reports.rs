@@ -185,9 +185,21 @@ async fn a_summary_written_by_runners_of_an_earlier_version_is_taken_over() -> R
     let ns = namespace("reports-upgrade").await;
     let c = client().await;
     install_operator();
-    // As runners of an earlier version left it: one key per node, each
+    apply_yaml(&ns.name, &scripts_configmap("old-scripts", "v1").yaml())?;
+    apply_yaml(
+        &ns.name,
+        &scripts_debugger("old", "old-scripts", "")
+            .summary("old-summary")
+            .yaml(),
+    )?;
+    // The operator makes the summary (an earlier version did too); then,
+    // as runners of an earlier version left it: one key per node, each
     // owned by that node's field manager, and one of a node long gone.
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), &ns.name);
+    wait_for(WAIT, "old-summary made by the operator", || async {
+        Ok(cms.get_opt("old-summary").await?.is_some())
+    })
+    .await?;
     for node in nodes().iter().chain(["gone-node".to_string()].iter()) {
         let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "old-summary"},
@@ -199,13 +211,6 @@ async fn a_summary_written_by_runners_of_an_earlier_version_is_taken_over() -> R
         )
         .await?;
     }
-    apply_yaml(&ns.name, &scripts_configmap("old-scripts", "v1").yaml())?;
-    apply_yaml(
-        &ns.name,
-        &scripts_debugger("old", "old-scripts", "")
-            .summary("old-summary")
-            .yaml(),
-    )?;
     wait_pods(&c, &ns.name, "old").await?;
     let run_at = now_rfc3339();
     set_run_at(&c, &ns.name, "old", &run_at).await?;
