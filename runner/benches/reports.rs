@@ -7,8 +7,8 @@
 //! Per-node reports: N runner writers in this process (the runner's own
 //! `spawn_writer`, one per simulated node, each with its spread offset and
 //! retries) are handed their node's result at the same moment, the
-//! scheduled time. Their reports belong to a Debugger whose DaemonSet
-//! selects no node, so no pod starts; the operator in the cluster
+//! scheduled time. Their reports belong to a Debugger whose Pod is bound
+//! to a node that does not exist, so no pod runs; the operator in the cluster
 //! aggregates them. Measured: seconds until `status.completedNodes = N` and
 //! all N keys in the summary ConfigMap; what etcd wrote (its WAL bytes)
 //! against the sum of the reports' sizes; the API server's CPU seconds; the
@@ -26,12 +26,13 @@
 #[path = "../tests/support/cluster.rs"]
 mod cluster;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use combo_api::{keys, Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
+use combo_api::{
+    keys, Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary, WorkloadType,
+};
 use combo_runner::publish::{
     attempt_timeout, retry_pause, spawn_writer, spread_delay, Owner, Pending, Publisher,
 };
@@ -169,7 +170,8 @@ async fn reports(client: &kube::Client, n: usize, limit: Duration) {
     let mut dbg = Debugger::new(
         "bench",
         DebuggerSpec {
-            selector: BTreeMap::from([("kubecombo.io/no-such-node".into(), "x".into())]),
+            workload_type: WorkloadType::Pod,
+            node_name: "no-such-node".into(),
             ..DebuggerSpec::default()
         },
     );

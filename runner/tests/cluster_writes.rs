@@ -6,11 +6,10 @@
 #[path = "support/cluster.rs"]
 mod cluster;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use combo_api::report::report_name;
-use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
+use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary, WorkloadType};
 use combo_runner::publish::{spawn_writer, Owner, Pending, Publisher};
 use combo_runner::report::Sources;
 use kube::api::{ListParams, PostParams};
@@ -36,12 +35,15 @@ fn summary(node: usize, run_at: &str) -> NodeSummary {
 async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
     let client = cluster::admin_client().await;
     let ns = cluster::Ns::new(&client, "runner-writers").await;
-    // A Debugger whose DaemonSet selects no node: the reports need a live
-    // owner, or the garbage collector removes them.
+    // A Debugger whose Pod is bound to a node that does not exist, so no
+    // pod runs and no node is "unselected" (whose reports the operator
+    // would delete): the reports need a live owner, or the garbage
+    // collector removes them.
     let mut dbg = Debugger::new(
         "many",
         DebuggerSpec {
-            selector: BTreeMap::from([("kubecombo.io/no-such-node".into(), "x".into())]),
+            workload_type: WorkloadType::Pod,
+            node_name: "no-such-node".into(),
             ..DebuggerSpec::default()
         },
     );

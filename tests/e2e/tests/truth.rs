@@ -496,6 +496,12 @@ impl Drop for LocalOperator {
 #[tokio::test]
 async fn an_operator_that_cannot_watch_says_so_recovers_by_itself_and_stops_when_asked(
 ) -> Result<()> {
+    if !combo_e2e::real_nodes().is_empty() {
+        // The second operator runs from the host's build, which the
+        // cluster of simulated nodes has; real nodes add nothing to it.
+        println!("skipped on real nodes: it runs on the cluster of simulated nodes");
+        return Ok(());
+    }
     install();
     let ns = namespace("truth-watch").await;
     let ns = ns.name.as_str();
