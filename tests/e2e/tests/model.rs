@@ -162,6 +162,38 @@ async fn operator_pods(c: &Client) -> Result<Vec<Pod>> {
         .collect())
 }
 
+/// Waits until one operator pod runs, Ready, none is being deleted, and
+/// it holds the Lease: a test before this one (leader.rs) runs two
+/// replicas and scales back, and a standby takes the Lease only once the
+/// removed leader's has expired; until then nothing is reconciled and
+/// every step's bound would be spent waiting.
+async fn operator_settled(c: &Client) -> Result<()> {
+    let leases = Api::<Lease>::namespaced(c.clone(), OPERATOR_NAMESPACE);
+    wait_for(
+        Duration::from_secs(120),
+        "one operator pod, Ready, holding the Lease",
+        || async {
+            let all = Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
+                .list(&ListParams::default().labels(OPERATOR_LABELS))
+                .await?
+                .items;
+            let [only] = all.as_slice() else {
+                return Ok(false);
+            };
+            let settled = only.metadata.deletion_timestamp.is_none() && running_and_ready(only);
+            Ok(settled
+                && match leases.get_opt("kube-combo-operator").await? {
+                    Some(l) => l
+                        .spec
+                        .and_then(|s| s.holder_identity)
+                        .is_some_and(|h| h == only.name_any()),
+                    None => true,
+                })
+        },
+    )
+    .await
+}
+
 /// Deletes the operator's pods and waits until the Deployment's new pod
 /// is Ready, the Deployment available and the new pod holds the Lease of
 /// `--leader-elect` (docs/operator.md, "Leader election").
@@ -319,6 +351,7 @@ async fn generated_user_action_sequences_keep_every_invariant() -> Result<()> {
     );
 
     let c = client().await;
+    operator_settled(&c).await?;
     let node_list = Api::<Node>::all(c.clone())
         .list(&ListParams::default())
         .await?
