@@ -8,7 +8,8 @@
 //! `spawn_writer`, one per simulated node, each with its spread offset and
 //! retries) are handed their node's result at the same moment, the
 //! scheduled time. Their reports belong to a Debugger whose Pod is bound
-//! to a node that does not exist, so no pod runs; the operator in the cluster
+//! to a node that does not exist, so no pod runs (the cluster is torn down
+//! after, which also removes that Pod); the operator in the cluster
 //! aggregates them. Measured: seconds until `status.completedNodes = N` and
 //! all N keys in the summary ConfigMap; what etcd wrote (its WAL bytes)
 //! against the sum of the reports' sizes; the API server's CPU seconds; the

@@ -35,15 +35,15 @@ fn summary(node: usize, run_at: &str) -> NodeSummary {
 async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
     let client = cluster::admin_client().await;
     let ns = cluster::Ns::new(&client, "runner-writers").await;
-    // A Debugger whose Pod is bound to a node that does not exist, so no
-    // pod runs and no node is "unselected" (whose reports the operator
-    // would delete): the reports need a live owner, or the garbage
-    // collector removes them.
+    // A Debugger without a workload (its scripts ConfigMap does not
+    // exist: ConfigMapNotFound), so no pod runs and the operator keeps its
+    // reports (it deletes those of a Debugger that selects no node): the
+    // reports need a live owner, or the garbage collector removes them.
     let mut dbg = Debugger::new(
         "many",
         DebuggerSpec {
-            workload_type: WorkloadType::Pod,
-            node_name: "no-such-node".into(),
+            enable_config_map: true,
+            config_map: "absent-scripts".into(),
             ..DebuggerSpec::default()
         },
     );
