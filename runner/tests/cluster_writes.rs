@@ -9,7 +9,7 @@ mod cluster;
 use std::time::Duration;
 
 use combo_api::report::report_name;
-use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary, WorkloadType};
+use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
 use combo_runner::publish::{spawn_writer, Owner, Pending, Publisher};
 use combo_runner::report::Sources;
 use kube::api::{ListParams, PostParams};
