@@ -14,7 +14,7 @@ use anyhow::{bail, Context as _, Result};
 use combo_api::{keys, Debugger, NodeSummary};
 use combo_testkit::netplan;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -332,15 +332,7 @@ pub fn install_operator_from(kustomization: &Path) {
     DONE.get_or_init(|| {
         let dir = kustomization.to_str().expect("a UTF-8 path");
         kubectl_ok(&["apply", "-k", dir]).unwrap_or_else(|e| panic!("kubectl apply -k {dir}: {e}"));
-        kubectl_ok(&[
-            "-n",
-            OPERATOR_NAMESPACE,
-            "rollout",
-            "status",
-            "deployment/combo-operator",
-            "--timeout=180s",
-        ])
-        .expect("operator Deployment becomes available");
+        operator_rolled_out(180).expect("operator Deployment becomes available");
     });
 }
 
@@ -511,6 +503,30 @@ fn find_process(exe: impl Fn(&Path) -> bool, env: &[&str]) -> Option<i32> {
 /// Labels of the operator's pods.
 pub const OPERATOR_LABELS: &str =
     "app.kubernetes.io/name=kube-combo,app.kubernetes.io/component=operator";
+
+/// Waits at most `seconds` until the operator Deployment's rollout is
+/// complete (`kubectl rollout status`).
+pub fn operator_rolled_out(seconds: u32) -> Result<String> {
+    kubectl_ok(&[
+        "-n",
+        OPERATOR_NAMESPACE,
+        "rollout",
+        "status",
+        "deployment/combo-operator",
+        &format!("--timeout={seconds}s"),
+    ])
+}
+
+/// The operator's pods that are not being deleted.
+pub async fn operator_pods(c: &Client) -> Result<Vec<Pod>> {
+    Ok(Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
+        .list(&ListParams::default().labels(OPERATOR_LABELS))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
 
 /// The Events of `ns` that the field selector `fields` selects (for
 /// example `involvedObject.name=d,involvedObject.kind=Debugger`).

@@ -13,13 +13,12 @@ use anyhow::{ensure, Context as _, Result};
 use combo_api::keys;
 use combo_e2e::fixtures::DebuggerBuilder;
 use combo_e2e::{
-    apply_yaml, client, install_operator, kubectl_ok, namespace, project_process, record,
-    running_and_ready, wait_for, OPERATOR_LABELS, OPERATOR_NAMESPACE,
+    apply_yaml, client, install_operator, kubectl_ok, namespace, operator_pods, project_process,
+    record, running_and_ready, wait_for, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -44,16 +43,6 @@ fn writes(ip: &str) -> Result<u64> {
         .filter(|l| l.starts_with("combo_operator_api_writes_total"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64)
-}
-
-async fn replicas(c: &Client) -> Result<Vec<Pod>> {
-    Ok(Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
-        .list(&ListParams::default().labels(OPERATOR_LABELS))
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect())
 }
 
 async fn holder(c: &Client) -> Result<String> {
@@ -112,7 +101,7 @@ fn scale(replicas: u32) -> Result<()> {
 /// Waits until two operator replicas are Running and Ready.
 async fn two_ready(c: &Client, what: &str) -> Result<()> {
     wait_for(WAIT, what, || async {
-        Ok(replicas(c)
+        Ok(operator_pods(c)
             .await?
             .iter()
             .filter(|p| running_and_ready(p))
@@ -127,7 +116,7 @@ async fn two_ready(c: &Client, what: &str) -> Result<()> {
 async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'static str)> {
     scale(2)?;
     two_ready(c, "two Ready operator replicas").await?;
-    let pods = replicas(c).await?;
+    let pods = operator_pods(c).await?;
     let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
     wait_for(WAIT, "a replica holding the Lease", || async {
         Ok(names.contains(&holder(c).await?))
@@ -188,7 +177,7 @@ async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'st
     apply_yaml(ns, &debugger("after"))?;
     daemonset(c, ns, "after").await?;
     two_ready(c, "two Ready operator replicas again").await?;
-    let live = replicas(c).await?;
+    let live = operator_pods(c).await?;
     ensure!(
         live.iter().any(|p| p.name_any() == taker),
         "the Lease went to {taker:?}, which is no live replica"

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use combo_api::{Debugger, Pinger};
 use combo_e2e::{
-    client, install_operator, kubectl_ok, namespace, nodes, operator_pid, record,
-    running_and_ready, wait_for, OPERATOR_LABELS, OPERATOR_NAMESPACE,
+    client, install_operator, namespace, nodes, operator_pid, operator_pods, operator_rolled_out,
+    record, running_and_ready, wait_for, OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
 use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -151,17 +151,6 @@ async fn act(c: &Client, ns: &str, action: &Action) -> Result<()> {
     Ok(())
 }
 
-/// The operator's pods that are not being deleted.
-async fn operator_pods(c: &Client) -> Result<Vec<Pod>> {
-    Ok(Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
-        .list(&ListParams::default().labels(OPERATOR_LABELS))
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .collect())
-}
-
 /// Waits until one operator pod runs, Ready, none is being deleted, and
 /// it holds the Lease: a test before this one (leader.rs) runs two
 /// replicas and scales back, and a standby takes the Lease only once the
@@ -232,14 +221,7 @@ async fn restart_operator(c: &Client) -> Result<()> {
         },
     )
     .await?;
-    kubectl_ok(&[
-        "-n",
-        OPERATOR_NAMESPACE,
-        "rollout",
-        "status",
-        "deployment/combo-operator",
-        "--timeout=120s",
-    ])?;
+    operator_rolled_out(120)?;
     let leases = Api::<Lease>::namespaced(c.clone(), OPERATOR_NAMESPACE);
     wait_for(
         Duration::from_secs(60),
