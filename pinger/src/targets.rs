@@ -6,7 +6,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use combo_api::hash::{fnv1a_seeded, mix64};
-use combo_api::pinger::{parse_host, parse_host_port, Host};
+use combo_api::pinger::{parse_host, parse_host_port, Host, TargetError};
 use combo_api::PingerSpec;
 
 /// What kind of probe a target gets.
@@ -156,9 +156,9 @@ pub fn build(lists: &TargetLists, extra_icmp: impl IntoIterator<Item = IpAddr>) 
                     port: None,
                 });
             }
-            Ok(Host::Ip(ip)) => set
+            Ok(Host::Ip(_)) => set
                 .invalid
-                .push(format!("dns: {ip} is an address, not a name to resolve")),
+                .push(TargetError::NotAName(entry.clone()).to_string()),
             Err(e) => set.invalid.push(format!("dns: {e}")),
         }
     }
