@@ -123,6 +123,25 @@ pub struct DebuggerSpec {
     /// Name of the summary ConfigMap; empty means `<name>-summary`.
     #[serde(default)]
     pub summary_config_map: String,
+
+    /// Set a condition per category on each node the Debugger runs on, of
+    /// type `kubecombo.io/<namespace>.<debugger>.<category>`: True when an
+    /// item of the category failed, False when none did, Unknown when the
+    /// node missed a run.
+    #[serde(default)]
+    pub node_conditions: bool,
+
+    /// Categories whose failure taints the node (NoSchedule, the key is the
+    /// condition type), removed when it recovers; at most maxTaintedPercent
+    /// of the Debugger's nodes at once.
+    #[serde(default)]
+    pub taints: Vec<Category>,
+
+    /// Most nodes of the Debugger that its taints may cover at once, in
+    /// percent of its nodes, rounded down.
+    #[serde(default = "default_max_tainted_percent")]
+    #[schemars(schema_with = "max_tainted_percent_schema")]
+    pub max_tainted_percent: u32,
 }
 
 /// Observed state of a Debugger.
@@ -246,11 +265,17 @@ fn default_script_timeout() -> u32 {
 fn default_errlog_retention() -> u32 {
     10
 }
+fn default_max_tainted_percent() -> u32 {
+    10
+}
 fn script_timeout_schema(_: &mut SchemaGenerator) -> Schema {
     schema::int_range(1, 3600, 60)
 }
 fn errlog_retention_schema(_: &mut SchemaGenerator) -> Schema {
     schema::int_range(1, 1000, 10)
+}
+fn max_tainted_percent_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(0, 100, 10)
 }
 fn qos_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "pattern": "^([1-9][0-9]{0,5})?$"})
@@ -289,6 +314,9 @@ mod tests {
         assert_eq!(spec.errlog_retention, 10);
         assert_eq!(spec.categories, Category::all());
         assert_eq!(spec.summary_name("node-check"), "node-check-summary");
+        assert!(!spec.node_conditions);
+        assert!(spec.taints.is_empty());
+        assert_eq!(spec.max_tainted_percent, 10);
     }
 
     #[test]

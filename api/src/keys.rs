@@ -106,6 +106,30 @@ pub fn workload_account(debugger: &str) -> String {
 /// one ServiceAccount per namespace that earlier versions used.
 pub const WORKLOAD_ACCOUNT_PREFIX: &str = "kube-combo-workload";
 
+/// Start of every node condition type and taint key the operator writes
+/// (docs/operator.md#condition-types-and-taint-keys).
+pub const NODE_MARK_PREFIX: &str = "kubecombo.io/";
+
+/// Longest name part of a qualified name (after the `/`).
+const MAX_QUALIFIED_NAME: usize = 63;
+
+/// Type of the node condition, and key of the taint, of `debugger` in
+/// `namespace` for `category`: `kubecombo.io/<namespace>.<debugger>.<category>`,
+/// its name part shortened with a hash as report names are when longer
+/// than 63 characters. A namespace and a category hold no dot, so two
+/// Debuggers never share one.
+pub fn node_mark_name(namespace: &str, debugger: &str, category: crate::Category) -> String {
+    let part = format!("{namespace}.{debugger}.{category}");
+    format!(
+        "{NODE_MARK_PREFIX}{}",
+        crate::report::shortened(&part, MAX_QUALIFIED_NAME)
+    )
+}
+
+/// Finalizer of a Debugger whose conditions or taints may be on nodes:
+/// removed once the operator has taken them off.
+pub const FINALIZER_NODE_MARKS: &str = "kubecombo.io/node-marks";
+
 /// Label selector string matching the pods of `debugger`.
 pub fn debugger_selector(debugger: &str) -> String {
     format!("{LABEL_DEBUGGER}={debugger}")
@@ -124,6 +148,29 @@ mod tests {
         assert_eq!(labels[LABEL_DEBUGGER], "node-check");
         assert_eq!(debugger_selector("x"), "kubecombo.io/debugger=x");
         assert_eq!(field_manager_runner("node-1"), "combo-runner/node-1");
+    }
+
+    #[test]
+    fn node_marks_are_qualified_names_one_per_debugger_and_category() {
+        use crate::Category;
+        assert_eq!(
+            node_mark_name("ops", "node-check", Category::Disk),
+            "kubecombo.io/ops.node-check.disk"
+        );
+        // A dotted Debugger name does not make two Debuggers' names meet.
+        assert_ne!(
+            node_mark_name("ops", "a.disk", Category::Net),
+            node_mark_name("ops", "a", Category::Disk)
+        );
+        let long = node_mark_name(&"n".repeat(63), &"d".repeat(63), Category::Custom);
+        let part = long.strip_prefix(NODE_MARK_PREFIX).unwrap();
+        assert_eq!(part.len(), 63, "{part}");
+        assert!(part.chars().last().unwrap().is_ascii_alphanumeric());
+        assert_ne!(
+            long,
+            node_mark_name(&"n".repeat(63), &"d".repeat(63), Category::Disk),
+            "the hash keeps categories apart"
+        );
     }
 
     #[test]
