@@ -12,18 +12,60 @@ pub enum RunAt {
     /// One run at this time (at once if it is past).
     Once(DateTime<Utc>),
     /// A cron schedule in UTC; the original expression is kept for messages.
-    Cron(Box<cron::Schedule>, String),
+    Cron(Box<::cron::Schedule>, String),
 }
 
-/// Why a runAt value was rejected.
+mod cron;
+mod time;
+
+/// Which form a rejected runAt value was taken for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// It starts like a date (`2026-1`): an RFC 3339 time.
+    Time,
+    /// It starts with `@`.
+    Macro,
+    /// Several fields: a cron expression.
+    Cron,
+    /// One word that is neither.
+    Neither,
+}
+
+/// Why a runAt value was rejected, in the terms the value was written in:
+/// the cron field or the part of the time that is wrong, as written, and
+/// what it may be.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("runAt {value:?} is neither an RFC 3339 time nor a cron expression: {reason}")]
+#[error("runAt {value:?} {}: {reason}", .form.phrase())]
 pub struct RunAtError {
     /// The rejected value.
     pub value: String,
+    /// The form it was taken for.
+    pub form: Form,
     /// What was wrong with it.
     pub reason: String,
 }
+
+impl Form {
+    fn phrase(self) -> &'static str {
+        match self {
+            Form::Time => "is not a valid RFC 3339 time",
+            Form::Macro => "is not a valid cron macro",
+            Form::Cron => "is not a valid cron expression",
+            Form::Neither => "is neither an RFC 3339 time nor a cron expression",
+        }
+    }
+}
+
+/// The macros runAt takes, and the six-field expression each stands for.
+const MACROS: [(&str, &str); 7] = [
+    ("yearly", "0 0 0 1 1 *"),
+    ("annually", "0 0 0 1 1 *"),
+    ("monthly", "0 0 0 1 * *"),
+    ("weekly", "0 0 0 * * SUN"),
+    ("daily", "0 0 0 * * *"),
+    ("midnight", "0 0 0 * * *"),
+    ("hourly", "0 0 * * * *"),
+];
 
 impl RunAt {
     /// Parses `runAt`: empty, an RFC 3339 time, five cron fields or a
@@ -34,39 +76,51 @@ impl RunAt {
         if v.is_empty() {
             return Ok(RunAt::Empty);
         }
-        if let Ok(t) = DateTime::parse_from_rfc3339(v) {
-            return Ok(RunAt::Once(t.with_timezone(&Utc)));
-        }
-        let err = |reason: String| RunAtError {
+        let err = |form: Form, reason: String| RunAtError {
             value: value.to_string(),
+            form,
             reason,
         };
+        if time::looks_like_a_time(v) {
+            return DateTime::parse_from_rfc3339(v)
+                .map(|t| RunAt::Once(t.with_timezone(&Utc)))
+                .map_err(|_| err(Form::Time, time::diagnose(v)));
+        }
         let expr = if let Some(m) = v.strip_prefix('@') {
-            match m {
-                "yearly" | "annually" => "0 0 0 1 1 *".to_string(),
-                "monthly" => "0 0 0 1 * *".to_string(),
-                "weekly" => "0 0 0 * * SUN".to_string(),
-                "daily" | "midnight" => "0 0 0 * * *".to_string(),
-                "hourly" => "0 0 * * * *".to_string(),
-                _ => return Err(err(format!("unknown macro @{m}"))),
+            match MACROS.iter().find(|(name, _)| *name == m) {
+                Some((_, expr)) => expr.to_string(),
+                None => {
+                    let names: Vec<String> = MACROS.iter().map(|(n, _)| format!("@{n}")).collect();
+                    return Err(err(
+                        Form::Macro,
+                        format!("@{m} is unknown; the macros are {}", names.join(", ")),
+                    ));
+                }
             }
         } else {
             let fields: Vec<&str> = v.split_whitespace().collect();
-            if fields.len() != 5 {
-                return Err(err(format!(
-                    "a cron expression has 5 fields (minute hour day month weekday), found {}",
-                    fields.len()
-                )));
+            if fields.len() == 1 {
+                return Err(err(
+                    Form::Neither,
+                    format!(
+                        "write a time such as 2026-11-22T06:00:00Z, or 5 cron fields ({}) such as \"0 */6 * * *\"",
+                        cron::FIVE_FIELDS
+                    ),
+                ));
             }
-            let dow = translate_weekdays(fields[4]).map_err(err)?;
+            cron::check(&fields).map_err(|reason| err(Form::Cron, reason))?;
             format!(
                 "0 {} {} {} {} {}",
-                fields[0], fields[1], fields[2], fields[3], dow
+                fields[0],
+                fields[1],
+                fields[2],
+                fields[3],
+                cron::translate_weekdays(fields[4])
             )
         };
-        cron::Schedule::from_str(&expr)
+        ::cron::Schedule::from_str(&expr)
             .map(|s| RunAt::Cron(Box::new(s), v.to_string()))
-            .map_err(|e| err(e.to_string()))
+            .map_err(|e| err(Form::Cron, e.to_string()))
     }
 
     /// The first scheduled time strictly after `after`, if any.
@@ -108,42 +162,6 @@ impl RunAt {
             }
         }
     }
-}
-
-/// Cron's day-of-week field with Kubernetes numbering (0-7, Sunday = 0 or 7)
-/// turned into names, since the `cron` crate numbers Sunday as 1.
-fn translate_weekdays(field: &str) -> Result<String, String> {
-    const NAMES: [&str; 8] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"];
-    let day = |s: &str| -> Result<String, String> {
-        match s.parse::<usize>() {
-            Ok(n) if n < NAMES.len() => Ok(NAMES[n].to_string()),
-            Ok(n) => Err(format!("day of week {n} is out of range 0-7")),
-            Err(_) => Ok(s.to_ascii_uppercase()),
-        }
-    };
-    let mut parts = Vec::new();
-    for part in field.split(',') {
-        let (base, step) = match part.split_once('/') {
-            Some((b, s)) => (b, Some(s)),
-            None => (part, None),
-        };
-        let base = match base.split_once('-') {
-            // A range ending on 7 ends on Saturday plus Sunday: `cron` has no
-            // range that wraps past Saturday.
-            Some((a, "7")) if step.is_none() => {
-                parts.push("SUN".to_string());
-                format!("{}-SAT", day(a)?)
-            }
-            Some((a, b)) => format!("{}-{}", day(a)?, day(b)?),
-            None if base == "*" || base == "?" => base.to_string(),
-            None => day(base)?,
-        };
-        parts.push(match step {
-            Some(s) => format!("{base}/{s}"),
-            None => base,
-        });
-    }
-    Ok(parts.join(","))
 }
 
 /// A run's identity: its scheduled time, written `20261122T060000Z`.
@@ -266,10 +284,81 @@ mod tests {
         assert!(RunAt::parse("* * *")
             .unwrap_err()
             .reason
-            .contains("5 fields"));
+            .contains("a cron expression has 5"));
         assert!(RunAt::parse("61 * * * *").is_err());
         assert!(RunAt::parse("0 0 * * 9").is_err());
         assert!(RunAt::parse("tomorrow").is_err());
+    }
+
+    #[test]
+    fn every_form_the_field_check_passes_is_one_the_schedule_takes() {
+        for ok in [
+            "0 0 ? JAN-MAR mon-fri",
+            "5/15 0-23/2 1,15 * 0-7",
+            "59 23 31 12 7",
+            "*/5 * * * SUN,3",
+        ] {
+            assert!(
+                matches!(RunAt::parse(ok), Ok(RunAt::Cron(..))),
+                "{ok}: {:?}",
+                RunAt::parse(ok)
+            );
+        }
+    }
+
+    fn message(value: &str) -> String {
+        RunAt::parse(value).expect_err(value).to_string()
+    }
+
+    #[test]
+    fn a_bad_cron_field_is_named_in_the_five_fields_the_user_wrote() {
+        assert_eq!(
+            message("61 * * * *"),
+            "runAt \"61 * * * *\" is not a valid cron expression: minute 61 is out of range 0-59"
+        );
+        assert_eq!(
+            message("0 0 * * 9"),
+            "runAt \"0 0 * * 9\" is not a valid cron expression: day of week 9 is out of range 0-7 or SUN-SAT"
+        );
+        let six = message("0 0 * * * *");
+        assert!(
+            six.contains("it has 6 fields; a cron expression has 5"),
+            "{six}"
+        );
+        for m in [message("61 * * * *"), six] {
+            assert!(!m.contains("0 61") && !m.contains("less than"), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_bad_timestamp_is_blamed_on_the_time_not_on_cron() {
+        assert_eq!(
+            message("2026-13-45T00:00:00Z"),
+            "runAt \"2026-13-45T00:00:00Z\" is not a valid RFC 3339 time: month 13 is out of range 1-12"
+        );
+        assert_eq!(
+            message("2026-11-22T06:00:00"),
+            "runAt \"2026-11-22T06:00:00\" is not a valid RFC 3339 time: it has no time zone; end it with Z for UTC or an offset such as +01:00"
+        );
+        for v in [
+            "2026-13-45T00:00:00Z",
+            "2026-11-22T06:00:00",
+            "2026-11-22 06:00:00",
+        ] {
+            assert!(!message(v).contains("cron"), "{}", message(v));
+        }
+    }
+
+    #[test]
+    fn a_word_and_an_unknown_macro_say_what_is_accepted() {
+        assert_eq!(
+            message("tomorrow"),
+            "runAt \"tomorrow\" is neither an RFC 3339 time nor a cron expression: write a time such as 2026-11-22T06:00:00Z, or 5 cron fields (minute hour day-of-month month day-of-week) such as \"0 */6 * * *\""
+        );
+        assert_eq!(
+            message("@sometimes"),
+            "runAt \"@sometimes\" is not a valid cron macro: @sometimes is unknown; the macros are @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly"
+        );
     }
 
     #[test]
