@@ -27,6 +27,12 @@ pub mod summary_write;
 pub mod plan;
 // write: the plan's writes, paced and coalesced.
 pub mod write;
+// Node marks: conditions and taints on the Debugger's nodes and the runs
+// they missed, decided pure (missed, node_marks, taints, marks_status).
+pub mod marks_status;
+pub mod missed;
+pub mod node_marks;
+pub mod taints;
 
 // What the plan is computed from: status and Events, the summary
 // aggregated from the DebuggerReports.

@@ -159,11 +159,31 @@ pub fn ready_condition(
     generation: i64,
     now: DateTime<Utc>,
 ) -> Condition {
+    condition(
+        previous.unwrap_or_default(),
+        CONDITION_READY,
+        (status, reason, message),
+        generation,
+        now,
+    )
+}
+
+/// The condition `type_` with (status, reason, message) for `generation`.
+/// Its transition time is kept from the condition of that type in
+/// `previous` while status and reason stay the same, else it is `now`. Pure.
+pub fn condition(
+    previous: &[Condition],
+    type_: &str,
+    (status, reason, message): (&str, &str, String),
+    generation: i64,
+    now: DateTime<Utc>,
+) -> Condition {
     let unchanged = previous
-        .and_then(ready_of)
+        .iter()
+        .find(|c| c.type_ == type_)
         .filter(|c| c.status == status && c.reason == reason);
     Condition {
-        type_: CONDITION_READY.into(),
+        type_: type_.into(),
         status: status.into(),
         reason: reason.into(),
         message,
@@ -183,7 +203,8 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-fn to_timestamp(t: DateTime<Utc>) -> k8s_openapi::jiff::Timestamp {
+/// `t` as the time type of Kubernetes objects.
+pub fn to_timestamp(t: DateTime<Utc>) -> k8s_openapi::jiff::Timestamp {
     k8s_openapi::jiff::Timestamp::from_second(t.timestamp())
         .expect("a chrono time is always within jiff's range")
 }
