@@ -141,24 +141,34 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
         ));
     }
     if spec.workload_type == WorkloadType::Daemonset && !spec.node_name.is_empty() {
-        problems.push("nodeName is only allowed with workloadType pod".to_string());
-    }
-    if spec.enable_pinger && spec.pinger.is_empty() {
-        problems.push("enablePinger needs the name of a Pinger in pinger".to_string());
-    }
-    if spec.enable_config_map && spec.config_map.is_empty() {
-        problems.push("enableConfigMap needs the name of a ConfigMap in configMap".to_string());
-    }
-    if spec.enable_config_map && !spec.config_map.is_empty() && !is_dns_subdomain(&spec.config_map)
-    {
         problems.push(format!(
-            "configMap {:?} is not a valid name",
-            spec.config_map
+            "nodeName {:?} is only allowed with workloadType pod, and this Debugger's is daemonset; leave nodeName empty or set workloadType: pod",
+            spec.node_name
         ));
     }
-    if !spec.summary_config_map.is_empty() && !is_dns_subdomain(&spec.summary_config_map) {
+    if spec.enable_pinger && spec.pinger.is_empty() {
+        problems.push(
+            "enablePinger is true but pinger is empty; name a Pinger of the Debugger's namespace"
+                .to_string(),
+        );
+    }
+    if spec.enable_config_map && spec.config_map.is_empty() {
+        problems.push(
+            "enableConfigMap is true but configMap is empty; name the ConfigMap that holds the scripts"
+                .to_string(),
+        );
+    }
+    if spec.enable_config_map && !spec.config_map.is_empty() {
+        if let Some(why) = name_problem(&spec.config_map) {
+            problems.push(format!(
+                "configMap {:?} is not a valid ConfigMap name: {why}",
+                spec.config_map
+            ));
+        }
+    }
+    if let Some(why) = name_problem(&spec.summary_config_map) {
         problems.push(format!(
-            "summaryConfigMap {:?} is not a valid name",
+            "summaryConfigMap {:?} is not a valid ConfigMap name: {why}",
             spec.summary_config_map
         ));
     }
@@ -170,13 +180,13 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
     }
     if spec.enable_pinger && found.pinger.is_none() {
         return Err(reject(Invalid::PingerNotFound(format!(
-            "Pinger {:?} not found in the Debugger's namespace",
+            "pinger {:?}: no Pinger of that name in the Debugger's namespace",
             spec.pinger
         ))));
     }
     if spec.enable_config_map && !found.scripts {
         return Err(reject(Invalid::ConfigMapNotFound(format!(
-            "scripts ConfigMap {:?} (configMap) not found in the Debugger's namespace; pods would wait for it",
+            "configMap {:?}: no ConfigMap of that name in the Debugger's namespace; pods would wait for it",
             spec.config_map
         ))));
     }
@@ -186,15 +196,27 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
     }
 }
 
-/// RFC 1123 subdomain, as Kubernetes requires of ConfigMap names.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|l| {
-            !l.is_empty()
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
+/// What keeps a non-empty `s` from being an RFC 1123 subdomain, as
+/// Kubernetes requires of ConfigMap names, in words; `None` when it is one
+/// (or is empty: emptiness is checked where it matters).
+fn name_problem(s: &str) -> Option<String> {
+    const RULE: &str = "lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit";
+    if s.is_empty() {
+        return None;
+    }
+    if s.len() > 253 {
+        return Some(format!("it has {} characters, at most 253", s.len()));
+    }
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '.'))
+    {
+        return Some(format!("it contains {c:?}; a name has {RULE}"));
+    }
+    s.split('.')
+        .any(|l| l.is_empty() || l.starts_with('-') || l.ends_with('-'))
+        .then(|| {
+            format!("a part between dots is empty or starts or ends with '-'; a name has {RULE}")
         })
 }
 

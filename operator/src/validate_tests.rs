@@ -192,10 +192,108 @@ fn config_map_names_must_be_valid_kubernetes_names() {
         summary_config_map: "Bad_Name".into(),
         ..DebuggerSpec::default()
     };
-    assert_eq!(
-        validate("a", &spec, Found::default()).unwrap_err().reason(),
-        "InvalidSpec"
+    let err = validate("a", &spec, Found::default()).unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    assert!(
+        err.to_string().starts_with(
+            "summaryConfigMap \"Bad_Name\" is not a valid ConfigMap name: it contains 'B'; a name has lowercase letters"
+        ),
+        "{err}"
     );
-    assert!(is_dns_subdomain("my-scripts.v1"));
-    assert!(!is_dns_subdomain("-x"));
+    assert_eq!(name_problem("my-scripts.v1"), None);
+    assert_eq!(name_problem(""), None);
+    assert!(name_problem("-x")
+        .unwrap()
+        .starts_with("a part between dots is empty or starts or ends with '-'"));
+    assert!(name_problem("a..b").is_some());
+    assert_eq!(
+        name_problem(&"a".repeat(254)).as_deref(),
+        Some("it has 254 characters, at most 253")
+    );
+}
+
+/// The message of the verdict on `spec` with nothing found.
+fn message(spec: DebuggerSpec) -> String {
+    validate("a", &spec, Found::default())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn each_message_names_the_field_and_the_value_as_written() {
+    let node = message(DebuggerSpec {
+        node_name: "node-1".into(),
+        ..DebuggerSpec::default()
+    });
+    assert_eq!(
+        node,
+        "nodeName \"node-1\" is only allowed with workloadType pod, and this Debugger's is daemonset; leave nodeName empty or set workloadType: pod"
+    );
+    let pinger = message(DebuggerSpec {
+        enable_pinger: true,
+        ..DebuggerSpec::default()
+    });
+    assert_eq!(
+        pinger,
+        "enablePinger is true but pinger is empty; name a Pinger of the Debugger's namespace"
+    );
+    let scripts = message(DebuggerSpec {
+        enable_config_map: true,
+        ..DebuggerSpec::default()
+    });
+    assert_eq!(
+        scripts,
+        "enableConfigMap is true but configMap is empty; name the ConfigMap that holds the scripts"
+    );
+    let bad = message(DebuggerSpec {
+        enable_config_map: true,
+        config_map: "My.Scripts".into(),
+        ..DebuggerSpec::default()
+    });
+    assert!(
+        bad.starts_with("configMap \"My.Scripts\" is not a valid ConfigMap name: it contains 'M'"),
+        "{bad}"
+    );
+    let missing = message(DebuggerSpec {
+        enable_pinger: true,
+        pinger: "mesh".into(),
+        ..DebuggerSpec::default()
+    });
+    assert_eq!(
+        missing,
+        "pinger \"mesh\": no Pinger of that name in the Debugger's namespace"
+    );
+    let no_scripts = message(DebuggerSpec {
+        enable_config_map: true,
+        config_map: "scripts".into(),
+        ..DebuggerSpec::default()
+    });
+    assert_eq!(
+        no_scripts,
+        "configMap \"scripts\": no ConfigMap of that name in the Debugger's namespace; pods would wait for it"
+    );
+}
+
+#[test]
+fn a_bad_run_at_is_explained_in_the_form_it_was_written_in() {
+    let run_at = |v: &str| {
+        message(DebuggerSpec {
+            run_at: v.into(),
+            ..DebuggerSpec::default()
+        })
+    };
+    assert_eq!(
+        run_at("61 * * * *"),
+        "runAt \"61 * * * *\" is not a valid cron expression: minute 61 is out of range 0-59"
+    );
+    assert_eq!(
+        run_at("2026-13-45T00:00:00Z"),
+        "runAt \"2026-13-45T00:00:00Z\" is not a valid RFC 3339 time: month 13 is out of range 1-12"
+    );
+    assert!(
+        run_at("2026-11-22T06:00:00")
+            .ends_with("it has no time zone; end it with Z for UTC or an offset such as +01:00"),
+        "{}",
+        run_at("2026-11-22T06:00:00")
+    );
 }
