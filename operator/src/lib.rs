@@ -32,6 +32,7 @@ pub mod write;
 pub mod marks_status;
 pub mod missed;
 pub mod node_marks;
+pub mod node_state;
 pub mod taints;
 
 // What the plan is computed from: status and Events, the summary

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::node_state::{reason_of, REASON_MAX};
 use crate::taints::TaintWrite;
 use combo_api::{DebuggerReportSpec, DebuggerSpec, ItemResult};
 
