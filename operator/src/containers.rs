@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::render::{
-    Images, CUSTOM_SCRIPTS_MOUNT, ENV_HOST_ROOT, HOST_ROOT_MOUNT, PINGER_USER, RUNNER_USER,
-    STATE_MOUNT, VOLUME_CUSTOM_SCRIPTS, VOLUME_HOST_ROOT, VOLUME_STATE,
+    Images, CUSTOM_SCRIPTS_MOUNT, ENV_HOST_NETWORK, ENV_HOST_ROOT, HOST_ROOT_MOUNT, PINGER_USER,
+    RUNNER_USER, STATE_MOUNT, VOLUME_CUSTOM_SCRIPTS, VOLUME_HOST_ROOT, VOLUME_STATE,
 };
 
 pub(crate) fn runner(dbg: &Debugger, images: &Images) -> Container {
@@ -27,6 +27,10 @@ pub(crate) fn runner(dbg: &Debugger, images: &Images) -> Container {
         } else {
             "/"
         },
+    ));
+    env.push(value_env(
+        ENV_HOST_NETWORK,
+        if spec.host_network { "true" } else { "false" },
     ));
     let mut mounts = vec![VolumeMount {
         name: VOLUME_STATE.into(),
@@ -195,3 +199,7 @@ fn or_default(value: &str, default: &str) -> String {
         value.to_string()
     }
 }
+
+#[cfg(test)]
+#[path = "containers_tests.rs"]
+mod tests;

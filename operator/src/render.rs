@@ -30,6 +30,11 @@ pub const HOST_ROOT_MOUNT: &str = "/host";
 pub const CUSTOM_SCRIPTS_MOUNT: &str = "/scripts/custom";
 /// `HOST_ROOT` environment variable of the runner.
 pub const ENV_HOST_ROOT: &str = "HOST_ROOT";
+/// Environment variable of the runner saying whether its pod has
+/// hostNetwork (`true` or `false`): the scripts' only sure way to know they
+/// are in the node's network namespace, since a node's PID 1 need not be in
+/// it (docs/checks.md#what-the-pod-sees).
+pub const ENV_HOST_NETWORK: &str = "COMBO_HOST_NETWORK";
 
 pub(crate) const VOLUME_HOST_ROOT: &str = "host-root";
 pub(crate) const VOLUME_CUSTOM_SCRIPTS: &str = "custom-scripts";

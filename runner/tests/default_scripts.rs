@@ -22,7 +22,7 @@ type Items = BTreeMap<String, Option<String>>;
 type Skips = BTreeMap<String, String>;
 
 /// Variables of the runner's environment a test must not inherit.
-const CLEARED: [&str; 8] = [
+const CLEARED: [&str; 9] = [
     "POD_NAME",
     "NODE_NAME",
     "KUBERNETES_SERVICE_HOST",
@@ -31,6 +31,7 @@ const CLEARED: [&str; 8] = [
     "PREVIOUS_RUN_ID",
     "KERNEL_LOG_FILE",
     "COMBO_RUNNER",
+    "COMBO_HOST_NETWORK",
 ];
 
 /// Runs `scripts/<rel>` with HOST_ROOT at `root`, fake tools first in PATH;

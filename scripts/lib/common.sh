@@ -119,10 +119,18 @@ k8s_node() {
     return 1
 }
 
-# host_net: whether this process is in the node's network namespace: the
-# same as PID 1's under HOST_ROOT (the host's with enableSys); in local mode
-# when that cannot be read, assumed. A pod without enableSys cannot tell.
+# host_net: whether this process is in the node's network namespace. In a
+# pod the operator says so in COMBO_HOST_NETWORK (the pod's hostNetwork,
+# "true" or "false"): a node's PID 1 need not be in the node's network
+# namespace (a kubelet in a network namespace of its own), so only the pod
+# spec is sure. Unset (local mode, an older operator): the same namespace
+# as PID 1's under HOST_ROOT (the host's with enableSys); in local mode
+# when that cannot be read, assumed; a pod without enableSys cannot tell.
 host_net() {
+    case ${COMBO_HOST_NETWORK:-} in
+        true) return 0 ;;
+        false) return 1 ;;
+    esac
     _self=$(readlink /proc/self/ns/net 2>/dev/null) || return 1
     if [ -z "$HR" ] && [ -n "${POD_NAME:-}" ]; then
         return 1
@@ -132,6 +140,23 @@ host_net() {
         return
     fi
     [ "$_init" = "$_self" ]
+}
+
+# net_proc FILE: the node's /proc/net/FILE (routes, addresses, bonds). With
+# COMBO_HOST_NETWORK=true this process's own, since it is in the node's
+# network namespace (through HOST_ROOT's /proc, which hostPID shares, when
+# there is one); otherwise PID 1's (host_proc): the host's with enableSys,
+# the pod's own without.
+net_proc() {
+    if [ "${COMBO_HOST_NETWORK:-}" = true ]; then
+        if [ -d "$HR/proc/self/net" ]; then
+            printf '%s\n' "$HR/proc/self/net/$1"
+        else
+            printf '/proc/self/net/%s\n' "$1"
+        fi
+    else
+        host_proc "net/$1"
+    fi
 }
 
 # host_systemd: whether the node's systemd answers. Defines hostctl (the

@@ -16,7 +16,7 @@ set -u
 
 min=${NET_BOND_MIN_SLAVES:-2}
 mode=${NET_BOND_MODE:-}
-dir=$(host_proc net/bonding)
+dir=$(net_proc bonding)
 
 set -- "$dir"/*
 if [ ! -r "$1" ]; then

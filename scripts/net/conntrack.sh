@@ -12,9 +12,10 @@ set -u
 max=${NET_CONNTRACK_MAX_PERCENT:-80}
 d="$HR/proc/sys/net/netfilter"
 
-# The count is per network namespace: only the node's is the node's.
+# The count is per network namespace: only the node's is the node's. The
+# net sysctls of any /proc are those of the reader's namespace.
 if ! host_net; then
-    skip conntrack "not in the node's network namespace (needs hostNetwork and enableSys)"
+    skip conntrack "not in the node's network namespace (needs hostNetwork)"
     exit 0
 fi
 if [ ! -r "$d/nf_conntrack_count" ] || [ ! -r "$d/nf_conntrack_max" ]; then

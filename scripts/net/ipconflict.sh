@@ -16,7 +16,7 @@ set -u
 ignore=${NET_IGNORE_IFACES:-$DEFAULT_IGNORE_IFACES}
 wait_s=${NET_ARPING_TIMEOUT:-2}
 
-inet6=$(host_proc net/if_inet6)
+inet6=$(net_proc if_inet6)
 if [ -r "$inet6" ]; then
     # address ifindex prefixlen scope flags name; IFA_F_DADFAILED is 0x08.
     awk '{ print $6, $5, $1 }' "$inet6" | while read -r ifc flags addr; do
@@ -38,7 +38,7 @@ if ! command -v arping >/dev/null 2>&1; then
     exit 0
 fi
 if ! host_net; then
-    skip ipv4-conflict "not in the node's network namespace (needs hostNetwork and enableSys)"
+    skip ipv4-conflict "not in the node's network namespace (needs hostNetwork)"
     exit 0
 fi
 ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $2, $4 }' |

@@ -4,8 +4,9 @@
 # plane) accepts a connection.
 #
 # * kubelet-healthz: GET http://127.0.0.1:10248/healthz answers 200 "ok".
-#   Needs the node's network namespace (hostNetwork and enableSys, or local
-#   mode on the node).
+#   Needs the node's network namespace (hostNetwork, or local mode on the
+#   node). A kubelet that is gone refuses the connection; one that is
+#   stopped or hung accepts it and never answers: both are err.
 # * runtime-socket: the runtime endpoint of the node's kubelet (its
 #   --container-runtime-endpoint, seen through HOST_ROOT's /proc), else the
 #   first of SVC_RUNTIME_SOCKETS, is a socket. Needs enableSys.
@@ -38,10 +39,10 @@ if [ -n "$healthz" ]; then
     if ! k8s_node; then
         skip kubelet-healthz "not a Kubernetes node (not in a pod, no /var/lib/kubelet)"
     elif ! host_net; then
-        skip kubelet-healthz "not in the node's network namespace (needs hostNetwork and enableSys)"
+        skip kubelet-healthz "not in the node's network namespace (needs hostNetwork)"
     elif ! reply=$(http_get "${healthz%:*}" "${healthz##*:}" /healthz) || [ -z "$reply" ]; then
         # Refused, timed out, or closed without a word.
-        echo "err kubelet-healthz no answer from http://$healthz/healthz within ${limit}s (kubelet not running?)"
+        echo "err kubelet-healthz no answer from http://$healthz/healthz within ${limit}s (the kubelet is not running or hangs)"
     else
         status=$(head -n 1 <<<"$reply" | tr -d '\r')
         body=$(tail -n 1 <<<"$reply" | tr -d '\r')
