@@ -6,13 +6,20 @@
 //! What each fault is and how it is made: docs/testing.md, "Fault matrix on real nodes".
 //!
 //! Every fault is undone by a guard when it drops, so a failing run leaves
-//! no mount, interface, cgroup, rule or process behind.
+//! no mount, interface, route, cgroup, rule, sysctl or stopped process
+//! behind.
+
+#[path = "real_faults/host.rs"]
+mod host;
+#[path = "real_faults/links.rs"]
+mod links;
+#[path = "real_faults/node.rs"]
+mod node;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::Result;
 use combo_api::NodeSummary;
 use combo_e2e::*;
 use combo_testkit::suite::Case;
@@ -20,227 +27,16 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client};
 
+use host::{LoopFs, OomCgroup, FAULT_MOUNT};
+use links::{DefaultRoutes, Links, RouteRemoval, ServfailServer, SERVFAIL_PORT};
+use node::{ConntrackFill, StoppedKubelet};
+
 const WAIT: Duration = Duration::from_secs(240);
-/// The filesystem the disk faults fill, mounted on the machine and inside
-/// the first real node's mount namespace.
-const FAULT_MOUNT: &str = "/mnt/kc-fault";
-const FAULT_IMAGE: &str = "/tmp/kc-fault-disk.img";
-/// The cgroup (v1 memory controller) the OOM kill happens in.
-const OOM_CGROUP: &str = "/sys/fs/cgroup/memory/kc-fault-oom";
-/// The cluster's DNS server (tests/e2e/realnodes.sh) and the SERVFAIL
-/// server's port on the first real node's address.
+/// The cluster's DNS server (tests/e2e/realnodes.sh) and the first real
+/// node's address, where the SERVFAIL server listens.
 const CLUSTER_DNS: &str = "172.31.0.1";
-const SERVFAIL_PORT: u16 = 5353;
+const NODE_IP: &str = "172.31.0.101";
 const AREA: &str = "fault matrix";
-
-/// Runs `bash -c script`, failing with its stderr.
-fn sh(script: &str) -> Result<String> {
-    let out = Command::new("bash").args(["-c", script]).output()?;
-    if !out.status.success() {
-        bail!(
-            "`{script}` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Pid of a process `cluster.sh` recorded (`DIR/pids/<name>.pid`).
-fn recorded_pid(name: &str) -> Result<u32> {
-    let file = cluster_dir().join("pids").join(format!("{name}.pid"));
-    let text = std::fs::read_to_string(&file).with_context(|| file.display().to_string())?;
-    Ok(text.trim().parse()?)
-}
-
-/// `nsenter` into the mount namespace of real node `i` (its containerd's).
-fn in_node_mounts(i: usize, script: &str) -> Result<String> {
-    let pid = recorded_pid(&format!("containerd-real-{i}"))?;
-    sh(&format!(
-        "nsenter --mount=/proc/{pid}/ns/mnt -- bash -c '{script}'"
-    ))
-}
-
-/// A small ext4 filesystem on a loop device, mounted at [`FAULT_MOUNT`] on
-/// the machine (whose mount table the runners read: hostPID shows the
-/// machine's PID 1) and in the first node's mount namespace (whose root the
-/// runner mounts at /host, so only that node's `df` sees it).
-struct LoopFs {
-    device: String,
-}
-
-impl LoopFs {
-    fn make() -> Result<LoopFs> {
-        sh(&format!(
-            "truncate -s 16M {FAULT_IMAGE} && mkfs.ext4 -q -F -N 128 -m 0 {FAULT_IMAGE}"
-        ))?;
-        let device = sh(&format!("losetup -f --show {FAULT_IMAGE}"))?
-            .trim()
-            .to_string();
-        let fs = LoopFs { device };
-        sh(&format!(
-            "mkdir -p {FAULT_MOUNT} && mount {} {FAULT_MOUNT}",
-            fs.device
-        ))?;
-        in_node_mounts(1, &format!("mount {} {FAULT_MOUNT}", fs.device))?;
-        Ok(fs)
-    }
-
-    fn fill(&self) -> Result<()> {
-        // The space file's inode first, then the other inodes (while there is
-        // room for their directory entries), then the space.
-        sh(&format!(
-            "cd {FAULT_MOUNT} && touch fill && for i in $(seq 1 400); do touch f$i 2>/dev/null || break; done; \
-             dd if=/dev/zero of=fill bs=64k 2>/dev/null; sync; true"
-        ))?;
-        sh(&format!("mount -o remount,ro {FAULT_MOUNT}"))?;
-        Ok(())
-    }
-
-    fn empty(&self) -> Result<()> {
-        sh(&format!(
-            "mount -o remount,rw {FAULT_MOUNT} && rm -f {FAULT_MOUNT}/f* {FAULT_MOUNT}/fill && sync"
-        ))?;
-        Ok(())
-    }
-}
-
-impl Drop for LoopFs {
-    fn drop(&mut self) {
-        let _ = in_node_mounts(1, &format!("umount -l {FAULT_MOUNT}"));
-        let _ = sh(&format!(
-            "umount -l {FAULT_MOUNT}; losetup -d {}; rmdir {FAULT_MOUNT}; rm -f {FAULT_IMAGE}",
-            self.device
-        ));
-    }
-}
-
-/// Two veth pairs in the first node's network namespace: `kcf0` (its link
-/// goes down when its peer does) and `kcm0` (its MTU is changed).
-struct Links {
-    netns: String,
-}
-
-impl Links {
-    fn make(netns: &str) -> Result<Links> {
-        let links = Links {
-            netns: netns.to_string(),
-        };
-        for (a, b) in [("kcf0", "kcf1"), ("kcm0", "kcm1")] {
-            sh(&format!(
-                "ip -n {netns} link add {a} type veth peer name {b} && \
-                 ip -n {netns} link set {a} up && ip -n {netns} link set {b} up"
-            ))?;
-        }
-        Ok(links)
-    }
-
-    fn break_them(&self) -> Result<()> {
-        let ns = &self.netns;
-        sh(&format!(
-            "ip -n {ns} link set kcf1 down && ip -n {ns} link set kcm0 mtu 1400"
-        ))?;
-        Ok(())
-    }
-
-    fn mend(&self) -> Result<()> {
-        let ns = &self.netns;
-        sh(&format!(
-            "ip -n {ns} link set kcf1 up && ip -n {ns} link set kcm0 mtu 1500"
-        ))?;
-        Ok(())
-    }
-}
-
-impl Drop for Links {
-    fn drop(&mut self) {
-        let _ = sh(&format!(
-            "ip -n {0} link del kcf0; ip -n {0} link del kcm0",
-            self.netns
-        ));
-    }
-}
-
-/// A DNS server in a node's network namespace that answers every query,
-/// over UDP and TCP, with SERVFAIL; killed when dropped.
-struct ServfailServer(Child);
-
-const SERVFAIL_PY: &str = r#"
-import socket, sys, threading
-addr = (sys.argv[1], int(sys.argv[2]))
-def answer(q):
-    i = 12
-    while i < len(q) and q[i]:
-        i += q[i] + 1
-    return q[:2] + bytes([0x80 | (q[2] & 0x79), 0x82]) + q[4:6] + bytes(6) + q[12:i + 5]
-def tcp():
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(addr); s.listen(16)
-    while True:
-        c, _ = s.accept()
-        try:
-            n = int.from_bytes(c.recv(2), 'big'); q = b''
-            while len(q) < n:
-                q += c.recv(n - len(q))
-            a = answer(q); c.sendall(len(a).to_bytes(2, 'big') + a)
-        except Exception:
-            pass
-        c.close()
-threading.Thread(target=tcp, daemon=True).start()
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(addr)
-while True:
-    q, peer = u.recvfrom(4096)
-    u.sendto(answer(q), peer)
-"#;
-
-impl ServfailServer {
-    fn start(netns: &str, ip: &str) -> Result<ServfailServer> {
-        let child = Command::new("ip")
-            .args(["netns", "exec", netns, "python3", "-c", SERVFAIL_PY, ip])
-            .arg(SERVFAIL_PORT.to_string())
-            .stdin(Stdio::null())
-            .spawn()?;
-        Ok(ServfailServer(child))
-    }
-}
-
-impl Drop for ServfailServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A memory cgroup (v1) with a 32 MiB limit; removed when dropped.
-struct OomCgroup;
-
-impl OomCgroup {
-    fn kill_one() -> Result<OomCgroup> {
-        sh(&format!(
-            "mkdir -p {OOM_CGROUP} && echo 32M > {OOM_CGROUP}/memory.limit_in_bytes"
-        ))?;
-        let guard = OomCgroup;
-        // The shell moves itself into the group, then becomes the allocator.
-        let out = Command::new("bash")
-            .args([
-                "-c",
-                &format!(
-                    "echo $$ > {OOM_CGROUP}/cgroup.procs && exec python3 -c 'b = bytearray(256 << 20)'"
-                ),
-            ])
-            .output()?;
-        use std::os::unix::process::ExitStatusExt as _;
-        if out.status.signal() != Some(9) {
-            bail!("the allocator was not OOM-killed: {:?}", out.status);
-        }
-        Ok(guard)
-    }
-}
-
-impl Drop for OomCgroup {
-    fn drop(&mut self) {
-        let _ = sh(&format!("rmdir {OOM_CGROUP}"));
-    }
-}
 
 /// Kernel log lines of the shared kernel (both real nodes read it).
 const KMSG_LINES: [(&str, &str, &str); 6] = [
@@ -358,6 +154,15 @@ struct Row {
 }
 
 impl Row {
+    fn new(fault: &'static str, category: &'static str, item: &str, on: &[String]) -> Row {
+        Row {
+            fault,
+            category,
+            item: item.to_string(),
+            red_item: None,
+            on: on.to_vec(),
+        }
+    }
     fn green_item(&self) -> &str {
         &self.item
     }
@@ -366,55 +171,25 @@ impl Row {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn each_fault_is_named_on_its_node_and_cleared_by_the_next_run() -> Result<()> {
-    if !real_cluster_or_skip("each_fault_is_named_on_its_node_and_cleared_by_the_next_run") {
-        return Ok(());
-    }
-    install_from_registry();
-    let nodes = real_nodes();
-    let (one, all) = (vec![nodes[0].clone()], nodes.clone());
-    let netns = real_node_netns(&nodes[0]);
-    let node_ip = "172.31.0.101";
+/// The rows of the matrix: `one` is the first real node, `all` every one.
+fn rows(one: &[String], all: &[String]) -> Vec<Row> {
     let mp = FAULT_MOUNT;
-
-    // What must exist before the pods start: the runner's /host is a copy
-    // of the node's mounts taken when its container starts.
-    let disk = LoopFs::make()?;
-    let links = Links::make(&netns)?;
-    let _servfail = ServfailServer::start(&netns, node_ip)?;
-
-    let ns = namespace("real-faults").await;
-    let c = client().await;
-    apply_yaml(&ns.name, MTU_WRAPPER)?;
-    apply_yaml(&ns.name, DEBUGGER)?;
-    pods_ready(&c, &ns.name, "faults").await?;
-
-    let row = |fault, category, item: &str, red: Option<&str>, on: &Vec<String>| Row {
-        fault,
-        category,
-        item: item.to_string(),
-        red_item: red.map(str::to_string),
-        on: on.clone(),
-    };
     let mut rows = vec![
-        row("filesystem full", "disk", mp, None, &one),
-        row("out of inodes", "disk", &format!("inodes:{mp}"), None, &one),
+        Row::new("filesystem full", "disk", mp, one),
+        Row::new("out of inodes", "disk", &format!("inodes:{mp}"), one),
         // The super block's ro flag shows in the machine's mount table,
         // which both nodes' runners read.
-        row("read-only remount", "disk", &format!("ro:{mp}"), None, &all),
-        row("OOM kill", "mem", "oom-kills", None, &all),
-        row("link down", "net", "kcf0", None, &one),
-        row("MTU differing", "custom", "mtu:kcm0", None, &one),
+        Row::new("read-only remount", "disk", &format!("ro:{mp}"), all),
+        Row::new("OOM kill", "mem", "oom-kills", all),
+        Row::new("link down", "net", "kcf0", one),
+        Row::new("MTU differing", "custom", "mtu:kcm0", one),
+        Row::new("default route removed", "net", "default-route", one),
+        Row::new("conntrack at 90%", "net", "conntrack", one),
+        Row::new("kubelet stopped", "svc", "kubelet-healthz", one),
     ];
     for transport in ["udp", "tcp"] {
-        rows.push(Row {
-            fault: "resolver SERVFAIL",
-            category: "net",
-            item: format!("dns:{CLUSTER_DNS}/{transport}"),
-            red_item: None,
-            on: one.clone(),
-        });
+        let item = format!("dns:{CLUSTER_DNS}/{transport}");
+        rows.push(Row::new("resolver SERVFAIL", "net", &item, one));
     }
     for (category, item, _) in KMSG_LINES {
         let green = match item {
@@ -422,53 +197,34 @@ async fn each_fault_is_named_on_its_node_and_cleared_by_the_next_run() -> Result
             i if i.starts_with("fs:") => "fs-errors",
             i => i,
         };
-        rows.push(row("kernel log line", category, green, Some(item), &all));
+        let mut row = Row::new("kernel log line", category, green, all);
+        row.red_item = Some(item.to_string());
+        rows.push(row);
     }
-    let case_detected = Case::new(AREA, "detected", rows.len() as u64);
-    let case_cleared = Case::new(AREA, "cleared", rows.len() as u64);
+    rows
+}
 
-    // A first run records the baselines (counters, kernel log position).
-    run(&c, &ns.name, "faults").await?;
-    let green = run(&c, &ns.name, "faults").await?;
+type Run = BTreeMap<String, NodeSummary>;
 
-    disk.fill()?;
-    links.break_them()?;
-    let dns_rule = NftTable::load(
-        &netns,
-        "kc_fault_dns",
-        &format!(
-            "chain out {{ type nat hook output priority -100; \
-             ip daddr {CLUSTER_DNS} udp dport 53 dnat ip to {node_ip}:{SERVFAIL_PORT}; \
-             ip daddr {CLUSTER_DNS} tcp dport 53 dnat ip to {node_ip}:{SERVFAIL_PORT}; }}"
-        ),
-    )?;
-    let oom = OomCgroup::kill_one()?;
-    for (_, _, line) in KMSG_LINES {
-        std::fs::write("/dev/kmsg", format!("<3>{line}\n"))?;
-    }
-    let red = run(&c, &ns.name, "faults").await?;
-
-    disk.empty()?;
-    links.mend()?;
-    drop(dns_rule);
-    drop(oom);
-    let cleared = run(&c, &ns.name, "faults").await?;
-
-    // The matrix: per row and node, the verdicts of the three runs.
+/// Per row and node, the verdicts of the green, fault and cleared runs:
+/// how many rows were detected, how many of those cleared, and every
+/// problem found.
+fn judge(rows: &[Row], nodes: &[String], runs: [&Run; 3]) -> (u64, u64, Vec<String>) {
+    let [green, red, cleared] = runs;
     let mut detected = 0u64;
     let mut mended = 0u64;
     let mut problems = Vec::new();
-    for r in &rows {
+    for r in rows {
         let mut found = true;
         let mut gone = true;
-        for node in &nodes {
+        for node in nodes {
             let before = verdict(&green[node], r.category, r.green_item());
             let during_red = verdict(&red[node], r.category, r.red_item());
             let during_green = verdict(&red[node], r.category, r.green_item());
             let after = verdict(&cleared[node], r.category, r.green_item());
             let faulty = r.on.contains(node);
             println!(
-                "{:<20} {:<34} {node}: before {before} | fault {} | after {after}",
+                "{:<22} {:<34} {node}: before {before} | fault {} | after {after}",
                 r.fault,
                 r.red_item(),
                 if faulty { &during_red } else { &during_green },
@@ -502,6 +258,71 @@ async fn each_fault_is_named_on_its_node_and_cleared_by_the_next_run() -> Result
         detected += u64::from(found);
         mended += u64::from(found && gone);
     }
+    (detected, mended, problems)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_fault_is_named_on_its_node_and_cleared_by_the_next_run() -> Result<()> {
+    if !real_cluster_or_skip("each_fault_is_named_on_its_node_and_cleared_by_the_next_run") {
+        return Ok(());
+    }
+    install_from_registry();
+    let nodes = real_nodes();
+    let spaces: Vec<String> = nodes.iter().map(|n| real_node_netns(n)).collect();
+    let netns = spaces[0].clone();
+
+    // What must exist before the pods start: the runner's /host is a copy
+    // of the node's mounts taken when its container starts.
+    let disk = LoopFs::make()?;
+    let links = Links::make(&netns)?;
+    let _servfail = ServfailServer::start(&netns, NODE_IP)?;
+    // Dropped last: the removed route is put back before these go.
+    let _default_routes = DefaultRoutes::ensure(&spaces)?;
+
+    let ns = namespace("real-faults").await;
+    let c = client().await;
+    apply_yaml(&ns.name, MTU_WRAPPER)?;
+    apply_yaml(&ns.name, DEBUGGER)?;
+    pods_ready(&c, &ns.name, "faults").await?;
+
+    let rows = rows(&nodes[..1], &nodes);
+    let case_detected = Case::new(AREA, "detected", rows.len() as u64);
+    let case_cleared = Case::new(AREA, "cleared", rows.len() as u64);
+
+    // A first run records the baselines (counters, kernel log position).
+    run(&c, &ns.name, "faults").await?;
+    let green = run(&c, &ns.name, "faults").await?;
+
+    disk.fill()?;
+    links.break_them()?;
+    let dns_rule = NftTable::load(
+        &netns,
+        "kc_fault_dns",
+        &format!(
+            "chain out {{ type nat hook output priority -100; \
+             ip daddr {CLUSTER_DNS} udp dport 53 dnat ip to {NODE_IP}:{SERVFAIL_PORT}; \
+             ip daddr {CLUSTER_DNS} tcp dport 53 dnat ip to {NODE_IP}:{SERVFAIL_PORT}; }}"
+        ),
+    )?;
+    let oom = OomCgroup::kill_one()?;
+    for (_, _, line) in KMSG_LINES {
+        std::fs::write("/dev/kmsg", format!("<3>{line}\n"))?;
+    }
+    let mut route = RouteRemoval::remove(&netns)?;
+    let conntrack = ConntrackFill::to_90_percent(&netns, &spaces[1..])?;
+    let kubelet = StoppedKubelet::stop(1, &netns)?;
+    let red = run(&c, &ns.name, "faults").await?;
+
+    disk.empty()?;
+    links.mend()?;
+    drop(dns_rule);
+    drop(oom);
+    route.restore()?;
+    drop(conntrack);
+    kubelet.resume()?;
+    let cleared = run(&c, &ns.name, "faults").await?;
+
+    let (detected, mended, problems) = judge(&rows, &nodes, [&green, &red, &cleared]);
     case_detected.done(detected, 0);
     case_cleared.done(mended, 0);
     println!(
