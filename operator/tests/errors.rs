@@ -1,6 +1,8 @@
 //! What a user sees when `combo-operator` or `kubectl-combo` fails: one line
 //! on stderr naming the binary, and the documented exit status.
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::process::Command;
 
 /// Runs a binary of this crate without RUST_BACKTRACE; (status, stdout, stderr).
@@ -101,4 +103,150 @@ fn rust_backtrace_brings_back_the_full_error() {
     );
     assert_eq!(code, 1);
     assert!(stderr.lines().count() > 1, "{stderr}");
+}
+
+#[test]
+fn a_missing_plugin_argument_is_named_and_exits_two() {
+    let (code, _, stderr) = run(PLUGIN, &["errlog", "ds", "--node", "real-1"], &[]);
+    assert_eq!(code, 2);
+    assert_one_line(
+        &stderr,
+        "kubectl-combo: the following required arguments were not provided: --category <CATEGORY>",
+    );
+}
+
+#[test]
+fn a_run_that_is_neither_a_run_id_nor_a_time_is_a_usage_error() {
+    for (value, says) in [
+        (
+            "garbage",
+            "\"garbage\" is neither a run id like 20261122T060000Z nor an RFC 3339 time",
+        ),
+        (
+            "2026-13-01T00:00:00Z",
+            "is not a valid RFC 3339 time: month 13 is out of range 1-12",
+        ),
+    ] {
+        let (code, _, stderr) = run(
+            PLUGIN,
+            &[
+                "errlog",
+                "x",
+                "--node",
+                "n",
+                "--category",
+                "disk",
+                "--run",
+                value,
+            ],
+            &NO_CLUSTER,
+        );
+        assert_eq!(code, 2, "{stderr}");
+        assert_one_line(
+            &stderr,
+            &format!("kubectl-combo: invalid value '{value}' for '--run <RUN>': "),
+        );
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+/// An API server on loopback that answers every request with `answer(method,
+/// path)`: (status code, JSON body), one request per connection. Returns
+/// the environment of a kubeconfig that points at it (namespace `ops`).
+fn api_server(answer: fn(&str, &str) -> (u16, String)) -> Vec<(&'static str, String)> {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("bound").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut head = Vec::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                head.push(std::mem::take(&mut line));
+            }
+            let length = head
+                .iter()
+                .find_map(|h| {
+                    h.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0usize);
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let first: Vec<&str> = head.first().map_or(vec![], |l| l.split(' ').collect());
+            let (code, json) = answer(first.first().unwrap_or(&""), first.get(1).unwrap_or(&""));
+            let mut stream = reader.into_inner();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+                json.len()
+            );
+        }
+    });
+    let kubeconfig = std::env::temp_dir().join(format!(
+        "kubectl-combo-errors-{}-{port}.yaml",
+        std::process::id()
+    ));
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"http://127.0.0.1:{port}\"}}}}]\nusers: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u, namespace: ops}}}}]\ncurrent-context: x\n"
+        ),
+    )
+    .expect("kubeconfig written");
+    vec![
+        ("KUBECONFIG", kubeconfig.display().to_string()),
+        ("KUBERNETES_SERVICE_HOST", String::new()),
+    ]
+}
+
+/// The API server's answer for an object that does not exist.
+fn not_found(_method: &str, path: &str) -> (u16, String) {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    (
+        404,
+        format!(
+            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"debuggers.kubecombo.io \"{name}\" not found","reason":"NotFound","code":404}}"#
+        ),
+    )
+}
+
+fn env_of<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+#[test]
+fn a_debugger_that_does_not_exist_is_named_and_exits_three() {
+    let env = api_server(not_found);
+    for args in [
+        vec!["errlog", "nosuch", "--node", "real-1", "--category", "disk"],
+        vec!["summary", "nosuch"],
+        vec!["run", "nosuch"],
+    ] {
+        let (code, stdout, stderr) = run(PLUGIN, &args, &env_of(&env));
+        assert_eq!(code, 3, "{args:?}: {stdout}{stderr}");
+        assert_one_line(
+            &stderr,
+            "kubectl-combo: no Debugger \"nosuch\" in namespace ops (kubectl combo status -n ops lists them)",
+        );
+    }
+    let _ = std::fs::remove_file(&env[0].1);
+}
+
+#[test]
+fn a_refused_list_says_what_was_listed_and_exits_one() {
+    let env = api_server(|_, _| {
+        (
+            403,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"debuggers.kubecombo.io is forbidden: User \"u\" cannot list resource","reason":"Forbidden","code":403}"#.to_string(),
+        )
+    });
+    let (code, stdout, stderr) = run(PLUGIN, &["status"], &env_of(&env));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_one_line(
+        &stderr,
+        "kubectl-combo: listing the Debuggers of namespace ops: debuggers.kubecombo.io is forbidden",
+    );
+    let _ = std::fs::remove_file(&env[0].1);
 }

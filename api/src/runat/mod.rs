@@ -164,6 +164,15 @@ impl RunAt {
     }
 }
 
+/// Why `value`, written as an RFC 3339 time (it starts with a year and a
+/// month), is not one, in the words of a runAt error; `None` when it is a
+/// valid time or is not written as one.
+pub fn time_problem(value: &str) -> Option<String> {
+    let v = value.trim();
+    (time::looks_like_a_time(v) && DateTime::parse_from_rfc3339(v).is_err())
+        .then(|| time::diagnose(v))
+}
+
 /// A run's identity: its scheduled time, written `20261122T060000Z`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RunId(pub DateTime<Utc>);
@@ -347,6 +356,16 @@ mod tests {
         ] {
             assert!(!message(v).contains("cron"), "{}", message(v));
         }
+    }
+
+    #[test]
+    fn a_time_problem_is_told_only_of_values_written_as_times() {
+        assert_eq!(
+            time_problem("2026-13-01T00:00:00Z").as_deref(),
+            Some("month 13 is out of range 1-12")
+        );
+        assert_eq!(time_problem("2026-11-22T06:00:00Z"), None);
+        assert_eq!(time_problem("garbage"), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use combo_api::keys;
 use combo_api::{Category, Debugger, RunId};
 use combo_operator::plugin;
 use combo_operator::plugin::cli::{Args, Command};
+use combo_operator::plugin::errors::{self, NotFound};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
@@ -20,7 +21,10 @@ async fn main() -> ExitCode {
     let args: Args = combo_api::cli::parse_args(BIN);
     match dispatch(args).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => combo_operator::cli::report(BIN, &e),
+        Err(e) => {
+            combo_operator::cli::report(BIN, &e);
+            ExitCode::from(errors::exit_status(&e))
+        }
     }
 }
 
@@ -40,7 +44,7 @@ async fn dispatch(args: Args) -> Result<()> {
             node,
             category,
             run,
-        } => errlog(client, &ns, &debugger, &node, category, run.as_deref()).await,
+        } => errlog(client, &ns, &debugger, &node, category, run).await,
         Command::Status { all_namespaces } => status(client, &ns, all_namespaces).await,
     }
 }
@@ -53,11 +57,17 @@ fn api_error(e: kube::Error, what: &str) -> anyhow::Error {
     }
 }
 
-async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> {
-    let dbg = Api::<Debugger>::namespaced(client.clone(), ns)
-        .get(name)
+/// Debugger `ns/name`; [`NotFound`] when there is none.
+async fn debugger(client: Client, ns: &str, name: &str) -> Result<Debugger> {
+    Api::<Debugger>::namespaced(client, ns)
+        .get_opt(name)
         .await
-        .map_err(|e| api_error(e, &format!("Debugger {ns}/{name}")))?;
+        .map_err(|e| api_error(e, &format!("reading Debugger {ns}/{name}")))?
+        .ok_or_else(|| NotFound::debugger(ns, name).into())
+}
+
+async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> {
+    let dbg = debugger(client.clone(), ns, name).await?;
     let cm_name = dbg.spec.summary_name(name);
     let data = summary_data(client, ns, &dbg).await?;
     let rows = plugin::summary_rows(&data, all);
@@ -109,10 +119,15 @@ async fn summary_data(
 async fn run(client: Client, ns: &str, name: &str) -> Result<()> {
     let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
     let patch = serde_json::json!({"spec": {"runAt": now}});
-    Api::<Debugger>::namespaced(client, ns)
+    match Api::<Debugger>::namespaced(client, ns)
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map_err(|e| api_error(e, &format!("Debugger {ns}/{name}")))?;
+    {
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            return Err(NotFound::debugger(ns, name).into())
+        }
+        r => r.map_err(|e| api_error(e, &format!("patching Debugger {ns}/{name}")))?,
+    };
     println!("debugger.kubecombo.io/{name} runAt set to {now}");
     Ok(())
 }
@@ -123,26 +138,23 @@ async fn errlog(
     name: &str,
     node: &str,
     category: Category,
-    run: Option<&str>,
+    run: Option<RunId>,
 ) -> Result<()> {
-    let dbg = Api::<Debugger>::namespaced(client.clone(), ns)
-        .get(name)
+    let dbg = debugger(client.clone(), ns, name).await?;
+    let pods: Vec<(String, Option<String>)> = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&keys::debugger_selector(name)))
         .await
-        .map_err(|e| api_error(e, &format!("Debugger {ns}/{name}")))?;
-    let pods = Api::<Pod>::namespaced(client.clone(), ns)
-        .list(
-            &ListParams::default()
-                .labels(&keys::debugger_selector(name))
-                .fields(&format!("spec.nodeName={node}")),
-        )
-        .await?;
-    let Some(pod) = pods.items.into_iter().find_map(|p| p.metadata.name) else {
-        bail!("no pod of Debugger {ns}/{name} on node {node}");
-    };
+        .map_err(|e| api_error(e, &format!("listing the pods of Debugger {ns}/{name}")))?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.metadata.name?, p.spec.and_then(|s| s.node_name))))
+        .collect();
+    let pod = errors::pod_on_node(ns, name, node, &pods)?;
     // Without --run: the run the summary shows for that node, so that
     // errlog and summary speak of the same run whatever the run ids say.
     let wanted = match run {
-        Some(r) => Some(plugin::parse_run(r).map_err(anyhow::Error::msg)?),
+        Some(r) => Some(r),
         None => summary_data(client, ns, &dbg)
             .await
             .ok()
@@ -175,14 +187,15 @@ async fn errlog(
     let Some((run, dir)) = found else {
         if failures.len() == plugin::errlog_dirs(category).len() {
             bail!(
-                "no errlog for {category} on {node}: {}",
+                "reading the errlogs of {category} on node {node:?}: {}",
                 failures.join("; ")
             );
         }
-        match wanted {
-            Some(w) => bail!("no errlog of run {w} for {category} on {node}: nothing failed in {category} in that run, or it was pruned (errlogRetention)"),
-            None => bail!("no errlog for {category} on {node}"),
-        }
+        return Err(NotFound(match wanted {
+            Some(w) => format!("no errlog of run {w} for category {category} on node {node:?}: nothing failed in {category} in that run, or it was pruned (errlogRetention)"),
+            None => format!("no errlog for category {category} on node {node:?}: no run has failed in {category} there (or its errlogs were pruned)"),
+        })
+        .into());
     };
     print!(
         "{}",
@@ -219,7 +232,14 @@ async fn status(client: Client, ns: &str, all_namespaces: bool) -> Result<()> {
     } else {
         Api::namespaced(client, ns)
     };
-    let list = api.list(&ListParams::default()).await?;
+    let list = api.list(&ListParams::default()).await.map_err(|e| {
+        let scope = if all_namespaces {
+            "any namespace".to_string()
+        } else {
+            format!("namespace {ns}")
+        };
+        api_error(e, &format!("listing the Debuggers of {scope}"))
+    })?;
     if list.items.is_empty() {
         eprintln!("no Debuggers found");
         return Ok(());

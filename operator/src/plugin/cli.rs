@@ -2,7 +2,7 @@
 //! test (`operator/tests/docs.rs`) reads the same flags the plugin parses.
 
 use clap::{Parser, Subcommand};
-use combo_api::Category;
+use combo_api::{Category, RunId};
 
 /// kubectl plugin for kube-combo: read summaries and errlogs, trigger runs.
 #[derive(Parser, Debug)]
@@ -43,8 +43,8 @@ pub enum Command {
         #[arg(long)]
         category: Category,
         /// Run id (20261122T060000Z) or RFC 3339 time; default the newest errlog.
-        #[arg(long)]
-        run: Option<String>,
+        #[arg(long, value_parser = super::parse_run)]
+        run: Option<RunId>,
     },
     /// List Debuggers with their last run and failures.
     Status {

@@ -3,6 +3,7 @@
 //! I/O.
 
 pub mod cli;
+pub mod errors;
 
 use std::collections::BTreeMap;
 
@@ -188,13 +189,22 @@ pub fn summary_run(data: &BTreeMap<String, String>, node: &str) -> Option<RunId>
     parse_run(&summary.run_at).ok()
 }
 
-/// Accepts a run id (`20261122T060000Z`) or an RFC 3339 time.
+/// Accepts a run id (`20261122T060000Z`) or an RFC 3339 time; the error
+/// says which forms are taken, or what is wrong with a time.
 pub fn parse_run(s: &str) -> Result<RunId, String> {
-    s.parse::<RunId>().or_else(|e| {
-        DateTime::parse_from_rfc3339(s)
-            .map(|t| RunId::at(t.to_utc()))
-            .map_err(|_| e)
-    })
+    if let Ok(id) = s.parse::<RunId>() {
+        return Ok(id);
+    }
+    if let Some(why) = combo_api::runat::time_problem(s) {
+        return Err(format!("{s:?} is not a valid RFC 3339 time: {why}"));
+    }
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| RunId::at(t.to_utc()))
+        .map_err(|_| {
+            format!(
+                "{s:?} is neither a run id like 20261122T060000Z nor an RFC 3339 time like 2026-11-22T06:00:00Z"
+            )
+        })
 }
 
 #[cfg(test)]
@@ -352,6 +362,13 @@ mod tests {
         let a = parse_run("20261122T060000Z").unwrap();
         let b = parse_run("2026-11-22T06:00:00Z").unwrap();
         assert_eq!(a, b);
-        assert!(parse_run("yesterday").is_err());
+        assert_eq!(
+            parse_run("garbage").unwrap_err(),
+            "\"garbage\" is neither a run id like 20261122T060000Z nor an RFC 3339 time like 2026-11-22T06:00:00Z"
+        );
+        assert_eq!(
+            parse_run("2026-11-22T06:00:00").unwrap_err(),
+            "\"2026-11-22T06:00:00\" is not a valid RFC 3339 time: it has no time zone; end it with Z for UTC or an offset such as +01:00"
+        );
     }
 }

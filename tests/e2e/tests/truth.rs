@@ -365,8 +365,9 @@ async fn kubectl_combo_summary_of_a_debugger_without_a_result_fails() -> Result<
     let out = kubectl_combo(&["summary", "nosuch", "-n", ns]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     ensure!(
-        out.status.code() == Some(1) && stderr.contains("nosuch"),
-        "{stderr}"
+        out.status.code() == Some(3) && stderr.contains("no Debugger \"nosuch\""),
+        "exit {:?}: {stderr}",
+        out.status.code()
     );
     Ok(())
 }
