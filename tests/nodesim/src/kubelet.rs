@@ -72,7 +72,9 @@ pub struct Kubelet {
     pods: HashMap<String, PodRt>,
     /// Pods waiting for a retry of their setup, with the error.
     pending: HashMap<String, (Instant, String, Option<Value>)>,
-    finalizing: HashSet<String>,
+    /// Deleted pods being stopped, and when: a pod still listed long after
+    /// (its confirmation failed) is confirmed again.
+    finalizing: HashMap<String, Instant>,
 }
 
 fn now() -> String {
@@ -88,7 +90,7 @@ impl Kubelet {
             ipam: Arc::default(),
             pods: HashMap::new(),
             pending: HashMap::new(),
-            finalizing: HashSet::new(),
+            finalizing: HashMap::new(),
         }
     }
 
@@ -227,15 +229,17 @@ impl Kubelet {
             }
         }
         self.pending.retain(|u, _| seen.contains(u));
-        self.finalizing.retain(|u| seen.contains(u));
+        self.finalizing.retain(|u, _| seen.contains(u));
     }
 
     /// A deleted pod: stop its processes, then confirm the deletion as the
     /// kubelet does (grace period 0).
     fn finalize(&mut self, uid: &str, pod: &Arc<Pod>) {
-        if !self.finalizing.insert(uid.to_string()) {
+        let since = self.finalizing.get(uid);
+        if since.is_some_and(|t| t.elapsed() < Duration::from_secs(15)) {
             return;
         }
+        self.finalizing.insert(uid.to_string(), Instant::now());
         self.pending.remove(uid);
         let rt = self.pods.remove(uid);
         let client = self.client.clone();
@@ -442,7 +446,8 @@ async fn teardown(mut rt: PodRt, ipam: Arc<Mutex<Ipam>>) {
         .iter_mut()
         .filter_map(|c| c.proc.as_mut())
         .map(|p| p.stop(Duration::from_secs(grace)));
-    futures::future::join_all(stops).await;
+    let started = Instant::now();
+    let codes = futures::future::join_all(stops).await;
     if rt.own_netns {
         let uid = rt.pod.metadata.uid.clone().unwrap_or_default();
         if let Err(e) = netns::delete_pod_netns(&uid) {
@@ -450,7 +455,7 @@ async fn teardown(mut rt: PodRt, ipam: Arc<Mutex<Ipam>>) {
         }
         ipam.lock().expect("ipam lock").release(&rt.ip);
     }
-    info!(pod = %name_of(&rt.pod), "pod stopped");
+    info!(pod = %name_of(&rt.pod), ?codes, took = ?started.elapsed(), "pod stopped");
 }
 
 async fn patch_status(client: &Client, pod: &Pod, status: &Value) {

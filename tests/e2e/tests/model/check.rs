@@ -361,7 +361,11 @@ fn violations(model: &Model, snap: &Snapshot, nodes: &[Node]) -> Vec<Violation> 
         if model.deleted.contains(d) {
             out.push(violation(
                 PODS_GONE,
-                format!("pod {} of deleted Debugger {d} still exists", p.name_any()),
+                format!(
+                    "pod {} of deleted Debugger {d} still exists ({})",
+                    p.name_any(),
+                    pod_state(p)
+                ),
             ));
             continue;
         }
@@ -380,9 +384,10 @@ fn violations(model: &Model, snap: &Snapshot, nodes: &[Node]) -> Vec<Violation> 
             out.push(violation(
                 PODS_GONE,
                 format!(
-                    "pod {} of Debugger {d} is of the old workload kind ({:?} now)",
+                    "pod {} of Debugger {d} is of the old workload kind ({:?} now; {})",
                     p.name_any(),
-                    m.spec.workload
+                    m.spec.workload,
+                    pod_state(p)
                 ),
             ));
         }
@@ -449,3 +454,21 @@ pub async fn converge(
 #[cfg(test)]
 #[path = "check_tests.rs"]
 mod tests;
+
+/// Where a pod that should be gone is: not yet deleted (the garbage
+/// collector's turn), or deleted and waiting for its node to confirm.
+fn pod_state(p: &Pod) -> String {
+    let phase = p
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("no phase");
+    match &p.metadata.deletion_timestamp {
+        Some(t) => format!(
+            "{phase}, deleted at {}, node {:?}",
+            t.0,
+            p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+        ),
+        None => format!("{phase}, not deleted yet"),
+    }
+}
