@@ -38,6 +38,28 @@ pub const ANNOTATION_ACCOUNT_UID: &str = "kubecombo.io/service-account-uid";
 /// own pod, so no pinger follows every pod of its Debugger.
 pub const ANNOTATION_PEERS: &str = "kubecombo.io/peers";
 
+/// Annotation on a Debugger asking each of its nodes for one run besides
+/// those of `runAt`, which it leaves as it is (docs/runner.md, "Run now"):
+/// an RFC 3339 time, the run's id; at once if it has passed. A node runs
+/// each value once. `kubectl combo run` sets it to the current time.
+pub const ANNOTATION_RUN_NOW: &str = "kubecombo.io/run-now";
+
+/// Annotation on a DebuggerReport: the last [`ANNOTATION_RUN_NOW`] value its
+/// node ran (the run's RFC 3339 time), kept in every later report, so that
+/// a restarted runner does not run it again.
+pub const ANNOTATION_RUN_NOW_DONE: &str = "kubecombo.io/run-now-done";
+
+/// Annotation on a DebuggerReport: the last run of the Debugger's `runAt`
+/// its node completed (RFC 3339), kept in every later report; it differs
+/// from `spec.runAt` after a run-now run.
+pub const ANNOTATION_SCHEDULED_RUN: &str = "kubecombo.io/scheduled-run";
+
+/// Field manager of `kubectl combo`'s writes (the run-now annotation). Not
+/// `kubectl…`: Flux takes over the fields of managers whose name starts
+/// with `kubectl` and removes what Git does not hold (docs/runner.md,
+/// "Run now").
+pub const FIELD_MANAGER_PLUGIN: &str = "combo-plugin";
+
 /// Server-side apply field manager of the operator's peer lists: separate
 /// from [`FIELD_MANAGER_OPERATOR`], which owns the whole of the pods a
 /// `Pod`-type Debugger creates, so that applying a list never touches them.

@@ -214,6 +214,7 @@ async fn reports(client: &kube::Client, n: usize, limit: Duration) {
             summary: result(i),
             sources: Default::default(),
             nodes: n as u32,
+            history: Default::default(),
         })
         .expect("writer runs");
     }

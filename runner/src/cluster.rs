@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use combo_api::{keys, Debugger, NodeSummary, RunAt, RunId};
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use tokio::sync::watch;
 
 use crate::cli::Args;
@@ -152,13 +152,77 @@ struct Scheduler {
     spec_rx: watch::Receiver<Option<Debugger>>,
 }
 
+/// What was said in the log already, so that status updates of the
+/// Debugger do not repeat it.
+#[derive(Default)]
+struct Said {
+    /// The runAt last reported idle.
+    idle: Option<String>,
+    /// The runAt last reported invalid.
+    bad_run_at: Option<String>,
+    /// The run-now value last reported invalid.
+    bad_run_now: Option<String>,
+}
+
+/// Whether `value` is news to `said`: then it is remembered.
+fn first_time(said: &mut Option<String>, value: &str) -> bool {
+    let new = said.as_deref() != Some(value);
+    if new {
+        *said = Some(value.to_string());
+    }
+    new
+}
+
+/// What to do for `dbg` at `now`: what its `runAt` asks for, with its
+/// run-now request folded in (docs/runner.md, "Run now"). `seen` is the
+/// runAt value and when it was first seen (for cron catch-up). A value that
+/// does not parse is logged once and asks for nothing.
+fn decision(
+    dbg: &Debugger,
+    now: DateTime<Utc>,
+    seen: &mut Option<(String, DateTime<Utc>)>,
+    history: History,
+    said: &mut Said,
+) -> Decision {
+    let spec = &dbg.spec;
+    let since = match &*seen {
+        Some((text, t)) if *text == spec.run_at => *t,
+        _ => {
+            *seen = Some((spec.run_at.clone(), now));
+            now
+        }
+    };
+    let scheduled = match RunAt::parse(&spec.run_at) {
+        Ok(run_at) => schedule::decide(&run_at, spec.workload_type, now, since, history),
+        Err(e) => {
+            if first_time(&mut said.bad_run_at, &spec.run_at) {
+                tracing::warn!(error = %e, "invalid runAt; waiting for a change");
+            }
+            Decision::Idle
+        }
+    };
+    let asked = dbg
+        .annotations()
+        .get(keys::ANNOTATION_RUN_NOW)
+        .and_then(|v| match combo_api::runat::parse_run_now(v) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                if first_time(&mut said.bad_run_now, v) {
+                    tracing::warn!(annotation = keys::ANNOTATION_RUN_NOW, error = %e,
+                        "invalid run-now request; ignored");
+                }
+                None
+            }
+        });
+    schedule::with_run_now(scheduled, asked, now, history)
+}
+
 impl Scheduler {
     async fn run(mut self) {
         let mut history = History::default();
         // (runAt text, when first seen) for cron catch-up.
         let mut seen: Option<(String, DateTime<Utc>)> = None;
-        // The runAt last reported idle, so status updates do not repeat it.
-        let mut idle_logged: Option<String> = None;
+        let mut said = Said::default();
         // Whether this node's report has been read back since the start.
         let mut read_back = false;
         loop {
@@ -169,35 +233,23 @@ impl Scheduler {
                 }
                 continue;
             };
-            let spec = &dbg.spec;
             if !read_back {
-                history.completed = self.read_completed().await;
+                history = self.read_history().await;
                 read_back = true;
             }
-            let run_at = match RunAt::parse(&spec.run_at) {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::warn!(error = %e, "invalid runAt; waiting for a change");
-                    if self.spec_rx.changed().await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let now = Utc::now();
-            let since = match &seen {
-                Some((text, t)) if *text == spec.run_at => *t,
-                _ => {
-                    seen = Some((spec.run_at.clone(), now));
-                    now
-                }
-            };
-            match schedule::decide(&run_at, spec.workload_type, now, since, history) {
+            match decision(&dbg, Utc::now(), &mut seen, history, &mut said) {
                 Decision::Run(run_id) => {
-                    idle_logged = None;
-                    self.run_once(&dbg, run_id).await;
+                    said.idle = None;
                     history.completed = Some(run_id);
                     history.ran_since_start = true;
+                    self.run_once(&dbg, run_id, history).await;
+                }
+                Decision::RunNow(run_id) => {
+                    said.idle = None;
+                    tracing::info!(run_id = %run_id, "run-now request");
+                    history.run_now = Some(run_id);
+                    history.ran_since_start = true;
+                    self.run_once(&dbg, run_id, history).await;
                 }
                 Decision::Wait(at) => {
                     let pause = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
@@ -208,9 +260,9 @@ impl Scheduler {
                     }
                 }
                 Decision::Idle => {
-                    if idle_logged.as_deref() != Some(spec.run_at.as_str()) {
-                        tracing::info!(run_at = %spec.run_at, "nothing scheduled; waiting for a change");
-                        idle_logged = Some(spec.run_at.clone());
+                    let run_at = dbg.spec.run_at.as_str();
+                    if first_time(&mut said.idle, run_at) {
+                        tracing::info!(run_at = %run_at, "nothing scheduled; waiting for a change");
                     }
                     if self.spec_rx.changed().await.is_err() {
                         return;
@@ -220,12 +272,12 @@ impl Scheduler {
         }
     }
 
-    /// The run this node last completed, from its report; retried while
-    /// the API server does not answer.
-    async fn read_completed(&self) -> Option<RunId> {
+    /// What this node has run, from its report; retried while the API
+    /// server does not answer.
+    async fn read_history(&self) -> History {
         for attempt in 1..=8 {
-            match self.publisher.read_completed(&self.id.debugger).await {
-                Ok(r) => return r,
+            match self.publisher.read_history(&self.id.debugger).await {
+                Ok(h) => return h,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read this node's report");
                     let pause = combo_api::retry::doubling(
@@ -237,10 +289,12 @@ impl Scheduler {
                 }
             }
         }
-        None
+        History::default()
     }
 
-    async fn run_once(&self, dbg: &Debugger, run_id: RunId) {
+    /// Runs `run_id` and sends its report, which records `history`, what
+    /// this node has run with it.
+    async fn run_once(&self, dbg: &Debugger, run_id: RunId, history: History) {
         let spec = &dbg.spec;
         let cfg = RunConfig {
             scripts: self.args.scripts.clone(),
@@ -288,6 +342,7 @@ impl Scheduler {
                 .status
                 .as_ref()
                 .map_or(0, |s| s.desired_pods.max(0) as u32),
+            history,
         });
         if failed > 0 {
             let publisher = self.publisher.clone();
@@ -316,3 +371,7 @@ fn reap_orphans() {
 #[cfg(test)]
 #[path = "cluster_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "cluster_run_now_tests.rs"]
+mod run_now_tests;

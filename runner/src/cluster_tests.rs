@@ -6,13 +6,13 @@ use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-fn debugger(run_at: serde_json::Value) -> serde_json::Value {
+pub(super) fn debugger(run_at: serde_json::Value) -> serde_json::Value {
     json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger",
             "metadata": {"name": "dbg", "namespace": "ops", "uid": "uid-1", "resourceVersion": "2"},
             "spec": {"runAt": run_at, "categories": ["disk"]}})
 }
 
-fn list(item: serde_json::Value) -> serde_json::Value {
+pub(super) fn list(item: serde_json::Value) -> serde_json::Value {
     json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerList",
             "metadata": {"resourceVersion": "2"}, "items": [item]})
 }
@@ -176,7 +176,7 @@ fn holding(debugger: serde_json::Value) -> (Client, StandIn) {
     })
 }
 
-fn identity(node: &str) -> Identity {
+pub(super) fn identity(node: &str) -> Identity {
     Identity {
         node: node.into(),
         pod: "runner-x".into(),
@@ -185,7 +185,7 @@ fn identity(node: &str) -> Identity {
     }
 }
 
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
+pub(super) async fn until(what: &str, mut done: impl FnMut() -> bool) {
     let wait = async {
         while !done() {
             tokio::time::sleep(Duration::from_millis(20)).await;

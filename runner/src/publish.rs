@@ -13,6 +13,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 
 use crate::report::Sources;
+use crate::schedule::History;
 /// The background writing of reports lives in [`crate::writer`]; these
 /// names stay reachable as `publish::…`.
 pub use crate::writer::{spawn_writer, write, Writer, WriterGone, Written, FLUSH_LIMIT};
@@ -106,7 +107,9 @@ impl Owner {
 
 /// The server-side apply body of `node`'s report: its name, labels, owner
 /// and `result`, cut to fit keeping one failure of every script in
-/// `sources` before a second of any (see [`DebuggerReportSpec::of_by`]).
+/// `sources` before a second of any (see [`DebuggerReportSpec::of_by`]),
+/// and in its annotations what `history` says this node has run
+/// ([`keys::ANNOTATION_SCHEDULED_RUN`], [`keys::ANNOTATION_RUN_NOW_DONE`]).
 /// With nothing else in it, the runner owns no other field.
 pub fn apply_body(
     namespace: &str,
@@ -114,8 +117,18 @@ pub fn apply_body(
     owner: &Owner,
     result: &NodeSummary,
     sources: &Sources,
+    history: &History,
 ) -> serde_json::Value {
     let spec = DebuggerReportSpec::of_by(&owner.name, node, result, |c, i| sources.get(c, i));
+    let mut annotations = serde_json::Map::new();
+    for (key, run) in [
+        (keys::ANNOTATION_SCHEDULED_RUN, history.completed),
+        (keys::ANNOTATION_RUN_NOW_DONE, history.run_now),
+    ] {
+        if let Some(run) = run {
+            annotations.insert(key.into(), run.rfc3339().into());
+        }
+    }
     serde_json::json!({
         "apiVersion": DebuggerReport::api_version(&()),
         "kind": DebuggerReport::kind(&()),
@@ -126,6 +139,7 @@ pub fn apply_body(
                 keys::LABEL_DEBUGGER: owner.name,
                 keys::LABEL_NODE: node_label_value(node),
             },
+            "annotations": annotations,
             "ownerReferences": [{
                 "apiVersion": Debugger::api_version(&()),
                 "kind": Debugger::kind(&()),
@@ -138,10 +152,25 @@ pub fn apply_body(
     })
 }
 
-/// The run this node last completed, as its report records it.
-pub fn completed_run(report: &DebuggerReport) -> Option<RunId> {
-    let t = chrono::DateTime::parse_from_rfc3339(&report.spec.run_at).ok()?;
-    Some(RunId::at(t.to_utc()))
+/// What this node has run, as its report records it: the last run of
+/// `runAt` (its [`keys::ANNOTATION_SCHEDULED_RUN`], else, from a runner that
+/// did not write it, the report's run) and the last run-now request
+/// ([`keys::ANNOTATION_RUN_NOW_DONE`]).
+pub fn history_of(report: &DebuggerReport) -> History {
+    let annotation = |key: &str| {
+        report
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .and_then(|v| RunId::from_rfc3339(v))
+    };
+    History {
+        completed: annotation(keys::ANNOTATION_SCHEDULED_RUN)
+            .or_else(|| RunId::from_rfc3339(&report.spec.run_at)),
+        run_now: annotation(keys::ANNOTATION_RUN_NOW_DONE),
+        ran_since_start: false,
+    }
 }
 
 /// The Event message: how many items failed and the first few of them.
@@ -202,25 +231,27 @@ impl Publisher {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    /// Reads the run this node last completed for Debugger `debugger`
-    /// from its report.
-    pub async fn read_completed(&self, debugger: &str) -> Result<Option<RunId>, kube::Error> {
+    /// Reads what this node has run for Debugger `debugger` from its
+    /// report (see [`history_of`]); nothing without a report.
+    pub async fn read_history(&self, debugger: &str) -> Result<History, kube::Error> {
         Ok(self
             .reports()
             .get_opt(&report_name(debugger, &self.node))
             .await?
-            .and_then(|r| completed_run(&r)))
+            .map(|r| history_of(&r))
+            .unwrap_or_default())
     }
 
     /// Applies this node's report of `result`, whose failed items came
-    /// from `sources`, for `owner`.
+    /// from `sources`, for `owner`, recording `history`.
     pub async fn apply(
         &self,
         owner: &Owner,
         result: &NodeSummary,
         sources: &Sources,
+        history: &History,
     ) -> Result<(), kube::Error> {
-        let body = apply_body(&self.namespace, &self.node, owner, result, sources);
+        let body = apply_body(&self.namespace, &self.node, owner, result, sources, history);
         let pp = PatchParams::apply(&keys::field_manager_runner(&self.node)).force();
         self.reports()
             .patch(
@@ -296,6 +327,9 @@ pub struct Pending {
     pub sources: Sources,
     /// How many pods the Debugger has (sizes the write spread).
     pub nodes: u32,
+    /// What this node has run with this result, kept in the report's
+    /// annotations for a restarted runner.
+    pub history: History,
 }
 
 #[cfg(test)]

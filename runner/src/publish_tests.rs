@@ -22,7 +22,14 @@ fn the_apply_body_is_this_nodes_report_owned_by_its_debugger() {
         .entry("disk".into())
         .or_default()
         .insert("sda".into(), ItemResult::err("full"));
-    let b = apply_body("ops", "node-1", &owner(), &result, &Sources::default());
+    let b = apply_body(
+        "ops",
+        "node-1",
+        &owner(),
+        &result,
+        &Sources::default(),
+        &History::default(),
+    );
     assert_eq!(b["apiVersion"], "kubecombo.io/v1");
     assert_eq!(b["kind"], "DebuggerReport");
     assert_eq!(b["metadata"]["name"], "dbg.node-1");
@@ -101,7 +108,14 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
             scripts: vec![many(Category::Net, "counters"), lone(category, lone_item)],
         };
         let summary = crate::report::summary(&report);
-        let b = apply_body("ops", "node-1", &owner(), &summary, &Sources::of(&report));
+        let b = apply_body(
+            "ops",
+            "node-1",
+            &owner(),
+            &summary,
+            &Sources::of(&report),
+            &History::default(),
+        );
         let cat = category.as_str();
         assert_eq!(
             b["spec"]["categories"][cat][lone_item]["err"], "timeout after 60s",
@@ -120,7 +134,7 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
 }
 
 #[test]
-fn the_completed_run_is_read_from_the_nodes_report() {
+fn what_the_node_ran_is_read_from_its_report() {
     let mut r = DebuggerReport::new(
         "dbg.node-1",
         DebuggerReportSpec {
@@ -128,12 +142,78 @@ fn the_completed_run_is_read_from_the_nodes_report() {
             ..Default::default()
         },
     );
+    let id = |s: &str| RunId::from_rfc3339(s);
+    // A report without annotations (an earlier runner's): its run.
     assert_eq!(
-        completed_run(&r).map(|r| r.to_string()),
-        Some("20261122T060000Z".to_string())
+        history_of(&r),
+        History {
+            completed: id("2026-11-22T06:00:00Z"),
+            ..History::default()
+        }
     );
     r.spec.run_at = "not a time".into();
-    assert_eq!(completed_run(&r), None);
+    assert_eq!(history_of(&r), History::default());
+    // After a run-now run: the report's run is the request, the last run
+    // of runAt is in its annotation.
+    r.spec.run_at = "2026-11-22T07:10:00Z".into();
+    r.metadata.annotations = Some(
+        [
+            (keys::ANNOTATION_SCHEDULED_RUN, "2026-11-20T00:00:00Z"),
+            (keys::ANNOTATION_RUN_NOW_DONE, "2026-11-22T07:10:00Z"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+    );
+    assert_eq!(
+        history_of(&r),
+        History {
+            completed: id("2026-11-20T00:00:00Z"),
+            run_now: id("2026-11-22T07:10:00Z"),
+            ran_since_start: false,
+        }
+    );
+}
+
+#[test]
+fn the_report_records_what_the_node_ran_in_its_annotations_and_reads_it_back() {
+    let history = History {
+        completed: RunId::from_rfc3339("2026-11-20T00:00:00Z"),
+        run_now: RunId::from_rfc3339("2026-11-22T07:10:00Z"),
+        ran_since_start: true,
+    };
+    let result = NodeSummary {
+        run_at: "2026-11-22T07:10:00Z".into(),
+        ..Default::default()
+    };
+    let b = apply_body(
+        "ops",
+        "node-1",
+        &owner(),
+        &result,
+        &Sources::default(),
+        &history,
+    );
+    let a = &b["metadata"]["annotations"];
+    assert_eq!(a["kubecombo.io/scheduled-run"], "2026-11-20T00:00:00Z");
+    assert_eq!(a["kubecombo.io/run-now-done"], "2026-11-22T07:10:00Z");
+    let back: DebuggerReport = serde_json::from_value(b).unwrap();
+    assert_eq!(
+        history_of(&back),
+        History {
+            ran_since_start: false,
+            ..history
+        }
+    );
+    let none = apply_body(
+        "ops",
+        "node-1",
+        &owner(),
+        &result,
+        &Sources::default(),
+        &History::default(),
+    );
+    assert_eq!(none["metadata"]["annotations"], serde_json::json!({}));
 }
 
 #[test]
@@ -219,6 +299,7 @@ fn pending(at: &str) -> Pending {
         },
         sources: Sources::default(),
         nodes: 3,
+        history: History::default(),
     }
 }
 

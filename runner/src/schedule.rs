@@ -11,8 +11,13 @@ pub const CRON_CATCH_UP: Duration = Duration::seconds(60);
 /// What this node has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct History {
-    /// The newest run this node completed (from its summary key, then from memory).
+    /// The last run of `runAt` this node completed (from its report, then
+    /// from memory). A run-now run leaves it as it is, so that a timestamp
+    /// already run is not run again after one.
     pub completed: Option<RunId>,
+    /// The last run-now request this node ran (from its report, then from
+    /// memory).
+    pub run_now: Option<RunId>,
     /// Whether this runner process has run at all (for an empty runAt on a Pod).
     pub ran_since_start: bool,
 }
@@ -20,8 +25,10 @@ pub struct History {
 /// What to do next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Run this run id now.
+    /// Run this run of `runAt` now.
     Run(RunId),
+    /// Run this run-now request now (docs/runner.md, "Run now").
+    RunNow(RunId),
     /// Nothing is due; look again at this time (or when the Debugger changes).
     Wait(DateTime<Utc>),
     /// Nothing will ever be due until the Debugger changes.
@@ -70,6 +77,34 @@ pub fn decide(
     }
 }
 
+/// `scheduled`, what `runAt` asks for (see [`decide`]), with the run-now
+/// request `asked` folded in. A request this node has not run yet runs
+/// first once its time has come; before that it is waited for like a
+/// scheduled time. It never changes what `runAt` asks for: the schedule's
+/// runs still happen, before and after it.
+pub fn with_run_now(
+    scheduled: Decision,
+    asked: Option<RunId>,
+    now: DateTime<Utc>,
+    history: History,
+) -> Decision {
+    let Some(asked) = asked.filter(|a| history.run_now != Some(*a)) else {
+        return scheduled;
+    };
+    if asked.0 <= now {
+        return Decision::RunNow(asked);
+    }
+    match scheduled {
+        Decision::Run(_) | Decision::RunNow(_) => scheduled,
+        Decision::Wait(t) if t <= asked.0 => scheduled,
+        Decision::Wait(_) | Decision::Idle => Decision::Wait(asked.0),
+    }
+}
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod run_now_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +117,7 @@ mod tests {
         History {
             completed: Some(RunId::at(t(s))),
             ran_since_start: true,
+            ..History::default()
         }
     }
 
@@ -144,7 +180,7 @@ mod tests {
         // A restarted runner knows only what its summary key records.
         let restarted = History {
             completed: Some(RunId::at(t("2026-11-20T00:00:00Z"))),
-            ran_since_start: false,
+            ..History::default()
         };
         assert_eq!(decide(&at, DS, now, now, restarted), Decision::Idle);
     }

@@ -46,7 +46,12 @@ pub async fn write(
         let run_at = pending.summary.run_at.clone();
         let error = match tokio::time::timeout(
             limit,
-            publisher.apply(&pending.owner, &pending.summary, &pending.sources),
+            publisher.apply(
+                &pending.owner,
+                &pending.summary,
+                &pending.sources,
+                &pending.history,
+            ),
         )
         .await
         {
@@ -109,8 +114,12 @@ impl Writer {
         let run_at = pending.summary.run_at.clone();
         match tokio::time::timeout(
             limit,
-            self.publisher
-                .apply(&pending.owner, &pending.summary, &pending.sources),
+            self.publisher.apply(
+                &pending.owner,
+                &pending.summary,
+                &pending.sources,
+                &pending.history,
+            ),
         )
         .await
         {

@@ -70,6 +70,7 @@ async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
                 summary: summary(i, "2026-11-22T06:00:00Z"),
                 sources: Sources::default(),
                 nodes: WRITERS as u32,
+                history: Default::default(),
             })
             .expect("writer runs");
             tx
@@ -101,6 +102,7 @@ async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
             &owner,
             &summary(0, "2026-11-22T07:00:00Z"),
             &Sources::default(),
+            &Default::default(),
         )
         .await
         .unwrap();
