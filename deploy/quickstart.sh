@@ -41,8 +41,9 @@ kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=
 echo "==> applying the samples (config/samples)"
 kubectl apply -f config/samples/pinger.yaml -f config/samples/debugger_daemonset.yaml 2>&1 | quiet
 kubectl -n default rollout status daemonset/node-check --timeout=180s 2>&1 | quiet
+# One run now; the sample's schedule (spec.runAt) stays as it is.
 kubectl combo run node-check -n default 2>&1 | quiet
-run_at=$(kubectl get dbg node-check -n default -o jsonpath='{.spec.runAt}')
+run_at=$(kubectl get dbg node-check -n default -o jsonpath='{.metadata.annotations.kubecombo\.io/run-now}')
 
 # Wait for this run, not one an earlier quickstart left in the status.
 echo "==> waiting for the 2 nodes to finish the run of $run_at"

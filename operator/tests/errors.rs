@@ -1,5 +1,6 @@
 //! What a user sees when `combo-operator` or `kubectl-combo` fails: one line
-//! on stderr naming the binary, and the documented exit status.
+//! on stderr naming the binary, and the documented exit status; and what
+//! `kubectl combo run` asks of the API server.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -151,9 +152,9 @@ fn a_run_that_is_neither_a_run_id_nor_a_time_is_a_usage_error() {
 }
 
 /// An API server on loopback that answers every request with `answer(method,
-/// path)`: (status code, JSON body), one request per connection. Returns
+/// path, body)`: (status code, JSON body), one request per connection. Returns
 /// the environment of a kubeconfig that points at it (namespace `ops`).
-fn api_server(answer: fn(&str, &str) -> (u16, String)) -> Vec<(&'static str, String)> {
+fn api_server(answer: fn(&str, &str, &str) -> (u16, String)) -> Vec<(&'static str, String)> {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     let port = listener.local_addr().expect("bound").port();
     std::thread::spawn(move || {
@@ -175,7 +176,12 @@ fn api_server(answer: fn(&str, &str) -> (u16, String)) -> Vec<(&'static str, Str
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
             let first: Vec<&str> = head.first().map_or(vec![], |l| l.split(' ').collect());
-            let (code, json) = answer(first.first().unwrap_or(&""), first.get(1).unwrap_or(&""));
+            let body = String::from_utf8_lossy(&body);
+            let (code, json) = answer(
+                first.first().unwrap_or(&""),
+                first.get(1).unwrap_or(&""),
+                &body,
+            );
             let mut stream = reader.into_inner();
             let _ = write!(
                 stream,
@@ -202,7 +208,7 @@ fn api_server(answer: fn(&str, &str) -> (u16, String)) -> Vec<(&'static str, Str
 }
 
 /// The API server's answer for an object that does not exist.
-fn not_found(_method: &str, path: &str) -> (u16, String) {
+fn not_found(_method: &str, path: &str, _body: &str) -> (u16, String) {
     let name = path.rsplit('/').next().unwrap_or_default();
     (
         404,
@@ -236,7 +242,7 @@ fn a_debugger_that_does_not_exist_is_named_and_exits_three() {
 
 #[test]
 fn a_refused_list_says_what_was_listed_and_exits_one() {
-    let env = api_server(|_, _| {
+    let env = api_server(|_, _, _| {
         (
             403,
             r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"debuggers.kubecombo.io is forbidden: User \"u\" cannot list resource","reason":"Forbidden","code":403}"#.to_string(),
@@ -247,6 +253,52 @@ fn a_refused_list_says_what_was_listed_and_exits_one() {
     assert_one_line(
         &stderr,
         "kubectl-combo: listing the Debuggers of namespace ops: debuggers.kubecombo.io is forbidden",
+    );
+    let _ = std::fs::remove_file(&env[0].1);
+}
+
+#[test]
+fn kubectl_combo_run_writes_only_the_run_now_annotation_as_combo_plugin() {
+    // The API server takes the patch only as `kubectl combo run` must send
+    // it: a merge patch of the annotation alone, by field manager
+    // combo-plugin; anything else is refused with 422.
+    let env = api_server(|method, path, body| {
+        let patch: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let asked = patch["metadata"]["annotations"]["kubecombo.io/run-now"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let only_the_annotation = patch.as_object().is_some_and(|o| o.len() == 1)
+            && patch["metadata"].as_object().is_some_and(|o| o.len() == 1)
+            && asked.ends_with('Z')
+            && asked.len() == "2026-11-22T06:30:12Z".len();
+        if method != "PATCH"
+            || !path.starts_with("/apis/kubecombo.io/v1/namespaces/ops/debuggers/check?")
+            || !path.contains("fieldManager=combo-plugin")
+            || !only_the_annotation
+        {
+            return (
+                422,
+                format!(
+                    r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"unexpected {method} {path} {}","code":422}}"#,
+                    body.replace('"', "'")
+                ),
+            );
+        }
+        let dbg = serde_json::json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger",
+            "metadata": {"name": "check", "namespace": "ops", "annotations": {"kubecombo.io/run-now": asked}},
+            "spec": {"runAt": "0 */6 * * *"}});
+        (200, dbg.to_string())
+    });
+    let (code, stdout, stderr) = run(PLUGIN, &["run", "check"], &env_of(&env));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with("debugger.kubecombo.io/check: run 2")
+            && stdout.contains(" requested on every node (kubecombo.io/run-now=")
+            && stdout
+                .trim_end()
+                .ends_with("runAt \"0 */6 * * *\" is unchanged"),
+        "{stdout}"
     );
     let _ = std::fs::remove_file(&env[0].1);
 }

@@ -4,7 +4,7 @@
 use std::process::{Command as Process, ExitCode};
 
 use anyhow::{bail, Context as _, Result};
-use chrono::{SecondsFormat, Utc};
+use chrono::Utc;
 use combo_api::keys;
 use combo_api::{Category, Debugger, RunId};
 use combo_operator::plugin;
@@ -116,19 +116,24 @@ async fn summary_data(
     Ok(data)
 }
 
+/// Asks every node of Debugger `ns/name` for one run now, keeping its
+/// runAt (docs/runner.md, "Run now").
 async fn run(client: Client, ns: &str, name: &str) -> Result<()> {
-    let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true);
-    let patch = serde_json::json!({"spec": {"runAt": now}});
-    match Api::<Debugger>::namespaced(client, ns)
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+    let (run, patch) = plugin::run_now::request(Utc::now());
+    let pp = PatchParams {
+        field_manager: Some(keys::FIELD_MANAGER_PLUGIN.into()),
+        ..PatchParams::default()
+    };
+    let dbg = match Api::<Debugger>::namespaced(client, ns)
+        .patch(name, &pp, &Patch::Merge(&patch))
         .await
     {
         Err(kube::Error::Api(s)) if s.code == 404 => {
             return Err(NotFound::debugger(ns, name).into())
         }
-        r => r.map_err(|e| api_error(e, &format!("patching Debugger {ns}/{name}")))?,
+        r => r.map_err(|e| api_error(e, &format!("annotating Debugger {ns}/{name}")))?,
     };
-    println!("debugger.kubecombo.io/{name} runAt set to {now}");
+    println!("{}", plugin::run_now::said(name, run, &dbg.spec.run_at));
     Ok(())
 }
 

@@ -27,7 +27,8 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Run the inspection now: sets spec.runAt to the current time.
+    /// Run the inspection now on every node, keeping spec.runAt: sets the
+    /// annotation kubecombo.io/run-now to the current time.
     Run {
         /// The Debugger.
         debugger: String,

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod errors;
+pub mod run_now;
 
 use std::collections::BTreeMap;
 

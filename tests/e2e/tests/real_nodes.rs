@@ -85,7 +85,7 @@ async fn pods_on_every_node(c: &Client, ns: &str, name: &str) -> Result<BTreeMap
     Ok(out)
 }
 
-/// `kubectl combo run` and the run id it set.
+/// `kubectl combo run` and the run it asked for (its run-now annotation).
 fn combo_run(ns: &str, name: &str) -> Result<String> {
     let out = kubectl_combo(&["run", name, "-n", ns]);
     if !out.status.success() {
@@ -94,7 +94,15 @@ fn combo_run(ns: &str, name: &str) -> Result<String> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    kubectl_ok(&["get", "dbg", name, "-n", ns, "-o", "jsonpath={.spec.runAt}"])
+    kubectl_ok(&[
+        "get",
+        "dbg",
+        name,
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.metadata.annotations.kubecombo\\.io/run-now}",
+    ])
 }
 
 /// Waits until every real node's key of the summary ConfigMap records `run_at`.
@@ -284,7 +292,7 @@ async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() 
         let now = api.get(&pod.name_any()).await?;
         assert_eq!(
             now.metadata.uid, pod.metadata.uid,
-            "{node}: the pod was not replaced by the script edit, runAt or the Pinger"
+            "{node}: the pod was not replaced by the script edit, the run requests or the Pinger"
         );
         assert!(
             restart_counts(&now).iter().all(|r| *r == 0),
