@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// Name of the leader-election Lease.
     #[arg(long, default_value = "kube-combo-operator")]
     pub leader_elect_lease: String,
+    /// Never taint nodes, for an install without the right to patch them:
+    /// Debuggers that list taints get TaintsDisabled.
+    #[arg(long)]
+    pub no_taints: bool,
 }
 
 /// Prints a fatal error the way every kube-combo binary does (one line,

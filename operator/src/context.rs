@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use chrono::{DateTime, Utc};
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
 use combo_api::{Debugger, DebuggerStatus};
 use kube::runtime::events::{Recorder, Reporter};
@@ -12,6 +13,7 @@ use kube::Client;
 use crate::cache::Caches;
 use crate::coalesce::Coalesce;
 use crate::metrics::Metrics;
+use crate::node_watch::NodeWatch;
 use crate::pace::Pace;
 use crate::render::Images;
 
@@ -49,6 +51,15 @@ pub struct Context {
     /// nodes that left are removed. Pruned like `written`, on its own
     /// insertions.
     pub runs_seen: Mutex<HashMap<String, String>>,
+    /// Per Debugger uid: its `runAt` and since when runs of it are
+    /// expected (docs/operator.md#missed-runs). Pruned like `written`, on
+    /// its own insertions.
+    pub run_at_since: Mutex<HashMap<String, (String, DateTime<Utc>)>>,
+    /// The nodes' conditions and taints of `kubecombo.io/`, from a Node
+    /// watch that starts with the first Debugger asking for them.
+    pub nodes: NodeWatch,
+    /// Whether the operator may taint nodes (false with `--no-taints`).
+    pub taints_allowed: bool,
 }
 
 impl Context {
@@ -82,6 +93,9 @@ impl Context {
             summary_writes: Default::default(),
             status_writes: Default::default(),
             runs_seen: Default::default(),
+            run_at_since: Default::default(),
+            nodes: NodeWatch::default(),
+            taints_allowed: true,
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::metrics::Metrics;
 use crate::pinger_status::{self, PingerContext};
 use crate::render::Images;
 use crate::watches::Watches;
-use crate::{rbac, reconcile, retry, triggers};
+use crate::{node_watch, rbac, reconcile, retry, triggers};
 
 /// Errors that stop the operator.
 #[derive(Debug, thiserror::Error)]
@@ -202,14 +202,18 @@ async fn controller(
         pinger: args.pinger_image.clone(),
     };
     let main = triggers.drive(main, &store);
-    let ctx = Arc::new(Context::new(
+    let mut ctx = Context::new(
         client.clone(),
         images,
         metrics,
         Some(identity),
         store,
         caches,
-    ));
+    );
+    ctx.taints_allowed = !args.no_taints;
+    let ctx = Arc::new(ctx);
+    // Idle until a Debugger asks for node conditions or taints.
+    let nodes = node_watch::run(client.clone(), ctx.nodes.clone(), watches.clone());
     let pingers = pinger_statuses(&client, ns, &ctx);
     let held = ctx.clone();
     let debuggers = main
@@ -224,6 +228,7 @@ async fn controller(
         _ = async { futures::join!(debuggers, pingers) } => {}
         () = retire => {}
         () = peer_lists => {}
+        () = nodes => {}
     }
     for (reference, event) in held.pace.drain() {
         if let Err(e) = held.recorder.publish(&event, &reference).await {

@@ -34,6 +34,12 @@ pub mod missed;
 pub mod node_marks;
 pub mod node_state;
 pub mod taints;
+// ... and written: the step (marks), the node watch and writes, the
+// finalizer that takes them off.
+pub mod finalizer;
+pub mod marks;
+pub mod node_watch;
+pub mod node_write;
 
 // What the plan is computed from: status and Events, the summary
 // aggregated from the DebuggerReports.

@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use crate::aggregate::NodeReport;
-use crate::node_state::{condition_of, states};
 pub use crate::node_state::State;
+use crate::node_state::{condition_of, states};
 use crate::reports::NodeReports;
 use crate::taints::{self, Limit};
 

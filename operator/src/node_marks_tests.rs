@@ -311,7 +311,7 @@ fn without_the_right_to_taint_no_taint_is_planned() {
 }
 
 /// 5,000 nodes: the writes the planner asks for when 50 start failing and
-/// when nothing changed (docs/benchmarks.md, "Node marks at 5,000 nodes").
+/// when nothing changed (docs/benchmarks.md#node-marks-at-5000-nodes).
 #[test]
 fn at_five_thousand_nodes_fifty_new_failures_cost_fifty_writes_and_no_change_none() {
     let wanted = Wanted::of(&dbg(true, &[Category::Disk], 10), true);

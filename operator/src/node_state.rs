@@ -136,4 +136,3 @@ pub fn condition_of(category: Category, state: &State) -> (&'static str, String,
         ),
     }
 }
-

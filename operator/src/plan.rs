@@ -3,8 +3,6 @@
 //! Events, the summary ConfigMap and when to look again, with no I/O and
 //! no clock of its own (docs/operator.md, "The pipeline").
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use combo_api::{Debugger, DebuggerStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -13,6 +11,7 @@ use kube::runtime::events::Event;
 
 use crate::apply::SummaryWrite;
 use crate::events;
+use crate::marks_status::{self, DebuggerMarks};
 use crate::status::{self, PodCounts, RunSummary};
 use crate::validate::Verdict;
 
@@ -42,6 +41,8 @@ pub struct Inputs<'a> {
     pub counts: Option<PodCounts>,
     /// Run fields from the reports.
     pub runs: RunSummary,
+    /// What the node marks step adds: conditions, an Event, a recheck.
+    pub marks: DebuggerMarks,
     /// The time the plan is for.
     pub now: DateTime<Utc>,
 }
@@ -73,6 +74,7 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         converged,
         counts,
         runs,
+        marks,
         now,
     } = inputs;
     // Only this operator writes the status, so the one it wrote last is the
@@ -92,7 +94,15 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         Ok(valid) => (Some(&valid.run_at), None),
         Err(rejected) => (rejected.run_at.as_ref(), Some(&rejected.invalid)),
     };
-    let status = status::compute(current, invalid, counts, &runs, run_at, now);
+    let mut status = status::compute(current, invalid, counts, &runs, run_at, now);
+    let previous = current.status.as_ref().map(|s| s.conditions.as_slice());
+    let (conditions, marks_events) = marks_status::conditions(
+        previous.unwrap_or_default(),
+        &marks,
+        status.observed_generation,
+        now,
+    );
+    status.conditions.extend(conditions);
     let status_changed = status::changed(current, &status);
     let mut events: Vec<Event> = converged.event.into_iter().collect();
     if let Some(invalid) = invalid {
@@ -100,15 +110,15 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
             events.push(events::for_invalid(invalid));
         }
     }
+    events.extend(marks_events);
     let next = converged.action.unwrap_or_else(|| {
-        match run_at.and_then(|r| r.next_after(now)) {
-            // Refresh nextRunAt once the scheduled time has passed.
-            Some(next) => Action::requeue(
-                (next - now)
-                    .to_std()
-                    .unwrap_or_default()
-                    .saturating_add(Duration::from_secs(1)),
-            ),
+        // Refresh nextRunAt once the scheduled time has passed; check the
+        // runs nodes missed once a deadline passes.
+        let refresh = run_at
+            .and_then(|r| r.next_after(now))
+            .map(|t| t + chrono::Duration::seconds(1));
+        match refresh.into_iter().chain(marks.recheck_at).min() {
+            Some(at) => Action::requeue((at - now).to_std().unwrap_or_default()),
             None => Action::await_change(),
         }
     });

@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use super::*;
 use chrono::TimeZone;
 use combo_api::{DebuggerSpec, RunAt};
@@ -36,6 +38,7 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
         converged: Converged::default(),
         counts: None,
         runs: RunSummary::default(),
+        marks: Default::default(),
         now: now(),
     }
 }
@@ -122,4 +125,30 @@ fn an_invalid_spec_is_reported_once_per_generation_and_message() {
     let other = Invalid::InvalidSpec("worse".into());
     let second = status::compute(&d, Some(&other), None, &Default::default(), None, now());
     assert!(newly_reported(Some(&first), &second));
+}
+
+#[test]
+fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_join_the_status() {
+    let d = dbg("0 */6 * * *");
+    let verdict = valid("0 */6 * * *");
+    let marks = DebuggerMarks {
+        runs_missed: Some((true, "RunsMissed".into(), "1 node has not reported".into())),
+        recheck_at: Some(now() + chrono::Duration::minutes(10)),
+        ..DebuggerMarks::default()
+    };
+    let p = plan(Inputs {
+        marks,
+        ..inputs(&d, &verdict)
+    });
+    assert_eq!(p.next, Action::requeue(Duration::from_secs(600)));
+    let types: Vec<&str> = p
+        .status
+        .conditions
+        .iter()
+        .map(|c| c.type_.as_str())
+        .collect();
+    assert_eq!(types, ["Ready", "RunsMissed"]);
+    // Without a recheck, the next run (06:00) plus a second.
+    let p = plan(inputs(&d, &verdict));
+    assert_eq!(p.next, Action::requeue(Duration::from_secs(1801)));
 }

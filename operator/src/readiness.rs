@@ -161,6 +161,15 @@ impl<K: Eq + Hash, V> Index<K, V> {
         }
     }
 
+    /// `f` of every entry kept, where it gives something.
+    pub fn filter_map<T>(&self, mut f: impl FnMut(&K, &V) -> Option<T>) -> Vec<T> {
+        self.lock()
+            .live
+            .iter()
+            .filter_map(|(k, v)| f(k, v))
+            .collect()
+    }
+
     /// How many entries are kept.
     pub fn len(&self) -> usize {
         self.lock().live.len()

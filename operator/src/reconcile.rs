@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::fetch;
 use crate::plan::{self, Converged, Inputs};
 use crate::validate::{validate, Invalid};
-use crate::{aggregate, apply, converge, write};
+use crate::{aggregate, apply, converge, finalizer, marks, write};
 
 /// Errors of a reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +31,9 @@ pub enum Error {
     /// Writing the status failed (transient).
     #[error("writing status")]
     Status(#[source] kube::Error),
+    /// Writing node conditions, taints or the finalizer failed (transient).
+    #[error("writing node marks")]
+    Marks(#[from] marks::Error),
 }
 
 impl Error {
@@ -45,6 +48,7 @@ impl Error {
             },
             Error::Apply(_) => "apply",
             Error::Status(_) => "status",
+            Error::Marks(_) => "node_marks",
         }
     }
 }
@@ -75,7 +79,11 @@ pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, 
 async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     if dbg.metadata.deletion_timestamp.is_some() {
         // The garbage collector removes what it owns; recreating a workload
-        // now would only race it.
+        // now would only race it. Node marks are not owned: they go first
+        // (docs/operator.md#removal-and-the-finalizer).
+        if finalizer::holds(dbg) {
+            marks::remove_all(ctx, dbg).await?;
+        }
         return Ok(Action::await_change());
     }
     let mut observed = fetch::observe(&ctx.caches, dbg).await;
@@ -89,6 +97,8 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         Err(rejected) => (Err(rejected), Converged::default(), None),
     };
     let uid = dbg.metadata.uid.clone().unwrap_or_default();
+    let now = Utc::now();
+    let (marks, marked) = marks::step(ctx, dbg, &verdict, &observed, counts, now).await;
     let plan = plan::plan(Inputs {
         dbg,
         written: ctx.written.lock().expect("written lock").get(&uid).cloned(),
@@ -96,12 +106,14 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         converged,
         counts,
         runs: aggregate::run_summary(observed.reports.values().map(|r| r.as_ref())),
-        now: Utc::now(),
+        marks,
+        now,
     });
     let next = write::write(ctx, dbg, &uid, plan, &observed).await?;
     if let Some(e) = refused {
         return Err(e.into());
     }
+    marked?;
     verdict.map_err(|r| r.invalid)?;
     Ok(next)
 }

@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use chrono::{DateTime, Utc};
 use combo_api::{Debugger, DebuggerStatus};
 use kube::runtime::reflector::{ObjectRef, Store};
 
@@ -29,6 +30,33 @@ pub(crate) fn remember_run(ctx: &Context, uid: &str, last: &str) -> Option<Strin
         &ctx.debuggers,
         uid_of,
     )
+}
+
+/// Since when runs of `dbg`'s current `runAt` are expected: its creation,
+/// the first time this process sees the Debugger, else when this process
+/// saw the value change (a per-Debugger record, see [`remember`];
+/// docs/operator.md#missed-runs).
+pub(crate) fn run_at_since(ctx: &Context, dbg: &Debugger, now: DateTime<Utc>) -> DateTime<Utc> {
+    let uid = dbg.metadata.uid.clone().unwrap_or_default();
+    let mut seen = ctx.run_at_since.lock().expect("run_at_since lock");
+    let since = match seen.get(&uid) {
+        Some((run_at, since)) if *run_at == dbg.spec.run_at => return *since,
+        Some(_) => now,
+        None => dbg
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0))
+            .unwrap_or(now),
+    };
+    remember(
+        &mut seen,
+        uid,
+        (dbg.spec.run_at.clone(), since),
+        &ctx.debuggers,
+        uid_of,
+    );
+    since
 }
 
 fn uid_of(dbg: &Debugger) -> Option<String> {

@@ -270,7 +270,7 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
             ..PodSecurityContext::default()
         }),
         node_selector: (!spec.selector.is_empty()).then(|| spec.selector.clone()),
-        tolerations: (!spec.tolerations.is_empty()).then(|| spec.tolerations.clone()),
+        tolerations: crate::taints::tolerations(dbg),
         affinity: spec.affinity.clone(),
         node_name: (is_pod && !spec.node_name.is_empty()).then(|| spec.node_name.clone()),
         ..PodSpec::default()

@@ -4,7 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use combo_api::Category;
+use combo_api::keys::node_mark_name;
+use combo_api::{Category, Debugger};
+use k8s_openapi::api::core::v1::Toleration;
+use kube::ResourceExt;
 
 use crate::node_marks::{NodeMarks, State, Wanted};
 
@@ -45,6 +48,22 @@ impl Limit {
     pub fn reached(&self) -> bool {
         self.left_out > 0
     }
+}
+
+/// The tolerations of `dbg`'s pods: its own, and one for each taint it
+/// may set, so that a tainted node keeps its runner and can recover. None
+/// when there are none. Pure.
+pub fn tolerations(dbg: &Debugger) -> Option<Vec<Toleration>> {
+    let spec = &dbg.spec;
+    let ns = dbg.namespace().unwrap_or_default();
+    let mut all = spec.tolerations.clone();
+    all.extend(spec.taints.iter().map(|c| Toleration {
+        key: Some(node_mark_name(&ns, &dbg.name_any(), *c)),
+        operator: Some("Exists".into()),
+        effect: Some(EFFECT.into()),
+        ..Toleration::default()
+    }));
+    (!all.is_empty()).then_some(all)
 }
 
 /// Most of `nodes` that may be tainted at once: `percent` of them, rounded

@@ -1,0 +1,138 @@
+//! The node marks step of a Debugger's reconcile: the runs its nodes
+//! missed, the conditions and taints its reports ask for, written to the
+//! nodes, and the finalizer that takes them off again. The decisions are
+//! pure ([`missed`], [`node_marks`], [`crate::taints`]); this step reads
+//! the node watch and sends the writes
+//! (docs/operator.md#node-conditions-taints-and-missed-runs).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use combo_api::{Debugger, RunAt};
+use tracing::info;
+
+use crate::context::Context;
+use crate::fetch::Observed;
+use crate::marks_status::DebuggerMarks;
+use crate::node_marks::{self, Inputs, MarksPlan, Wanted};
+use crate::reports::NodeReports;
+use crate::status::PodCounts;
+use crate::validate::Verdict;
+use crate::{finalizer, missed, node_write, records};
+
+/// Errors of the node marks step.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A node write failed.
+    #[error(transparent)]
+    Write(#[from] node_write::Error),
+    /// Adding or removing the finalizer failed.
+    #[error("writing the finalizer")]
+    Finalizer(#[source] kube::Error),
+}
+
+/// What the step tells the status, and whether its writes all landed.
+/// An invalid Debugger's nodes are left as they are.
+pub async fn step(
+    ctx: &Context,
+    dbg: &Debugger,
+    verdict: &Verdict,
+    observed: &Observed,
+    counts: Option<PodCounts>,
+    now: DateTime<Utc>,
+) -> (DebuggerMarks, Result<(), Error>) {
+    let wanted = Wanted::of(dbg, ctx.taints_allowed);
+    let mut out = DebuggerMarks {
+        taints_disabled: wanted.taints_disabled,
+        ..DebuggerMarks::default()
+    };
+    let Ok(valid) = verdict else {
+        return (out, Ok(()));
+    };
+    let since = records::run_at_since(ctx, dbg, now);
+    let grace = missed::grace(dbg.spec.script_timeout_seconds);
+    let check = missed::check(&valid.run_at, since, grace, now);
+    let missed = check
+        .run
+        .map(|r| missed::missed_by(&observed.reports, r))
+        .unwrap_or_default();
+    if valid.run_at != RunAt::Empty {
+        out.runs_missed = Some(missed::condition(check.run, &missed));
+    }
+    out.recheck_at = check.recheck_at;
+    let holds = finalizer::holds(dbg);
+    if !wanted.any() && !holds {
+        return (out, Ok(()));
+    }
+    let nodes = counts.map_or(0, |c| c.desired.max(0) as usize);
+    let result = async {
+        if wanted.any() && !holds {
+            finalizer::add(ctx, dbg).await.map_err(Error::Finalizer)?;
+        }
+        let reports = &observed.reports;
+        let plan = plan_for(
+            ctx,
+            &wanted,
+            reports,
+            &missed,
+            nodes.max(reports.len()),
+            now,
+        )
+        .await;
+        out.limit = plan.limit;
+        node_write::apply(ctx, &plan).await?;
+        if !wanted.any() {
+            info!("node conditions and taints turned off and taken off the nodes");
+            finalizer::remove(ctx, dbg)
+                .await
+                .map_err(Error::Finalizer)?;
+        }
+        Ok(())
+    }
+    .await;
+    (out, result)
+}
+
+/// A Debugger being deleted: takes every mark of it off the nodes, then
+/// its finalizer, so that it goes.
+pub async fn remove_all(ctx: &Context, dbg: &Debugger) -> Result<(), Error> {
+    let wanted = Wanted::nothing(dbg, ctx.taints_allowed);
+    let none = NodeReports::new();
+    let plan = plan_for(ctx, &wanted, &none, &BTreeSet::new(), 0, Utc::now()).await;
+    info!(
+        nodes = plan.writes(),
+        "the Debugger is deleted: taking its node conditions and taints off"
+    );
+    node_write::apply(ctx, &plan).await?;
+    finalizer::remove(ctx, dbg).await.map_err(Error::Finalizer)
+}
+
+/// The marks plan, from what the node watch shows (started and listed
+/// first) for the nodes with a report and those with a mark of `wanted`.
+async fn plan_for(
+    ctx: &Context,
+    wanted: &Wanted,
+    reports: &NodeReports,
+    missed: &BTreeSet<String>,
+    node_count: usize,
+    now: DateTime<Utc>,
+) -> MarksPlan {
+    ctx.nodes.ready().await;
+    let mut nodes: BTreeMap<String, node_marks::NodeMarks> = ctx.nodes.owned_by(wanted);
+    for node in reports.keys() {
+        if !nodes.contains_key(node) {
+            let marks = ctx.nodes.marks(node);
+            if !marks.is_empty() {
+                nodes.insert(node.clone(), marks);
+            }
+        }
+    }
+    node_marks::plan(&Inputs {
+        wanted,
+        reports,
+        missed,
+        nodes: &nodes,
+        node_count,
+        now,
+    })
+}
