@@ -2,10 +2,9 @@
 //! that differs (veth pairs), a resolver answering SERVFAIL, and the
 //! default route removed. Each is undone by its guard when it drops.
 
-use std::io::Write as _;
 use std::process::{Child, Command, Stdio};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 
 use crate::host::sh;
 
@@ -108,17 +107,24 @@ impl Drop for ServfailServer {
     }
 }
 
-/// Runs `ip -n <netns> <args>` with `input` on stdin; its stdout.
+/// Runs `ip -n <netns> <args>` with `input` on stdin; its stdout. The input
+/// goes through a file: `ip route restore` seeks in its stdin.
 fn ip(netns: &str, args: &[&str], input: &[u8]) -> Result<Vec<u8>> {
-    let mut child = Command::new("ip")
+    let stdin = if input.is_empty() {
+        Stdio::null()
+    } else {
+        let path =
+            std::env::temp_dir().join(format!("kube-combo-ip-{}-{netns}", std::process::id()));
+        std::fs::write(&path, input)?;
+        let file = std::fs::File::open(&path)?;
+        std::fs::remove_file(&path)?;
+        Stdio::from(file)
+    };
+    let out = Command::new("ip")
         .args(["-n", netns])
         .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    child.stdin.take().context("ip's stdin")?.write_all(input)?;
-    let out = child.wait_with_output()?;
+        .stdin(stdin)
+        .output()?;
     if !out.status.success() {
         bail!(
             "`ip -n {netns} {}` failed: {}",
