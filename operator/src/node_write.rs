@@ -44,18 +44,22 @@ pub enum Error {
 }
 
 /// Sends every write of `plan`; the first error, once all were tried.
+/// Taints go after conditions, so that a node written for both answers
+/// last with both, which is what the node watch then keeps until it shows
+/// them.
 pub async fn apply(ctx: &Context, plan: &MarksPlan) -> Result<(), Error> {
     // Owned writes: a stream over borrowed ones makes the reconcile's
     // future fail the controller's `Send` bound (a higher-ranked lifetime).
-    let conditions = stream::iter(plan.conditions.clone())
+    let conditions: Vec<Result<(), Error>> = stream::iter(plan.conditions.clone())
         .map(|w| async move { write_conditions(ctx, &w).await })
         .buffer_unordered(CONCURRENT)
-        .collect::<Vec<_>>();
-    let taints = stream::iter(plan.taints.clone())
+        .collect()
+        .await;
+    let taints: Vec<Result<(), Error>> = stream::iter(plan.taints.clone())
         .map(|w| async move { write_taints(ctx, &w).await })
         .buffer_unordered(CONCURRENT)
-        .collect::<Vec<_>>();
-    let (conditions, taints) = futures::join!(conditions, taints);
+        .collect()
+        .await;
     conditions.into_iter().chain(taints).collect()
 }
 

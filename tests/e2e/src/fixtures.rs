@@ -133,6 +133,20 @@ impl DebuggerBuilder {
         self
     }
 
+    /// Sets a condition per category on its nodes (`nodeConditions`).
+    pub fn node_conditions(mut self, on: bool) -> Self {
+        self.spec.node_conditions = on;
+        self
+    }
+
+    /// Taints nodes failing `categories` (`taints`), at most `percent` of
+    /// its nodes (`maxTaintedPercent`).
+    pub fn taints(mut self, categories: &[Category], percent: u32) -> Self {
+        self.spec.taints = categories.to_vec();
+        self.spec.max_tainted_percent = percent;
+        self
+    }
+
     /// Selects nodes labelled `key=value`.
     pub fn selector(mut self, key: &str, value: &str) -> Self {
         self.spec

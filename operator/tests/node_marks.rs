@@ -1,0 +1,285 @@
+//! Node conditions and taints through the whole reconcile, in-process,
+//! against a stand-in API server that keeps one Node and the Debugger as
+//! an API server would (conditions merged by type, taints replaced with a
+//! resourceVersion precondition, finalizers replaced): the writes a report
+//! causes, none when nothing changed, and the removal when the Debugger
+//! is deleted (docs/operator.md#node-conditions-taints-and-missed-runs).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use combo_api::keys::FINALIZER_NODE_MARKS;
+use combo_api::{Category, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, ItemResult};
+use combo_operator::cache::Caches;
+use combo_operator::context::Context;
+use combo_operator::metrics::Metrics;
+use combo_operator::reconcile::reconcile;
+use combo_operator::render::Images;
+use combo_testkit::stand_in::{Answer, Request, StandIn};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::runtime::reflector;
+use kube::runtime::watcher::Event;
+use kube::Client;
+use serde_json::{json, Value};
+
+const TYPE: &str = "kubecombo.io/ops.d.disk";
+const NODE_STATUS: &str = "PATCH /api/v1/nodes/n1/status";
+const NODE_GET: &str = "GET /api/v1/nodes/n1";
+const NODE_PATCH: &str = "PATCH /api/v1/nodes/n1";
+const FINALIZER: &str = "PATCH /apis/kubecombo.io/v1/namespaces/ops/debuggers/d";
+
+/// What the stand-in keeps: the Node `n1` and the Debugger's finalizers.
+struct Cluster {
+    node: Value,
+    finalizers: Vec<String>,
+    version: u64,
+}
+
+fn answer(cluster: &Mutex<Cluster>, r: &Request) -> Answer {
+    let mut c = cluster.lock().unwrap();
+    let body: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
+    match r.line().as_str() {
+        NODE_GET => Answer::Json(200, c.node.clone()),
+        NODE_STATUS => {
+            let mut conditions = c.node["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for change in body["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                conditions.retain(|k| k["type"] != change["type"]);
+                if change["$patch"] != "delete" {
+                    conditions.push(change.clone());
+                }
+            }
+            c.version += 1;
+            c.node["status"]["conditions"] = conditions.into();
+            c.node["metadata"]["resourceVersion"] = c.version.to_string().into();
+            Answer::Json(200, c.node.clone())
+        }
+        NODE_PATCH => {
+            if body["metadata"]["resourceVersion"] != c.node["metadata"]["resourceVersion"] {
+                return Answer::status(409, "Conflict");
+            }
+            c.version += 1;
+            c.node["spec"]["taints"] = body["spec"]["taints"].clone();
+            c.node["metadata"]["resourceVersion"] = c.version.to_string().into();
+            Answer::Json(200, c.node.clone())
+        }
+        FINALIZER => {
+            c.finalizers = serde_json::from_value(body["metadata"]["finalizers"].clone()).unwrap();
+            Answer::Json(
+                200,
+                json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger",
+                "metadata": {"name": "d", "namespace": "ops", "uid": "uid-d",
+                    "finalizers": c.finalizers}, "spec": {}}),
+            )
+        }
+        _ if r.method == "GET" => Answer::Json(
+            200,
+            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": []}),
+        ),
+        _ => {
+            // Everything else answers with what was sent, as written.
+            let mut obj = body;
+            if r.path().ends_with("/status") {
+                obj["metadata"]["name"] = "d".into();
+                obj["metadata"]["namespace"] = "ops".into();
+                obj["spec"] = json!({});
+            }
+            obj["metadata"]["resourceVersion"] = "1".into();
+            obj["metadata"]["uid"] = "written".into();
+            Answer::Json(200, obj)
+        }
+    }
+}
+
+fn context(client: Client) -> Arc<Context> {
+    let (debuggers, _) = reflector::store::<Debugger>();
+    let (daemonsets, _) = reflector::store();
+    let (pods, mut pw) = reflector::store::<Pod>();
+    let (pingers, _) = reflector::store();
+    let (roles, mut rw) = reflector::store();
+    let caches = Caches::new(daemonsets, pods, pingers, roles);
+    let listed = &caches.listed;
+    for watch in [
+        &listed.daemonsets,
+        &listed.pods,
+        &listed.pingers,
+        &listed.roles,
+    ] {
+        watch.observe(&Event::<Pod>::InitDone);
+    }
+    caches.config_maps.observe(&Event::<ConfigMap>::InitDone);
+    caches.reports.observe(&Event::<DebuggerReport>::InitDone);
+    caches.accounts.observe(&Event::<ServiceAccount>::InitDone);
+    caches.bindings.observe(&Event::<RoleBinding>::InitDone);
+    pw.apply_watcher_event(&Event::InitDone);
+    rw.apply_watcher_event(&Event::InitDone);
+    let images = Images {
+        runner: "reg/runner:1".into(),
+        pinger: "reg/pinger:1".into(),
+    };
+    let ctx = Context::new(
+        client,
+        images,
+        Arc::new(Metrics::default()),
+        None,
+        debuggers,
+        caches,
+    );
+    // The Node watch has listed: no node carries a mark yet.
+    ctx.nodes.observe(&Event::<Node>::InitDone);
+    Arc::new(ctx)
+}
+
+fn report(failing: bool) -> DebuggerReport {
+    let mut spec = DebuggerReportSpec {
+        debugger: "d".into(),
+        node: "n1".into(),
+        run_at: "2026-01-01T06:00:00Z".into(),
+        ..DebuggerReportSpec::default()
+    };
+    let item = if failing {
+        ItemResult::err("97% used")
+    } else {
+        ItemResult::ok()
+    };
+    spec.categories
+        .insert("disk".into(), [("/var".into(), item)].into());
+    let mut r = DebuggerReport::new("d.n1", spec);
+    r.metadata.namespace = Some("ops".into());
+    r
+}
+
+/// Reconciles `dbg` until it makes no request for 2.5 s; the requests.
+async fn settle(ctx: &Arc<Context>, seen: &StandIn, dbg: &Debugger) -> Vec<String> {
+    let start = seen.count();
+    let mut quiet = std::time::Instant::now();
+    let mut count = start;
+    for _ in 0..60 {
+        if quiet.elapsed() >= Duration::from_millis(2500) {
+            return seen.lines(start);
+        }
+        let _ = reconcile(Arc::new(dbg.clone()), ctx.clone()).await;
+        if seen.count() != count {
+            count = seen.count();
+            quiet = std::time::Instant::now();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("never settles: {:?}", seen.lines(start));
+}
+
+fn only(requests: &[String], line: &str) -> usize {
+    requests.iter().filter(|r| *r == line).count()
+}
+
+#[tokio::test]
+async fn a_failing_report_marks_its_node_once_and_a_deletion_takes_the_marks_off() {
+    let cluster = Arc::new(Mutex::new(Cluster {
+        node: json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "resourceVersion": "1"},
+            "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        finalizers: Vec::new(),
+        version: 1,
+    }));
+    let kept = cluster.clone();
+    let (client, seen) = StandIn::answering(move |r| answer(&kept, r));
+    let ctx = context(client);
+    let mut dbg = Debugger::new(
+        "d",
+        DebuggerSpec {
+            node_conditions: true,
+            taints: vec![Category::Disk],
+            max_tainted_percent: 100,
+            ..DebuggerSpec::default()
+        },
+    );
+    dbg.metadata.namespace = Some("ops".into());
+    dbg.metadata.uid = Some("uid-d".into());
+    dbg.metadata.generation = Some(1);
+    ctx.caches.reports.observe(&Event::Apply(report(true)));
+
+    // The first reconcile adds the finalizer and marks the node; the
+    // Debugger the next ones read carries the finalizer, as the watch
+    // shows it.
+    let start = seen.count();
+    let _ = reconcile(Arc::new(dbg.clone()), ctx.clone()).await;
+    dbg.metadata.finalizers = Some(vec![FINALIZER_NODE_MARKS.into()]);
+    settle(&ctx, &seen, &dbg).await;
+    let first = seen.lines(start);
+    assert_eq!(only(&first, FINALIZER), 1, "{first:?}");
+    assert_eq!(only(&first, NODE_STATUS), 1, "{first:?}");
+    assert_eq!(only(&first, NODE_PATCH), 1, "{first:?}");
+    let finalized_at = first.iter().position(|r| r == FINALIZER).unwrap();
+    let marked_at = first.iter().position(|r| r == NODE_STATUS).unwrap();
+    assert!(
+        finalized_at < marked_at,
+        "the finalizer before the first mark"
+    );
+    {
+        let c = cluster.lock().unwrap();
+        assert_eq!(c.finalizers, [FINALIZER_NODE_MARKS]);
+        let conditions = c.node["status"]["conditions"].as_array().unwrap();
+        let ours = conditions
+            .iter()
+            .find(|k| k["type"] == TYPE)
+            .expect("condition set");
+        assert_eq!(ours["status"], "True");
+        assert_eq!(ours["reason"], "Var");
+        assert_eq!(ours["message"], "/var: 97% used");
+        assert!(
+            conditions.iter().any(|k| k["type"] == "Ready"),
+            "the kubelet's stays"
+        );
+        let taints = c.node["spec"]["taints"].as_array().unwrap();
+        assert_eq!(taints.len(), 2, "{taints:?}");
+        assert!(taints
+            .iter()
+            .any(|t| t["key"] == TYPE && t["effect"] == "NoSchedule"));
+    }
+
+    // Nothing changed: no request at all.
+    assert_eq!(settle(&ctx, &seen, &dbg).await, Vec::<String>::new());
+
+    // Recovery: one condition write, the taint goes.
+    ctx.caches.reports.observe(&Event::Apply(report(false)));
+    let recovered = settle(&ctx, &seen, &dbg).await;
+    assert_eq!(only(&recovered, NODE_STATUS), 1, "{recovered:?}");
+    assert_eq!(only(&recovered, NODE_PATCH), 1, "{recovered:?}");
+    {
+        let c = cluster.lock().unwrap();
+        let conditions = c.node["status"]["conditions"].as_array().unwrap();
+        let ours = conditions.iter().find(|k| k["type"] == TYPE).unwrap();
+        assert_eq!(
+            (&ours["status"], &ours["reason"]),
+            (&json!("False"), &json!("NoFailures"))
+        );
+        assert_eq!(c.node["spec"]["taints"].as_array().unwrap().len(), 1);
+    }
+
+    // Deleted: the marks go, then the finalizer.
+    let mut deleting = dbg.clone();
+    deleting.metadata.deletion_timestamp = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+    );
+    let start = seen.count();
+    reconcile(Arc::new(deleting), ctx.clone()).await.unwrap();
+    let gone = seen.lines(start);
+    assert_eq!(only(&gone, NODE_STATUS), 1, "{gone:?}");
+    assert_eq!(gone.last().map(String::as_str), Some(FINALIZER), "{gone:?}");
+    let c = cluster.lock().unwrap();
+    assert!(c.finalizers.is_empty());
+    let conditions = c.node["status"]["conditions"].as_array().unwrap();
+    assert!(
+        conditions.iter().all(|k| k["type"] != TYPE),
+        "{conditions:?}"
+    );
+    assert_eq!(conditions.len(), 1, "the kubelet's stays");
+}
