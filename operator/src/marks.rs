@@ -6,6 +6,7 @@
 //! (docs/operator.md#node-conditions-taints-and-missed-runs).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use combo_api::{Debugger, RunAt};
@@ -29,7 +30,16 @@ pub enum Error {
     /// Adding or removing the finalizer failed.
     #[error("writing the finalizer")]
     Finalizer(#[source] kube::Error),
+    /// The Node watch has not listed (its error is logged and fails
+    /// `/readyz`); tried again with backoff rather than waiting for it.
+    #[error("the Node watch has not listed within {0:?}")]
+    NodesNotListed(Duration),
 }
+
+/// How long a reconcile waits for the Node watch to list: 5,000 Nodes come
+/// in a few seconds; a watch that cannot list (no RBAC for Nodes) must not
+/// hold the reconcile for ever.
+pub const NODES_LISTED_WITHIN: Duration = Duration::from_secs(30);
 
 /// What the step tells the status, and whether its writes all landed.
 /// An invalid Debugger's nodes are left as they are.
@@ -78,7 +88,7 @@ pub async fn step(
             nodes.max(reports.len()),
             now,
         )
-        .await;
+        .await?;
         out.limit = plan.limit;
         node_write::apply(ctx, &plan).await?;
         if !wanted.any() {
@@ -98,7 +108,7 @@ pub async fn step(
 pub async fn remove_all(ctx: &Context, dbg: &Debugger) -> Result<(), Error> {
     let wanted = Wanted::nothing(dbg, ctx.taints_allowed);
     let none = NodeReports::new();
-    let plan = plan_for(ctx, &wanted, &none, &BTreeSet::new(), 0, Utc::now()).await;
+    let plan = plan_for(ctx, &wanted, &none, &BTreeSet::new(), 0, Utc::now()).await?;
     info!(
         nodes = plan.writes(),
         "the Debugger is deleted: taking its node conditions and taints off"
@@ -116,8 +126,10 @@ async fn plan_for(
     missed: &BTreeSet<String>,
     node_count: usize,
     now: DateTime<Utc>,
-) -> MarksPlan {
-    ctx.nodes.ready().await;
+) -> Result<MarksPlan, Error> {
+    tokio::time::timeout(NODES_LISTED_WITHIN, ctx.nodes.ready())
+        .await
+        .map_err(|_| Error::NodesNotListed(NODES_LISTED_WITHIN))?;
     let mut nodes: BTreeMap<String, node_marks::NodeMarks> = ctx.nodes.owned_by(wanted);
     for node in reports.keys() {
         if !nodes.contains_key(node) {
@@ -127,12 +139,12 @@ async fn plan_for(
             }
         }
     }
-    node_marks::plan(&Inputs {
+    Ok(node_marks::plan(&Inputs {
         wanted,
         reports,
         missed,
         nodes: &nodes,
         node_count,
         now,
-    })
+    }))
 }
