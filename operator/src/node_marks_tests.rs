@@ -333,3 +333,32 @@ fn at_five_thousand_nodes_fifty_new_failures_cost_fifty_writes_and_no_change_non
         0
     );
 }
+
+#[test]
+fn the_debuggers_pods_tolerate_its_own_taints_and_nothing_else_is_added() {
+    let plain = dbg(true, &[], 10);
+    assert_eq!(
+        crate::taints::tolerations(&plain),
+        None,
+        "the rendered pods stay as they were"
+    );
+    let tainting = dbg(false, &[Category::Disk, Category::Net], 10);
+    let t = crate::taints::tolerations(&tainting).unwrap();
+    let keys: Vec<(&str, &str, &str)> = t
+        .iter()
+        .map(|t| {
+            (
+                t.key.as_deref().unwrap(),
+                t.operator.as_deref().unwrap(),
+                t.effect.as_deref().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("kubecombo.io/ops.check.disk", "Exists", "NoSchedule"),
+            ("kubecombo.io/ops.check.net", "Exists", "NoSchedule")
+        ]
+    );
+}
