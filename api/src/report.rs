@@ -176,15 +176,46 @@ impl DebuggerReportSpec {
             .values()
             .flat_map(|items| items.iter())
             .filter(|(_, r)| r.is_healthy())
-            .map(|(name, _)| omitted_count(name).unwrap_or(1))
+            .map(|(name, _)| omitted_count(name, "healthy").unwrap_or(1))
             .sum()
+    }
+
+    /// Failed and skipped items of each category of the result, those left
+    /// out to keep the report small counted (`(N failed items omitted)`,
+    /// `(N skipped items omitted)`).
+    pub fn category_counts(&self) -> BTreeMap<&str, ItemCounts> {
+        self.categories
+            .iter()
+            .map(|(cat, items)| {
+                let mut counts = ItemCounts::default();
+                for (name, r) in items {
+                    if r.err.is_some() {
+                        counts.failed += omitted_count(name, "failed").unwrap_or(1);
+                    } else if r.is_skipped() {
+                        counts.skipped += omitted_count(name, "skipped").unwrap_or(1);
+                    }
+                }
+                (cat.as_str(), counts)
+            })
+            .collect()
     }
 }
 
-/// `N` of an item named `(N healthy items omitted)`.
-fn omitted_count(item: &str) -> Option<u32> {
+/// Failed and skipped items of one category of a result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ItemCounts {
+    /// Items with an error.
+    pub failed: u32,
+    /// Items skipped (and not failed).
+    pub skipped: u32,
+}
+
+/// `N` of an item named `(N <verdict> items omitted)`.
+fn omitted_count(item: &str, verdict: &str) -> Option<u32> {
     item.strip_prefix('(')?
-        .strip_suffix(" healthy items omitted)")?
+        .strip_suffix(" items omitted)")?
+        .strip_suffix(verdict)?
+        .strip_suffix(' ')?
         .parse()
         .ok()
 }
@@ -202,6 +233,49 @@ mod tests {
         .unwrap();
         assert_eq!(spec.categories["net"]["errors:eth0"], ItemResult::ok());
         assert_eq!(spec.categories["net"]["eth0"], ItemResult::err("down"));
+    }
+
+    #[test]
+    fn category_counts_count_the_items_left_out_of_a_cut_report() {
+        let mut result = NodeSummary {
+            run_at: "2026-01-01T00:00:00Z".into(),
+            ..NodeSummary::default()
+        };
+        for i in 0..300 {
+            let (cat, r) = match i % 3 {
+                0 => ("disk", ItemResult::err("x".repeat(40))),
+                1 => ("net", ItemResult::skip("no host network")),
+                _ => ("net", ItemResult::ok()),
+            };
+            result
+                .categories
+                .entry(cat.into())
+                .or_default()
+                .insert(format!("item-{i:03}"), r);
+        }
+        let spec = DebuggerReportSpec::of("d", "n", &result);
+        assert!(
+            spec.categories["disk"].len() < 100,
+            "the report was cut: {} disk items kept",
+            spec.categories["disk"].len()
+        );
+        let counts = spec.category_counts();
+        assert_eq!(
+            counts["disk"],
+            ItemCounts {
+                failed: 100,
+                skipped: 0
+            }
+        );
+        assert_eq!(
+            counts["net"],
+            ItemCounts {
+                failed: 0,
+                skipped: 100
+            }
+        );
+        assert_eq!(spec.failed_items, 100);
+        assert_eq!(spec.healthy_items(), 100);
     }
 
     fn is_dns_subdomain(s: &str) -> bool {

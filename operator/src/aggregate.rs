@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use combo_api::report::ItemCounts;
 use combo_api::summary::{ItemResult, NodeSummary};
 use combo_api::DebuggerReportSpec;
 
@@ -40,13 +41,27 @@ pub struct NodeReport {
     /// The whole result as a summary value, rendered once when the report
     /// arrives (every summary write reuses it).
     pub full: String,
+    /// Failed and skipped items per category, counted once when the report
+    /// arrives (the metrics of every reconcile reuse them).
+    pub counts: BTreeMap<String, ItemCounts>,
 }
 
 impl NodeReport {
     /// The report `name` holding `spec`.
     pub fn new(name: String, spec: DebuggerReportSpec) -> NodeReport {
         let full = spec.summary().to_yaml();
-        NodeReport { name, spec, full }
+        let counts = spec
+            .category_counts()
+            .into_iter()
+            .filter(|(_, c)| *c != ItemCounts::default())
+            .map(|(cat, c)| (cat.to_string(), c))
+            .collect();
+        NodeReport {
+            name,
+            spec,
+            full,
+            counts,
+        }
     }
 
     fn healthy(&self) -> bool {

@@ -175,7 +175,7 @@ async fn controller(
     identity: String,
 ) {
     let ns = &args.namespace;
-    let (main, store) = triggers::debuggers(&client, ns, &watches);
+    let (main, store) = triggers::debuggers(&client, ns, &watches, &metrics);
     let (caches, triggers) = triggers::watch(&client, ns, &watches);
     let peer_lists = crate::peer_lists::run(
         client.clone(),
@@ -230,6 +230,8 @@ async fn controller(
         () = peer_lists => {}
         () = nodes => {}
     }
+    // Another replica reports the results from now on.
+    held.metrics.results().clear();
     for (reference, event) in held.pace.drain() {
         if let Err(e) = held.recorder.publish(&event, &reference).await {
             warn!(error = %e, reason = %event.reason, "publishing a held event failed");

@@ -42,10 +42,12 @@ pub mod node_watch;
 pub mod node_write;
 
 // What the plan is computed from: status and Events, the summary
-// aggregated from the DebuggerReports.
+// aggregated from the DebuggerReports; and the results per category and
+// node that the metrics show.
 pub mod aggregate;
 pub mod events;
 pub mod reports;
+pub mod results;
 pub mod status;
 
 // The controller and its watches: what wakes a reconcile, what the
@@ -71,6 +73,7 @@ pub mod pinger_status;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod result_metrics;
 
 // Tools: the command line, the CRD generator, the `kubectl combo` plugin.
 pub mod cli;

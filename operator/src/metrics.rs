@@ -1,10 +1,14 @@
 //! Prometheus metrics of the operator, under the prefix `combo_operator`.
 
+use std::sync::Arc;
+
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+
+use crate::result_metrics::ResultMetrics;
 
 type Labels = Vec<(String, String)>;
 
@@ -17,6 +21,7 @@ pub struct Metrics {
     writes: Family<Labels, Counter>,
     peer_lists: Counter,
     watch_errors: Family<Labels, Counter>,
+    results: Arc<ResultMetrics>,
 }
 
 impl Default for Metrics {
@@ -28,6 +33,7 @@ impl Default for Metrics {
         let writes = Family::<Labels, Counter>::default();
         let peer_lists = Counter::default();
         let watch_errors = Family::<Labels, Counter>::default();
+        let results = Arc::new(ResultMetrics::default());
         let sub = registry.sub_registry_with_prefix("combo_operator");
         sub.register("reconciles", "Debugger reconciles", reconciles.clone());
         sub.register(
@@ -55,6 +61,7 @@ impl Default for Metrics {
             "Errors of the operator's watches, by the kind watched (docs/operator.md, \"Metrics and health\")",
             watch_errors.clone(),
         );
+        sub.register_collector(Box::new(results.clone()));
         Metrics {
             registry,
             reconciles,
@@ -63,6 +70,7 @@ impl Default for Metrics {
             writes,
             peer_lists,
             watch_errors,
+            results,
         }
     }
 }
@@ -100,6 +108,11 @@ impl Metrics {
         self.peer_lists.inc();
     }
 
+    /// The Debuggers' results (docs/operator.md#results-as-metrics).
+    pub fn results(&self) -> &ResultMetrics {
+        &self.results
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -134,5 +147,37 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("combo_operator_reconcile_duration_seconds_count 1"));
+    }
+
+    #[test]
+    fn every_metric_served_has_a_row_in_the_reference() {
+        let m = Metrics::default();
+        m.reconciled(0.01);
+        m.error("apply");
+        m.write("Pod");
+        m.watch_error("Pod");
+        m.peer_list_written();
+        let mut results = crate::results::Results::default();
+        let disk = results.categories.entry("disk").or_default();
+        disk.failing.insert("node-1".into(), 1);
+        results.node_runs.push(chrono::Utc::now());
+        let mut dbg = combo_api::Debugger::new("d", Default::default());
+        dbg.metadata.namespace = Some("ops".into());
+        let schedule = combo_api::RunAt::parse("0 * * * *").ok();
+        m.results().set(&dbg, results, schedule, chrono::Utc::now());
+        let text = m.encode();
+        let reference = include_str!("../../docs/reference.md");
+        let mut seen = 0;
+        for described in text.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
+            let (name, kind) = described.split_once(' ').expect("# TYPE name kind");
+            let suffix = if kind == "counter" { "_total" } else { "" };
+            let row = format!("| `{name}{suffix}` |");
+            assert!(
+                reference.contains(&row),
+                "docs/reference.md has no row {row}"
+            );
+            seen += 1;
+        }
+        assert_eq!(seen, 6 + 7, "{text}");
     }
 }

@@ -84,6 +84,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         if finalizer::holds(dbg) {
             marks::remove_all(ctx, dbg).await?;
         }
+        ctx.metrics.results().forget(dbg);
         return Ok(Action::await_change());
     }
     let mut observed = fetch::observe(&ctx.caches, dbg).await;
@@ -109,6 +110,9 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         marks,
         now,
     });
+    ctx.metrics
+        .results()
+        .record(dbg, &observed.reports, &verdict);
     let next = write::write(ctx, dbg, &uid, plan, &observed).await?;
     if let Some(e) = refused {
         return Err(e.into());

@@ -20,6 +20,7 @@ use kube::runtime::{predicates, reflector, watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
 
 use crate::cache::{self, Caches, Slim};
+use crate::metrics::Metrics;
 use crate::readiness::Readiness;
 use crate::reports;
 use crate::watches::Watches;
@@ -53,19 +54,27 @@ where
 /// The Debugger controller over the Debuggers of `ns`: only spec changes (a
 /// new generation) trigger a Debugger, since its status is written by the
 /// reconcile and reacting to that write would only read everything again
-/// to find nothing to do. Its store lists every Debugger.
+/// to find nothing to do. Its store lists every Debugger; a Debugger gone
+/// from it loses its result metrics.
 pub fn debuggers(
     client: &Client,
     ns: &Option<String>,
     watches: &Watches,
+    metrics: &Arc<Metrics>,
 ) -> (Controller<Debugger>, Store<Debugger>) {
     let (store, writer) = reflector::store();
+    let metrics = metrics.clone();
     let health = watches.clone();
     let stream = watcher(api::<Debugger>(client, ns), watcher::Config::default())
         .default_backoff()
         .inspect(move |e| health.observe("Debugger", e))
         .modify(cache::slim)
         .reflect(writer)
+        .inspect(move |e| {
+            if let Ok(e) = e {
+                metrics.results().observe(e);
+            }
+        })
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default());
     let controller = Controller::for_stream(stream, store.clone())
