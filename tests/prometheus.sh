@@ -20,7 +20,8 @@ if [ "$want" != "$got" ]; then
 fi
 
 # The Grafana dashboard: every query parses (checked as recording rules,
-# with the template variables filled in) and uses only the pinger's metrics.
+# with the template variables filled in) and uses only the pinger's metrics
+# and the operator's result metrics.
 dashboard="$repo/deploy/grafana/kube-combo-pinger.json"
 exprs=$(mktemp)
 trap 'rm -f "$exprs"' EXIT
@@ -28,14 +29,15 @@ python3 - "$dashboard" > "$exprs" <<'PY'
 import json, re, sys
 dash = json.load(open(sys.argv[1]))
 ours = {"combo_pinger_target_up", "combo_pinger_probes_total",
-        "combo_pinger_rtt_seconds_bucket"}
+        "combo_pinger_rtt_seconds_bucket",
+        "combo_operator_debugger_failing_nodes"}
 print("groups:\n  - name: dashboard\n    rules:")
 for n, panel in enumerate(dash["panels"]):
     for t in panel["targets"]:
         expr = t["expr"].replace("$namespace", ".*").replace("$kind", ".*")
         used = set(re.findall(r"\bcombo_[a-z_]+", expr))
         if not used or not used <= ours:
-            sys.exit(f"panel {panel['title']!r} uses {sorted(used - ours) or 'no pinger metric'}")
+            sys.exit(f"panel {panel['title']!r} uses {sorted(used - ours) or 'no kube-combo metric'}")
         print(f"      - record: dashboard_panel_{n}")
         print(f"        expr: {json.dumps(expr)}")
 PY
