@@ -179,19 +179,20 @@ fn only(requests: &[String], line: &str) -> usize {
     requests.iter().filter(|r| *r == line).count()
 }
 
-#[tokio::test]
-async fn a_failing_report_marks_its_node_once_and_a_deletion_takes_the_marks_off() {
-    let cluster = Arc::new(Mutex::new(Cluster {
+/// One Node `n1` with the kubelet's `Ready` and another's taint.
+fn one_node() -> Arc<Mutex<Cluster>> {
+    Arc::new(Mutex::new(Cluster {
         node: json!({"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "n1", "resourceVersion": "1"},
             "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
         finalizers: Vec::new(),
         version: 1,
-    }));
-    let kept = cluster.clone();
-    let (client, seen) = StandIn::answering(move |r| answer(&kept, r));
-    let ctx = context(client);
+    }))
+}
+
+/// A Debugger with conditions and `disk` taints, on every node.
+fn marking() -> Debugger {
     let mut dbg = Debugger::new(
         "d",
         DebuggerSpec {
@@ -204,6 +205,31 @@ async fn a_failing_report_marks_its_node_once_and_a_deletion_takes_the_marks_off
     dbg.metadata.namespace = Some("ops".into());
     dbg.metadata.uid = Some("uid-d".into());
     dbg.metadata.generation = Some(1);
+    dbg
+}
+
+/// The node's condition of the Debugger, and its taint count.
+fn ours(cluster: &Mutex<Cluster>) -> (Option<Value>, usize) {
+    let c = cluster.lock().unwrap();
+    let conditions = c.node["status"]["conditions"].as_array().unwrap();
+    assert!(
+        conditions.iter().any(|k| k["type"] == "Ready"),
+        "the kubelet's condition stays: {conditions:?}"
+    );
+    let ours = conditions.iter().find(|k| k["type"] == TYPE).cloned();
+    (
+        ours,
+        c.node["spec"]["taints"].as_array().map_or(0, Vec::len),
+    )
+}
+
+#[tokio::test]
+async fn a_failing_report_marks_its_node_once_and_a_deletion_takes_the_marks_off() {
+    let cluster = one_node();
+    let kept = cluster.clone();
+    let (client, seen) = StandIn::answering(move |r| answer(&kept, r));
+    let ctx = context(client);
+    let mut dbg = marking();
     ctx.caches.reports.observe(&Event::Apply(report(true)));
 
     // The first reconcile adds the finalizer and marks the node; the
@@ -223,27 +249,13 @@ async fn a_failing_report_marks_its_node_once_and_a_deletion_takes_the_marks_off
         finalized_at < marked_at,
         "the finalizer before the first mark"
     );
-    {
-        let c = cluster.lock().unwrap();
-        assert_eq!(c.finalizers, [FINALIZER_NODE_MARKS]);
-        let conditions = c.node["status"]["conditions"].as_array().unwrap();
-        let ours = conditions
-            .iter()
-            .find(|k| k["type"] == TYPE)
-            .expect("condition set");
-        assert_eq!(ours["status"], "True");
-        assert_eq!(ours["reason"], "Var");
-        assert_eq!(ours["message"], "/var: 97% used");
-        assert!(
-            conditions.iter().any(|k| k["type"] == "Ready"),
-            "the kubelet's stays"
-        );
-        let taints = c.node["spec"]["taints"].as_array().unwrap();
-        assert_eq!(taints.len(), 2, "{taints:?}");
-        assert!(taints
-            .iter()
-            .any(|t| t["key"] == TYPE && t["effect"] == "NoSchedule"));
-    }
+    assert_eq!(cluster.lock().unwrap().finalizers, [FINALIZER_NODE_MARKS]);
+    let (condition, taints) = ours(&cluster);
+    let condition = condition.expect("the condition is set");
+    assert_eq!(condition["status"], "True");
+    assert_eq!(condition["reason"], "Var");
+    assert_eq!(condition["message"], "/var: 97% used");
+    assert_eq!(taints, 2, "ours and the other");
 
     // Nothing changed: no request at all.
     assert_eq!(settle(&ctx, &seen, &dbg).await, Vec::<String>::new());
@@ -253,16 +265,13 @@ async fn a_failing_report_marks_its_node_once_and_a_deletion_takes_the_marks_off
     let recovered = settle(&ctx, &seen, &dbg).await;
     assert_eq!(only(&recovered, NODE_STATUS), 1, "{recovered:?}");
     assert_eq!(only(&recovered, NODE_PATCH), 1, "{recovered:?}");
-    {
-        let c = cluster.lock().unwrap();
-        let conditions = c.node["status"]["conditions"].as_array().unwrap();
-        let ours = conditions.iter().find(|k| k["type"] == TYPE).unwrap();
-        assert_eq!(
-            (&ours["status"], &ours["reason"]),
-            (&json!("False"), &json!("NoFailures"))
-        );
-        assert_eq!(c.node["spec"]["taints"].as_array().unwrap().len(), 1);
-    }
+    let (condition, taints) = ours(&cluster);
+    let condition = condition.unwrap();
+    assert_eq!(
+        (&condition["status"], &condition["reason"]),
+        (&json!("False"), &json!("NoFailures"))
+    );
+    assert_eq!(taints, 1);
 
     // Deleted: the marks go, then the finalizer.
     let mut deleting = dbg.clone();
@@ -274,12 +283,10 @@ async fn a_failing_report_marks_its_node_once_and_a_deletion_takes_the_marks_off
     let gone = seen.lines(start);
     assert_eq!(only(&gone, NODE_STATUS), 1, "{gone:?}");
     assert_eq!(gone.last().map(String::as_str), Some(FINALIZER), "{gone:?}");
-    let c = cluster.lock().unwrap();
-    assert!(c.finalizers.is_empty());
-    let conditions = c.node["status"]["conditions"].as_array().unwrap();
-    assert!(
-        conditions.iter().all(|k| k["type"] != TYPE),
-        "{conditions:?}"
+    assert!(cluster.lock().unwrap().finalizers.is_empty());
+    assert_eq!(
+        ours(&cluster),
+        (None, 1),
+        "only the kubelet's and the other's left"
     );
-    assert_eq!(conditions.len(), 1, "the kubelet's stays");
 }
