@@ -180,13 +180,13 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
     }
     if spec.enable_pinger && found.pinger.is_none() {
         return Err(reject(Invalid::PingerNotFound(format!(
-            "pinger {:?}: no Pinger of that name in the Debugger's namespace",
+            "pinger {:?}: Pinger not found in the Debugger's namespace",
             spec.pinger
         ))));
     }
     if spec.enable_config_map && !found.scripts {
         return Err(reject(Invalid::ConfigMapNotFound(format!(
-            "configMap {:?}: no ConfigMap of that name in the Debugger's namespace; pods would wait for it",
+            "configMap {:?}: ConfigMap not found in the Debugger's namespace; pods would wait for it",
             spec.config_map
         ))));
     }

@@ -261,7 +261,7 @@ fn each_message_names_the_field_and_the_value_as_written() {
     });
     assert_eq!(
         missing,
-        "pinger \"mesh\": no Pinger of that name in the Debugger's namespace"
+        "pinger \"mesh\": Pinger not found in the Debugger's namespace"
     );
     let no_scripts = message(DebuggerSpec {
         enable_config_map: true,
@@ -270,7 +270,7 @@ fn each_message_names_the_field_and_the_value_as_written() {
     });
     assert_eq!(
         no_scripts,
-        "configMap \"scripts\": no ConfigMap of that name in the Debugger's namespace; pods would wait for it"
+        "configMap \"scripts\": ConfigMap not found in the Debugger's namespace; pods would wait for it"
     );
 }
 
