@@ -58,13 +58,18 @@ async fn edit(
         if !change(&mut list) {
             return Ok(());
         }
-        let patch = Patch::Merge(json!({
-            "metadata": {
-                "finalizers": list,
-                "resourceVersion": current.resource_version(),
-                "uid": current.uid(),
-            },
-        }));
+        // The resourceVersion and uid read guard the write; a null in a
+        // merge patch would remove a field instead, so absent ones stay out.
+        let mut metadata = json!({"finalizers": list});
+        for (field, value) in [
+            ("resourceVersion", current.resource_version()),
+            ("uid", current.uid()),
+        ] {
+            if let Some(v) = value {
+                metadata[field] = v.into();
+            }
+        }
+        let patch = Patch::Merge(json!({ "metadata": metadata }));
         ctx.metrics.write("Debugger");
         match api
             .patch(&dbg.name_any(), &PatchParams::default(), &patch)
