@@ -23,6 +23,7 @@ pub mod outage;
 pub mod pod_sd;
 pub mod prometheus;
 pub mod runs;
+pub mod victoria;
 
 /// The suite report's recorder (docs/testing.md, "Suite report"), shared
 /// with the runner's and the pinger's integration tests.
