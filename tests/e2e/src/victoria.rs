@@ -4,8 +4,8 @@
 //! and writes what it scrapes to a single-node `victoria-metrics`;
 //! `vmalert` evaluates rule files on that and notifies a receiver in the
 //! test. Each listens on 127.0.0.1 only, keeps its data in a directory of
-//! the stack's, and is killed by its pid when dropped (docs/testing.md,
-//! "Kubernetes discovery end to end").
+//! the stack's, and is killed by its pid when dropped
+//! (docs/testing.md#kubernetes-discovery-end-to-end).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

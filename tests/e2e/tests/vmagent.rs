@@ -6,8 +6,8 @@
 //! says and writes to a single-node VictoriaMetrics, on which `vmalert`
 //! evaluates the shipped rules: a node whose script fails fires
 //! `ComboInspectionFailing` for that node, its recovery resolves it, and
-//! deleting the Debugger removes its series (docs/testing.md, "Kubernetes
-//! discovery end to end").
+//! deleting the Debugger removes its series
+//! (docs/testing.md#kubernetes-discovery-end-to-end).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
