@@ -76,10 +76,13 @@ fn main() {
             Box::new(|_, _| true),
         ),
     ];
+    let since = chrono::Utc::now();
     for (what, failing) in cases {
         let reports = reports(failing);
         let metrics = Metrics::default();
-        let record = ms(20, || metrics.results().record(&dbg, &reports, &verdict));
+        let record = ms(20, || {
+            metrics.results().record(&dbg, &reports, &verdict, since)
+        });
         let mut text = String::new();
         let encode = ms(20, || text = metrics.encode());
         let series = text

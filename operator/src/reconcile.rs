@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::fetch;
 use crate::plan::{self, Converged, Inputs};
 use crate::validate::{validate, Invalid};
-use crate::{aggregate, apply, converge, finalizer, marks, write};
+use crate::{aggregate, apply, converge, finalizer, marks, records, write};
 
 /// Errors of a reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -110,9 +110,10 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         marks,
         now,
     });
+    let since = records::run_at_since(ctx, dbg, now);
     ctx.metrics
         .results()
-        .record(dbg, &observed.reports, &verdict);
+        .record(dbg, &observed.reports, &verdict, since);
     let next = write::write(ctx, dbg, &uid, plan, &observed).await?;
     if let Some(e) = refused {
         return Err(e.into());

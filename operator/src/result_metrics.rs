@@ -31,10 +31,8 @@ struct Entry {
     results: Results,
     /// Its parsed `runAt`, when valid.
     schedule: Option<RunAt>,
-    /// `runAt` as written, and since when runs of it are expected (see
-    /// [`missed::check`]): the Debugger's creation when first seen, the
-    /// time the value was seen to change after that.
-    run_at: (String, DateTime<Utc>),
+    /// Since when runs of it are expected (see [`missed::check`]).
+    since: DateTime<Utc>,
     /// See [`missed::grace`].
     grace: chrono::Duration,
 }
@@ -58,42 +56,37 @@ impl ResultMetrics {
     }
 
     /// Keeps `results` as those of `dbg`, whose valid `runAt` is
-    /// `schedule`, as of `now`.
+    /// `schedule`, expected to run since `since`.
     pub fn set(
         &self,
         dbg: &Debugger,
         results: Results,
         schedule: Option<RunAt>,
-        now: DateTime<Utc>,
+        since: DateTime<Utc>,
     ) {
-        let mut state = self.state();
-        let key = key(dbg);
-        let since = match state.debuggers.get(&key) {
-            Some(e) if e.run_at.0 == dbg.spec.run_at => e.run_at.1,
-            Some(_) => now,
-            None => dbg
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0))
-                .unwrap_or(now),
-        };
         let entry = Entry {
             results,
             schedule,
-            run_at: (dbg.spec.run_at.clone(), since),
+            since,
             grace: missed::grace(dbg.spec.script_timeout_seconds),
         };
-        state.debuggers.insert(key, entry);
+        self.state().debuggers.insert(key(dbg), entry);
     }
 
     /// Keeps the results of `reports`, the reports of `dbg`, whose verdict
-    /// is `verdict`. Missed nodes are counted for a valid spec only, as
-    /// the `RunsMissed` condition is.
-    pub fn record(&self, dbg: &Debugger, reports: &NodeReports, verdict: &Verdict) {
+    /// is `verdict` and whose runs are expected since `since` (as the
+    /// `RunsMissed` condition takes it, `records::run_at_since`). Missed
+    /// nodes are counted for a valid spec only, as that condition is.
+    pub fn record(
+        &self,
+        dbg: &Debugger,
+        reports: &NodeReports,
+        verdict: &Verdict,
+        since: DateTime<Utc>,
+    ) {
         let schedule = verdict.as_ref().ok().map(|valid| valid.run_at.clone());
         let results = results::of(reports.values().map(|r| r.as_ref()), &dbg.spec.categories);
-        self.set(dbg, results, schedule, Utc::now());
+        self.set(dbg, results, schedule, since);
     }
 
     /// Removes every series of `dbg`.
@@ -193,7 +186,7 @@ impl ResultMetrics {
             encoder,
             MISSED_NODES,
             per_debugger(&|e| {
-                let check = missed::check(e.schedule.as_ref()?, e.run_at.1, e.grace, now);
+                let check = missed::check(e.schedule.as_ref()?, e.since, e.grace, now);
                 Some(results::missed(&e.results, check.run) as i64)
             }),
         )?;
