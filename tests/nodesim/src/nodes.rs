@@ -50,7 +50,9 @@ pub async fn heartbeat(api: &Api<Node>, name: &str, index: u32) -> Result<()> {
             "architecture": "amd64", "containerRuntimeVersion": "sim://1", "kernelVersion": "",
             "osImage": "kube-combo node simulator", "machineID": "", "systemUUID": "", "bootID": ""},
     }});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+    // Strategic merge, as a kubelet does: conditions merge by type, so the
+    // conditions other writers put on the node stay.
+    api.patch_status(name, &PatchParams::default(), &Patch::Strategic(status))
         .await?;
     Ok(())
 }
