@@ -9,11 +9,36 @@ use std::error::Error;
 /// parse (clap's own choice, kept by every binary).
 pub const EXIT_USAGE: u8 = 2;
 
+/// The version a binary prints with `--version`: `override_` when it is
+/// set and not empty, else `package`. Call it through [`version!`].
+pub const fn version_or(override_: Option<&'static str>, package: &'static str) -> &'static str {
+    match override_ {
+        Some(v) if !v.is_empty() => v,
+        _ => package,
+    }
+}
+
+/// The calling crate's version: `KUBE_COMBO_VERSION` at build time (the
+/// release's version, set by deploy/release.sh), else the crate's
+/// `CARGO_PKG_VERSION`. A macro so that the value is read where it expands:
+/// in a binary's `main.rs`, a new version rebuilds that file only.
+#[macro_export]
+macro_rules! version {
+    () => {
+        $crate::cli::version_or(option_env!("KUBE_COMBO_VERSION"), env!("CARGO_PKG_VERSION"))
+    };
+}
+
 /// Parses the command line like [`clap::Parser::parse`], but a usage error is
 /// one line, `<bin>: <what clap found> (see <bin> --help)`, and exit status
-/// [`EXIT_USAGE`]. `--help` and `--version` print as usual.
-pub fn parse_args<P: clap::Parser>(bin: &str) -> P {
-    match P::try_parse() {
+/// [`EXIT_USAGE`]. `--help` and `--version` print as usual, `--version` with
+/// `version` (the binary's [`version!`]).
+pub fn parse_args<P: clap::Parser>(bin: &str, version: &'static str) -> P {
+    let parsed = P::command()
+        .version(version)
+        .try_get_matches()
+        .and_then(|m| P::from_arg_matches(&m));
+    match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -141,5 +166,12 @@ mod tests {
             usage_line("tool", &e),
             "tool: the following required arguments were not provided: --count <COUNT> (see tool --help)"
         );
+    }
+
+    #[test]
+    fn a_release_version_replaces_the_package_version_unless_empty() {
+        assert_eq!(version_or(Some("0.2.0-rc.1"), "0.1.0"), "0.2.0-rc.1");
+        assert_eq!(version_or(Some(""), "0.1.0"), "0.1.0");
+        assert_eq!(version_or(None, "0.1.0"), "0.1.0");
     }
 }

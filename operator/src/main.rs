@@ -12,7 +12,7 @@ const BIN: &str = "combo-operator";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli: Cli = combo_api::cli::parse_args(BIN);
+    let cli: Cli = combo_api::cli::parse_args(BIN, combo_api::version!());
     let result = match cli.command {
         Some(Command::Crd { out: None }) => {
             print!("{}", crdgen::all_yaml());

@@ -11,7 +11,8 @@ fn main() {
                 .unwrap_or_else(|_| "info,hickory=warn,kube=warn".into()),
         )
         .init();
-    let args: combo_pinger::cli::Args = combo_api::cli::parse_args("combo-pinger");
+    let args: combo_pinger::cli::Args =
+        combo_api::cli::parse_args("combo-pinger", combo_api::version!());
     // One thread: the probes are I/O-bound, and a reply is timestamped by the
     // same thread that waits in epoll, without a cross-thread wake-up.
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -10,7 +10,7 @@ use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args: Args = combo_api::cli::parse_args("combo-runner");
+    let args: Args = combo_api::cli::parse_args("combo-runner", combo_api::version!());
     let default_level = if args.once || args.command.is_some() {
         "warn"
     } else {

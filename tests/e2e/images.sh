@@ -21,7 +21,10 @@
 # cargo's registry and target directory are buildah cache mounts shared by
 # the three Dockerfiles, so a code change recompiles only what it touches.
 # KUBE_COMBO_IMAGE_PROFILE (default release) is the cargo profile built;
-# KUBE_COMBO_HARNESS_ONLY=1 makes `push` push the sandbox image only.
+# KUBE_COMBO_HARNESS_ONLY=1 makes `push` push the sandbox image only;
+# KUBE_COMBO_VERSION, when set, is the version the binaries print (--version);
+# KUBE_COMBO_IMAGES (default "operator runner pinger") names the images `build`
+# builds (deploy/release.sh builds those a release changes).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,6 +34,7 @@ store=$cache/containers
 profile=${KUBE_COMBO_IMAGE_PROFILE:-release}
 tag=dev
 images=(operator runner pinger)
+read -r -a built <<<"${KUBE_COMBO_IMAGES:-${images[*]}}"
 suites=("deb http://deb.debian.org/debian bookworm main"
     "deb http://deb.debian.org/debian bookworm-updates main"
     "deb http://deb.debian.org/debian-security bookworm-security main")
@@ -168,9 +172,10 @@ build() {
     base_images
     pause_image
     local i
-    for i in "${images[@]}"; do
-        log "kube-combo/$i:$tag (deploy/docker/Dockerfile.$i, profile $profile)"
+    for i in "${built[@]}"; do
+        log "kube-combo/$i:$tag (deploy/docker/Dockerfile.$i, profile $profile${KUBE_COMBO_VERSION:+, version $KUBE_COMBO_VERSION})"
         bh bud --quiet --isolation chroot --pull-never --build-arg "PROFILE=$profile" \
+            --build-arg "KUBE_COMBO_VERSION=${KUBE_COMBO_VERSION:-}" \
             -f "$repo/deploy/docker/Dockerfile.$i" -t "kube-combo/$i:$tag" "$repo" >/dev/null
     done
     # vfs keeps every layer whole: drop the replaced images and build leftovers.

@@ -18,7 +18,7 @@ const BIN: &str = "kubectl-combo";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args: Args = combo_api::cli::parse_args(BIN);
+    let args: Args = combo_api::cli::parse_args(BIN, combo_api::version!());
     match dispatch(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
