@@ -6,6 +6,8 @@
 #   tests/e2e/images.sh push REGISTRY      build, then push them (and kube-combo/pause:3.4) to REGISTRY
 #                                          (plain HTTP, e.g. 172.31.0.1:5000 from cluster.sh)
 #   tests/e2e/images.sh plugin DIR         copy kubectl-combo out of the operator image into DIR
+#   tests/e2e/images.sh publish VERSION REGISTRY TLS-VERIFY DIR NAME...
+#                                          push built images as release VERSION (deploy/release.sh)
 #
 # The base images the Dockerfiles name cannot be pulled here, so the first
 # build makes local stand-ins under the same names, from Debian bookworm:
@@ -203,6 +205,25 @@ push() { # registry
     log "pushed to $reg"
 }
 
+# Pushes built images as a release (deploy/release.sh): each
+# kube-combo/NAME:dev, labelled with the version, as REGISTRY/kube-combo/NAME:VERSION,
+# its digest (sha256:...) written to DIR/NAME.digest.
+publish() { # version registry tls-verify dir name...
+    local version=$1 reg=$2 tls=$3 out=$4 i ctr
+    shift 4
+    for i in "$@"; do
+        ctr=$(bh from --pull-never "kube-combo/$i:$tag")
+        bh config --label "org.opencontainers.image.version=$version" \
+            --label "org.opencontainers.image.title=kube-combo-$i" "$ctr"
+        bh commit --quiet --format oci "$ctr" "kube-combo/$i:$version" >/dev/null
+        bh rm "$ctr" >/dev/null
+        bh push --quiet --tls-verify="$tls" --digestfile "$out/$i.digest" \
+            "kube-combo/$i:$version" "docker://$reg/kube-combo/$i:$version" >/dev/null
+        bh rmi "kube-combo/$i:$version" >/dev/null
+        log "pushed $reg/kube-combo/$i:$version@$(cat "$out/$i.digest")"
+    done
+}
+
 # The kubectl plugin shipped in the operator image, for this machine.
 plugin() { # dest-dir
     local ctr mnt
@@ -218,5 +239,6 @@ case ${1:-} in
 build) build ;;
 push) push "${2:?usage: images.sh push REGISTRY}" ;;
 plugin) plugin "${2:?usage: images.sh plugin DIR}" ;;
-*) die "usage: images.sh build | push REGISTRY | plugin DIR" ;;
+publish) (($# >= 6)) || die "usage: images.sh publish VERSION REGISTRY TLS-VERIFY DIR NAME..."; publish "${@:2}" ;;
+*) die "usage: images.sh build | push REGISTRY | plugin DIR | publish VERSION REGISTRY TLS-VERIFY DIR NAME..." ;;
 esac

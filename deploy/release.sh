@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Builds a release of kube-combo and pushes its images (docs/install.md,
+# "Release artifacts"):
+#
+#   deploy/release.sh [OPTION...] VERSION REGISTRY [OUT]
+#
+# builds the three images with buildah (tests/e2e/images.sh build, OCI format,
+# the binaries printing VERSION), pushes them as REGISTRY/kube-combo/{operator,
+# runner,pinger}:VERSION and writes OUT (default dist/VERSION):
+#   kube-combo.yaml          the install manifest (config/default), images pinned by digest
+#   kube-combo-VERSION.tgz   the Helm chart, as `helm package` makes it, values pinned by digest
+#   kubectl-combo            the kubectl plugin (Linux x86-64, from the operator image)
+#   samples/                 the example Debuggers and Pingers of config/samples
+#   images.txt               NAME REGISTRY/kube-combo/NAME@sha256:... per image
+#   SHA256SUMS               of all the above
+# Options:
+#   --insecure               the registry speaks plain HTTP (no TLS)
+#   --keep NAMES --previous DIR
+#                            take the images NAMES (comma-separated, e.g. runner,pinger)
+#                            from the release in DIR, same digests, instead of building
+#                            them: a release that changes the operator alone keeps the
+#                            Debuggers' pods (their pod template does not change)
+#   --prebuilt               push the images tests/e2e/images.sh built last, without a build
+# KUBE_COMBO_IMAGE_PROFILE (default release) is the cargo profile. Credentials
+# for REGISTRY are buildah's (`buildah login`, with KUBE_COMBO_CACHE's storage).
+# With Docker instead of buildah (the Dockerfiles' cache mounts need BuildKit):
+#   docker buildx build --build-arg KUBE_COMBO_VERSION=VERSION \
+#       -f deploy/docker/Dockerfile.runner -t REGISTRY/kube-combo/runner:VERSION --push .
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+images_sh=$repo/tests/e2e/images.sh
+all=(operator runner pinger)
+
+die() { echo "release.sh: $*" >&2; exit 2; }
+usage() { die "usage: release.sh [--insecure] [--keep NAMES --previous DIR] [--prebuilt] VERSION REGISTRY [OUT]"; }
+
+tls=true keep='' previous='' prebuilt=0 args=()
+while (($#)); do
+    case $1 in
+    --insecure) tls=false; shift ;;
+    --keep) keep=${2:?--keep needs NAMES}; shift 2 ;;
+    --previous) previous=${2:?--previous needs DIR}; shift 2 ;;
+    --prebuilt) prebuilt=1; shift ;;
+    -*) usage ;;
+    *) args+=("$1"); shift ;;
+    esac
+done
+((${#args[@]} == 2 || ${#args[@]} == 3)) || usage
+version=${args[0]} registry=${args[1]%/}
+out=${args[2]:-$repo/dist/$version}
+# Helm takes a chart version in SemVer 2 only.
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$ ]] ||
+    die "VERSION '$version' is not a SemVer version (1.2.3, 1.2.3-rc.1)"
+[[ -n $keep && -z $previous ]] && die "--keep needs --previous DIR"
+kept=() built=()
+for i in "${all[@]}"; do
+    if [[ ,$keep, == *,$i,* ]]; then kept+=("$i"); else built+=("$i"); fi
+done
+for i in ${keep//,/ }; do [[ " ${all[*]} " == *" $i "* ]] || die "--keep: no image '$i' (${all[*]})"; done
+
+if [[ -d $out && -n $(ls -A "$out") && ! -f $out/SHA256SUMS ]]; then
+    die "$out is not empty and holds no release: give another OUT"
+fi
+rm -rf "$out"
+mkdir -p "$out/samples"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Images: built and pushed, or taken from the previous release.
+if ((${#built[@]})); then
+    if ((!prebuilt)); then
+        KUBE_COMBO_VERSION=$version KUBE_COMBO_IMAGES="${built[*]}" "$images_sh" build
+    fi
+    "$images_sh" publish "$version" "$registry" "$tls" "$work" "${built[@]}"
+fi
+: >"$out/images.txt"
+for i in "${all[@]}"; do
+    if [[ " ${kept[*]} " == *" $i "* ]]; then
+        ref=$(awk -v n="$i" '$1 == n {print $2}' "$previous/images.txt")
+        [[ $ref == *@sha256:* ]] || die "no image '$i' in $previous/images.txt"
+    else
+        ref=$registry/kube-combo/$i@$(cat "$work/$i.digest")
+    fi
+    echo "$i $ref" >>"$out/images.txt"
+done
+image() { awk -v n="$1" '$1 == n {print $2}' "$out/images.txt"; }
+
+# The install manifest: config/default with the images pinned (kustomize
+# also rewrites the operator's COMBO_RUNNER_IMAGE and COMBO_PINGER_IMAGE).
+overlay=$repo/target/release-overlay
+rm -rf "$overlay" && mkdir -p "$overlay"
+{
+    echo "resources: [../../config/default]"
+    echo "images:"
+    for i in "${all[@]}"; do
+        ref=$(image "$i")
+        printf '  - name: kube-combo/%s\n    newName: %s\n    digest: %s\n' "$i" "${ref%@*}" "${ref#*@}"
+    done
+} >"$overlay/kustomization.yaml"
+{
+    echo "# kube-combo $version: kubectl apply -f kube-combo.yaml (docs/install.md)."
+    kubectl kustomize "$overlay"
+} >"$out/kube-combo.yaml"
+rm -rf "$overlay"
+
+# The chart, packaged as `helm package` does: kube-combo/ in a gzipped tar.
+cp -r "$repo/deploy/helm/kube-combo" "$work/kube-combo"
+sed -i -e "s/^version: .*/version: $version/" -e "s/^appVersion: .*/appVersion: \"$version\"/" \
+    "$work/kube-combo/Chart.yaml"
+for i in "${all[@]}"; do
+    sed -i "s|^  $i: .*|  $i: $(image "$i")|" "$work/kube-combo/values.yaml"
+done
+tar -C "$work" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+    -czf "$out/kube-combo-$version.tgz" kube-combo
+
+# The plugin of the operator image pushed (or of the release kept).
+if [[ " ${kept[*]} " == *" operator "* ]]; then
+    cp "$previous/kubectl-combo" "$out/kubectl-combo"
+else
+    "$images_sh" plugin "$out"
+fi
+cp "$repo"/config/samples/*.yaml "$out/samples/"
+(cd "$out" && sha256sum kube-combo.yaml "kube-combo-$version.tgz" kubectl-combo images.txt samples/*.yaml >SHA256SUMS)
+echo "release $version in $out:"
+sed 's/^/  /' "$out/images.txt"
