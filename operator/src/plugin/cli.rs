@@ -1,5 +1,5 @@
 //! Command line of `kubectl-combo`, in the library so that the reference
-//! test (`operator/tests/docs.rs`) reads the same flags the plugin parses.
+//! test (`operator/tests/docs/`) reads the same flags the plugin parses.
 
 use clap::{Parser, Subcommand};
 use combo_api::{Category, RunId};

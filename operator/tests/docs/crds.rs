@@ -1,0 +1,207 @@
+use std::path::PathBuf;
+
+use serde_yaml::Value;
+
+use super::{read, repo, section};
+
+/// One property of a CRD schema.
+struct Field {
+    path: String,
+    description: Option<String>,
+    default: Option<String>,
+}
+
+/// How the reference writes a schema default: scalars as they are, lists in
+/// YAML flow style (`[disk, net]`), maps as `{}` or `{k: v}`.
+fn render_default(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Sequence(items) => {
+            let items: Vec<String> = items.iter().map(render_default).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Mapping(m) => {
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}: {}", render_default(k), render_default(v)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        Value::Tagged(t) => render_default(&t.value),
+    }
+}
+
+fn collect_fields(schema: &Value, path: &str, out: &mut Vec<Field>) {
+    if let Some(props) = schema.get("properties").and_then(Value::as_mapping) {
+        for (name, sub) in props {
+            let name = name.as_str().expect("property names are strings");
+            let p = if path.is_empty() {
+                name.to_string()
+            } else {
+                format!("{path}.{name}")
+            };
+            out.push(Field {
+                path: p.clone(),
+                description: sub
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" ")),
+                default: sub.get("default").map(render_default),
+            });
+            collect_fields(sub, &p, out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        collect_fields(items, &format!("{path}[]"), out);
+    }
+}
+
+/// The rows of the reference's field tables: `| `path` | ... |`.
+fn field_row<'a>(lines: &[&'a str], path: &str) -> Option<&'a str> {
+    let start = format!("| `{path}` |");
+    lines.iter().copied().find(|l| l.starts_with(&start))
+}
+
+/// The committed CRD files.
+fn crd_files() -> Vec<PathBuf> {
+    let mut crds: Vec<PathBuf> = std::fs::read_dir(repo().join("config/crd"))
+        .expect("config/crd")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    crds.sort();
+    assert!(crds.len() >= 3, "the CRDs are not in config/crd: {crds:?}");
+    crds
+}
+
+#[test]
+fn every_crd_field_is_in_the_reference_as_kubectl_explain_shows_it() {
+    let reference = read("docs/reference.md");
+    let crds = crd_files();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for file in crds {
+        let crd: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).expect("CRD file"))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let kind = crd["spec"]["names"]["kind"].as_str().expect("CRD kind");
+        let Some(lines) = section(&reference, 2, |t| {
+            t == kind || t.starts_with(&format!("{kind} "))
+        }) else {
+            missing.push(format!("no section `## {kind}` for {}", file.display()));
+            continue;
+        };
+        for short in crd["spec"]["names"]["shortNames"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if !lines.iter().any(|l| l.contains(&format!("`{short}`"))) {
+                missing.push(format!("{kind}: short name `{short}` is not named"));
+            }
+        }
+        for version in crd["spec"]["versions"].as_sequence().expect("versions") {
+            for col in version["additionalPrinterColumns"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+            {
+                let name = col["name"].as_str().expect("column name");
+                if !lines.iter().any(|l| l.contains(&format!("`{name}`"))) {
+                    missing.push(format!("{kind}: printer column `{name}` is not named"));
+                }
+            }
+            let mut fields = Vec::new();
+            collect_fields(&version["schema"]["openAPIV3Schema"], "", &mut fields);
+            // Fields under a row marked "Kubernetes type" are that type's own
+            // (documented by Kubernetes) and need no rows of their own.
+            let mut upstream: Vec<String> = Vec::new();
+            for field in fields {
+                if upstream.iter().any(|u| {
+                    field.path.starts_with(&format!("{u}."))
+                        || field.path.starts_with(&format!("{u}[]"))
+                }) {
+                    continue;
+                }
+                checked += 1;
+                let Some(row) = field_row(&lines, &field.path) else {
+                    missing.push(format!(
+                        "{kind}: field `{}` has no row `| `{}` | ...` (description: {:?}, default: {:?})",
+                        field.path, field.path, field.description, field.default
+                    ));
+                    continue;
+                };
+                if row.contains("Kubernetes type") {
+                    upstream.push(field.path.clone());
+                    continue;
+                }
+                if let Some(d) = &field.description {
+                    let escaped = d.replace('|', "\\|");
+                    if !row.contains(&escaped) {
+                        missing.push(format!(
+                            "{kind}: the row of `{}` lacks the description kubectl explain shows: {escaped:?}",
+                            field.path
+                        ));
+                    }
+                }
+                if let Some(d) = &field.default {
+                    if !row.contains(&format!("`{d}`")) {
+                        missing.push(format!(
+                            "{kind}: the row of `{}` lacks its default `{d}`",
+                            field.path
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 20,
+        "only {checked} fields read: the schema walk is broken"
+    );
+    assert!(
+        missing.is_empty(),
+        "docs/reference.md is missing:\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+#[test]
+fn every_field_row_of_the_reference_names_a_crd_field() {
+    let reference = read("docs/reference.md");
+    let mut unknown = Vec::new();
+    let mut rows_read = 0;
+    for file in crd_files() {
+        let crd: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).expect("CRD file"))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let kind = crd["spec"]["names"]["kind"].as_str().expect("CRD kind");
+        let lines = section(&reference, 2, |t| {
+            t == kind || t.starts_with(&format!("{kind} "))
+        })
+        .unwrap_or_else(|| panic!("no section `## {kind}` in docs/reference.md"));
+        let mut fields = Vec::new();
+        for version in crd["spec"]["versions"].as_sequence().expect("versions") {
+            collect_fields(&version["schema"]["openAPIV3Schema"], "", &mut fields);
+        }
+        for row in super::table_rows(&lines, "field") {
+            rows_read += 1;
+            let path = row[0].trim_matches('`');
+            if !fields.iter().any(|f| f.path == path) {
+                unknown.push(format!(
+                    "{kind}: the row `{path}` names no field of the CRD"
+                ));
+            }
+        }
+    }
+    assert!(
+        rows_read > 20,
+        "only {rows_read} field rows read: the table reader is broken"
+    );
+    super::assert_none(
+        "docs/reference.md names fields the CRDs do not have",
+        unknown,
+    );
+}
