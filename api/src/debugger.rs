@@ -163,13 +163,13 @@ pub struct DebuggerStatus {
     /// `readyPods/desiredPods`, for `kubectl get`.
     #[serde(default)]
     pub ready: String,
-    /// Scheduled time of the newest run found in the summary.
+    /// Scheduled time of the newest run the nodes reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run_at: Option<String>,
     /// Next scheduled run, when runAt has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_run_at: Option<String>,
-    /// Nodes whose summary carries lastRunAt.
+    /// Nodes whose DebuggerReport is of the run lastRunAt.
     #[serde(default)]
     pub completed_nodes: i32,
     /// Items with an error over all nodes for lastRunAt.

@@ -2,9 +2,9 @@
 //!
 //! Every binary uses these constants; no label string is spelled twice.
 
-/// API group of both custom resources.
+/// API group of the custom resources.
 pub const GROUP: &str = "kubecombo.io";
-/// API version of both custom resources.
+/// API version of the custom resources.
 pub const VERSION: &str = "v1";
 
 /// `app.kubernetes.io/name` label key.

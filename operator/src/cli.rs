@@ -25,7 +25,7 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Print both CustomResourceDefinitions as YAML.
+    /// Print every CustomResourceDefinition (Debugger, Pinger, DebuggerReport) as YAML.
     Crd {
         /// Write one file per CRD into this directory instead of printing.
         #[arg(long)]

@@ -10,7 +10,7 @@ use crate::report::Format;
 ///
 /// Without `--once` it runs inside a workload pod: it follows its Debugger
 /// (env DEBUGGER_NAME, POD_NAMESPACE, POD_NAME, NODE_NAME) and writes this
-/// node's key of the summary ConfigMap.
+/// node's DebuggerReport, which the operator gathers into the summary.
 #[derive(clap::Parser, Debug, Clone)]
 #[command(name = "combo-runner", version)]
 pub struct Args {
