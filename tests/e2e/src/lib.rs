@@ -404,6 +404,17 @@ fn pod_real_node(pod: &Pod) -> Option<&str> {
 /// (`cluster.sh up --real N` pushes them there).
 pub const LOCAL_REGISTRY: &str = netplan::REGISTRY;
 
+/// Installs the operator as the cluster needs it: on simulated nodes the
+/// checkout's build ([`install_operator`]), on real nodes the project's
+/// images from the cluster's registry ([`install_from_registry`]).
+pub fn install_for_cluster() {
+    if real_nodes().is_empty() {
+        install_operator();
+    } else {
+        install_from_registry();
+    }
+}
+
 /// Writes an overlay of `config/default` that points the three images at
 /// the cluster's registry (`images:`), as a user does for a private
 /// registry, into `DIR/overlay`, and returns its directory.

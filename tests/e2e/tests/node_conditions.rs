@@ -1,5 +1,5 @@
 //! Node conditions, taints and missed runs end to end, on the simulated
-//! cluster (3 nodes or more) or on real nodes: a script of the Debugger's
+//! cluster (2 nodes or more) or on real nodes: a script of the Debugger's
 //! ConfigMap fails on the nodes it names, and the nodes' conditions and
 //! taints, the Debugger's `RunsMissed` and `TaintLimitReached`, and the
 //! removal of every mark (turned off, deleted while no operator runs)
@@ -15,9 +15,8 @@ use combo_api::{Category, Debugger};
 use combo_e2e::fixtures::{documents, ConfigMapBuilder, DebuggerBuilder};
 use combo_e2e::runs::{now_rfc3339, pods_by_node, wait_pods};
 use combo_e2e::{
-    apply_yaml, client, debugger_events, install_operator, kubectl_ok, namespace, operator_pods,
-    operator_rolled_out, pod_process, set_run_at, wait_for, wait_run_within, workload_nodes,
-    OPERATOR_NAMESPACE,
+    apply_yaml, client, debugger_events, kubectl_ok, namespace, operator_pods, operator_rolled_out,
+    pod_process, set_run_at, wait_for, wait_run_within, workload_nodes, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -97,11 +96,13 @@ async fn debugger_condition(c: &Client, ns: &str, type_: &str) -> Result<Option<
 }
 
 /// Runs the Debugger once with `flag.sh` failing on `failing`; tries again
-/// (at most 3 runs) until every node's result shows the ConfigMap's
-/// current script, which reaches the pods a few seconds after the edit.
+/// (for at most 2 minutes) until every node's result shows the ConfigMap's
+/// current script, which reaches the pods after the edit: a few seconds on
+/// a simulated node, up to the kubelet's sync period on a real one.
 async fn run_failing(c: &Client, ns: &str, failing: &[&str]) -> Result<()> {
     apply_yaml(ns, &flags(failing))?;
-    for _ in 0..3 {
+    let until = std::time::Instant::now() + Duration::from_secs(120);
+    while std::time::Instant::now() < until {
         tokio::time::sleep(Duration::from_secs(3)).await;
         let run_at = now_rfc3339();
         set_run_at(c, ns, NAME, &run_at).await?;
@@ -197,7 +198,7 @@ async fn failures_and_recovery(c: &Client, ns: &str, ty: &str, a: &str, b: &str)
     })
     .await?;
 
-    // 50 % of 3 nodes is 1: the second failing node is left untainted.
+    // 50 % of 2 or 3 nodes is 1: the second failing node is left untainted.
     run_failing(c, ns, &[a, b]).await?;
     wait_conditions(c, ty, &[a, b], Duration::from_secs(30)).await?;
     wait_for(WAIT, "TaintLimitReached=True", || async {
@@ -332,10 +333,13 @@ async fn deleted_while_no_operator_runs(c: &Client, ns: &str, ty: &str, a: &str)
 
 #[tokio::test(flavor = "multi_thread")]
 async fn node_conditions_and_taints_follow_the_results_and_leave_with_the_debugger() -> Result<()> {
-    install_operator();
+    combo_e2e::install_for_cluster();
     let nodes = workload_nodes();
-    assert!(nodes.len() >= 3, "needs 3 nodes: {nodes:?}");
-    let (a, b, stuck) = (&nodes[0], &nodes[1], &nodes[2]);
+    assert!(nodes.len() >= 2, "needs 2 nodes: {nodes:?}");
+    // With two nodes (the real-node cluster) the second one is stopped
+    // once it is healthy again.
+    let (a, b) = (&nodes[0], &nodes[1]);
+    let stuck = nodes.get(2).unwrap_or(b);
     let ns = namespace("node-marks").await;
     let c = client().await;
     let dbg = DebuggerBuilder::new(NAME)

@@ -14,8 +14,8 @@ use anyhow::{bail, ensure, Context as _, Result};
 use combo_api::{keys, Category, Debugger, DebuggerReport, Pinger};
 use combo_e2e::fixtures::{ConfigMapBuilder, DebuggerBuilder, PingerBuilder};
 use combo_e2e::{
-    apply_yaml, client, debugger_events, install_operator, kubeconfig, kubectl_combo, namespace,
-    project_binary, real_cluster_or_skip, wait_for,
+    apply_yaml, client, debugger_events, kubeconfig, kubectl_combo, namespace, project_binary,
+    real_cluster_or_skip, wait_for,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
@@ -26,11 +26,7 @@ const WAIT: Duration = Duration::from_secs(120);
 /// Installs the operator: from the local registry's images on real nodes,
 /// as the simulated nodes' build otherwise.
 fn install() {
-    if combo_e2e::real_nodes().is_empty() {
-        install_operator();
-    } else {
-        combo_e2e::install_from_registry();
-    }
+    combo_e2e::install_for_cluster();
 }
 
 /// ConfigMap `name` of `data`, each value ending in a newline.
