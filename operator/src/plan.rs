@@ -117,7 +117,13 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         let refresh = run_at
             .and_then(|r| r.next_after(now))
             .map(|t| t + chrono::Duration::seconds(1));
-        match refresh.into_iter().chain(marks.recheck_at).min() {
+        let rollout = status::rollout_recheck(&status);
+        match refresh
+            .into_iter()
+            .chain(marks.recheck_at)
+            .chain(rollout)
+            .min()
+        {
             Some(at) => Action::requeue((at - now).to_std().unwrap_or_default()),
             None => Action::await_change(),
         }

@@ -18,6 +18,12 @@ pub const REASON_WORKLOAD_READY: &str = "WorkloadReady";
 pub const REASON_WORKLOAD_NOT_READY: &str = "WorkloadNotReady";
 /// Reason of `Ready=False` when the DaemonSet schedules no pod.
 pub const REASON_NO_NODES_SELECTED: &str = "NoNodesSelected";
+/// Reason of `Ready=True` while a Ready DaemonSet replaces its pods for a
+/// new template (docs/operator.md#validation-status-and-events).
+pub const REASON_ROLLING_OUT: &str = "RollingOut";
+/// How long a roll may keep `Ready=True` with pods not Ready: a roll that
+/// has not finished by then is `WorkloadNotReady`.
+pub const ROLLOUT_GRACE: chrono::Duration = chrono::Duration::seconds(120);
 
 /// Pod counts of a workload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -29,6 +35,9 @@ pub struct PodCounts {
     /// The DaemonSet controller has seen the current spec and schedules no
     /// pod: the selector (or a toleration missing) leaves no node.
     pub no_node: bool,
+    /// The DaemonSet replaces its pods for a new template: its controller
+    /// has not seen the current spec yet, or not every pod is updated.
+    pub rolling: bool,
 }
 
 /// Pod counts of a DaemonSet, from its status.
@@ -38,10 +47,12 @@ pub fn daemonset_counts(ds: &DaemonSet) -> PodCounts {
         (Some(generation), Some(observed)) => observed >= generation,
         _ => false,
     };
+    let updated = s.updated_number_scheduled.unwrap_or_default();
     PodCounts {
         desired: s.desired_number_scheduled,
         ready: s.number_ready,
         no_node: seen && s.desired_number_scheduled == 0,
+        rolling: !seen || updated < s.desired_number_scheduled,
     }
 }
 
@@ -72,6 +83,7 @@ pub fn pod_counts(pod: &Pod) -> PodCounts {
         desired: 1,
         ready: i32::from(pod_ready(pod)),
         no_node: unplaceable,
+        rolling: false,
     }
 }
 
@@ -108,6 +120,8 @@ pub fn compute(
     now: DateTime<Utc>,
 ) -> DebuggerStatus {
     let counts = counts.unwrap_or_default();
+    let previous = dbg.status.as_ref().map(|s| s.conditions.as_slice());
+    let rolling = counts.rolling && rolling_within_grace(previous.unwrap_or_default(), now);
     let (status, reason, message) = match invalid {
         Some(i) => ("False", i.reason(), i.to_string()),
         None if counts.no_node => (
@@ -120,6 +134,14 @@ pub fn compute(
             REASON_WORKLOAD_READY,
             format!("{}/{} pods ready", counts.ready, counts.desired),
         ),
+        None if rolling => (
+            "True",
+            REASON_ROLLING_OUT,
+            format!(
+                "rolling out a new pod template: {}/{} pods ready",
+                counts.ready, counts.desired
+            ),
+        ),
         None => (
             "False",
             REASON_WORKLOAD_NOT_READY,
@@ -127,7 +149,6 @@ pub fn compute(
         ),
     };
     let generation = dbg.metadata.generation.unwrap_or_default();
-    let previous = dbg.status.as_ref().map(|s| s.conditions.as_slice());
     let ready = ready_condition(previous, status, reason, message, generation, now);
     DebuggerStatus {
         observed_generation: generation,
@@ -141,6 +162,31 @@ pub fn compute(
         failed_items: runs.failed_items,
         skipped_items: runs.skipped_items,
     }
+}
+
+/// Whether a roll may keep `Ready=True`: the Debugger was Ready with every
+/// pod (the roll starts now), or is rolling out since less than
+/// [`ROLLOUT_GRACE`]. Pure.
+fn rolling_within_grace(previous: &[Condition], now: DateTime<Utc>) -> bool {
+    ready_of(previous).is_some_and(|c| {
+        c.status == "True"
+            && (c.reason == REASON_WORKLOAD_READY
+                || (c.reason == REASON_ROLLING_OUT && now < rollout_deadline(c)))
+    })
+}
+
+/// When a roll that began at `ready`'s transition stops counting as Ready.
+fn rollout_deadline(ready: &Condition) -> DateTime<Utc> {
+    let since = ready.last_transition_time.0.as_second();
+    DateTime::from_timestamp(since, 0).unwrap_or_default() + ROLLOUT_GRACE
+}
+
+/// The time to look at a Debugger again if its status says it is rolling
+/// out: once the roll's grace ends. Pure.
+pub fn rollout_recheck(status: &DebuggerStatus) -> Option<DateTime<Utc>> {
+    ready_of(&status.conditions)
+        .filter(|c| c.status == "True" && c.reason == REASON_ROLLING_OUT)
+        .map(|c| rollout_deadline(c) + chrono::Duration::seconds(1))
 }
 
 /// The `Ready` condition among `conditions`. Pure.

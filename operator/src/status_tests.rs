@@ -40,6 +40,7 @@ fn all_pods_ready_makes_ready_true_with_counts() {
             desired: 3,
             ready: 3,
             no_node: false,
+            ..PodCounts::default()
         }),
         &RunSummary::default(),
         now(),
@@ -73,6 +74,7 @@ fn invalid_spec_sets_ready_false_with_its_reason_and_message() {
             desired: 2,
             ready: 2,
             no_node: false,
+            ..PodCounts::default()
         }),
         &RunSummary::default(),
         now(),
@@ -93,6 +95,7 @@ fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
         desired: 1,
         ready: 1,
         no_node: false,
+        ..PodCounts::default()
     });
     let first = compute(&d, None, counts, &RunSummary::default(), now());
     d.status = Some(first.clone());
@@ -135,9 +138,15 @@ fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
 #[test]
 fn daemonset_and_pod_counts_read_their_status() {
     let ds = DaemonSet {
+        metadata: ObjectMeta {
+            generation: Some(1),
+            ..ObjectMeta::default()
+        },
         status: Some(DaemonSetStatus {
             desired_number_scheduled: 4,
             number_ready: 3,
+            observed_generation: Some(1),
+            updated_number_scheduled: Some(4),
             ..DaemonSetStatus::default()
         }),
         ..DaemonSet::default()
@@ -148,6 +157,7 @@ fn daemonset_and_pod_counts_read_their_status() {
             desired: 4,
             ready: 3,
             no_node: false,
+            ..PodCounts::default()
         }
     );
     let pod: Pod = serde_json::from_value(serde_json::json!({
@@ -206,4 +216,99 @@ fn a_pod_no_node_admits_is_no_nodes_selected_but_one_short_of_cpu_is_not() {
     assert_eq!(ready_of(&s.conditions).unwrap().reason, "NoNodesSelected");
     assert!(!pod_counts(&pending("0/3 nodes are available: 3 Insufficient cpu.")).no_node);
     assert!(!pod_counts(&Pod::default()).no_node);
+}
+
+/// Counts of a DaemonSet of 2 pods, `ready` of them Ready.
+fn two(ready: i32, rolling: bool) -> Option<PodCounts> {
+    Some(PodCounts {
+        desired: 2,
+        ready,
+        no_node: false,
+        rolling,
+    })
+}
+
+fn ready_reason(s: &DebuggerStatus) -> (&str, &str) {
+    let c = &s.conditions[0];
+    (c.status.as_str(), c.reason.as_str())
+}
+
+#[test]
+fn a_ready_daemonset_rolling_out_a_new_template_stays_ready_within_the_grace() {
+    let mut d = dbg("");
+    let ready = compute(&d, None, two(2, false), &RunSummary::default(), now());
+    d.status = Some(ready);
+    // The template changed: every pod is replaced at once.
+    let t = now() + chrono::Duration::seconds(5);
+    let rolling = compute(&d, None, two(0, true), &RunSummary::default(), t);
+    assert_eq!(ready_reason(&rolling), ("True", "RollingOut"));
+    assert_eq!(
+        rolling.conditions[0].message,
+        "rolling out a new pod template: 0/2 pods ready"
+    );
+    assert_eq!(
+        rollout_recheck(&rolling),
+        Some(t + ROLLOUT_GRACE + chrono::Duration::seconds(1))
+    );
+    d.status = Some(rolling);
+    let later = t + chrono::Duration::seconds(60);
+    let still = compute(&d, None, two(1, true), &RunSummary::default(), later);
+    assert_eq!(ready_reason(&still), ("True", "RollingOut"));
+    d.status = Some(still);
+    let done = compute(&d, None, two(2, false), &RunSummary::default(), later);
+    assert_eq!(ready_reason(&done), ("True", "WorkloadReady"));
+    assert_eq!(rollout_recheck(&done), None);
+}
+
+#[test]
+fn a_roll_past_its_grace_or_of_a_debugger_that_was_not_ready_is_not_ready() {
+    let mut d = dbg("");
+    d.status = Some(compute(
+        &d,
+        None,
+        two(2, false),
+        &RunSummary::default(),
+        now(),
+    ));
+    let rolling = compute(&d, None, two(0, true), &RunSummary::default(), now());
+    d.status = Some(rolling);
+    let stalled = now() + ROLLOUT_GRACE;
+    let s = compute(&d, None, two(0, true), &RunSummary::default(), stalled);
+    assert_eq!(ready_reason(&s), ("False", "WorkloadNotReady"));
+    d.status = Some(s);
+    // Not Ready before the roll: a roll does not make it Ready.
+    let s = compute(&d, None, two(1, true), &RunSummary::default(), stalled);
+    assert_eq!(ready_reason(&s), ("False", "WorkloadNotReady"));
+    // Pods missing without a roll are not Ready either.
+    let mut d = dbg("");
+    d.status = Some(compute(
+        &d,
+        None,
+        two(2, false),
+        &RunSummary::default(),
+        now(),
+    ));
+    let s = compute(&d, None, two(1, false), &RunSummary::default(), now());
+    assert_eq!(ready_reason(&s), ("False", "WorkloadNotReady"));
+}
+
+#[test]
+fn a_daemonset_rolls_while_its_controller_has_not_seen_the_spec_or_pods_are_not_updated() {
+    let ds = |generation: i64, observed: i64, updated: i32| DaemonSet {
+        metadata: ObjectMeta {
+            generation: Some(generation),
+            ..ObjectMeta::default()
+        },
+        status: Some(DaemonSetStatus {
+            desired_number_scheduled: 2,
+            number_ready: 2,
+            observed_generation: Some(observed),
+            updated_number_scheduled: Some(updated),
+            ..DaemonSetStatus::default()
+        }),
+        ..DaemonSet::default()
+    };
+    assert!(!daemonset_counts(&ds(2, 2, 2)).rolling);
+    assert!(daemonset_counts(&ds(3, 2, 2)).rolling);
+    assert!(daemonset_counts(&ds(2, 2, 1)).rolling);
 }

@@ -224,8 +224,9 @@ fn verdict(d: &Debugger) -> Option<String> {
         .map(|c| c.reason.clone())
 }
 
-const REASONS: [&str; 7] = [
+const REASONS: [&str; 8] = [
     "WorkloadReady",
+    "RollingOut",
     "WorkloadNotReady",
     "NoNodesSelected",
     "InvalidSpec",

@@ -206,7 +206,14 @@ fn false_ready(
         .iter()
         .filter(|p| debugger_of(p) == Some(name.as_str()) && !terminating(p))
         .collect();
-    if pods.is_empty() {
+    // A roll replaces pods: while it lasts (bounded by the operator) they
+    // may be missing or not Ready.
+    let rolling = d
+        .status
+        .as_ref()
+        .and_then(|s| ready_condition(&s.conditions))
+        .is_some_and(|c| c.reason == plan::ROLLING_OUT);
+    if pods.is_empty() && !rolling {
         wrong.push("it has no pod".into());
     }
     let unready: Vec<String> = pods
@@ -214,7 +221,7 @@ fn false_ready(
         .filter(|p| !running_and_ready(p))
         .map(|p| p.name_any())
         .collect();
-    if !unready.is_empty() {
+    if !unready.is_empty() && !rolling {
         wrong.push(format!("pods not Ready: {unready:?}"));
     }
     if spec.enable_config_map && !snap.configmaps.contains_key(&spec.config_map) {

@@ -126,6 +126,7 @@ pub const CONFIG_MAP_NOT_FOUND: &str = "ConfigMapNotFound";
 pub const NO_NODES_SELECTED: &str = "NoNodesSelected";
 pub const WORKLOAD_READY: &str = "WorkloadReady";
 pub const WORKLOAD_NOT_READY: &str = "WorkloadNotReady";
+pub const ROLLING_OUT: &str = "RollingOut";
 
 impl Spec {
     /// The spec as the user writes it.
@@ -315,8 +316,9 @@ impl Model {
     /// Otherwise any one of the problems with what exists may be reported
     /// (which first is the operator's choice): a summary ConfigMap the
     /// user made (`InvalidSpec`), a missing Pinger or scripts ConfigMap,
-    /// a selector matching no node. With none, `WorkloadReady` or
-    /// `WorkloadNotReady`.
+    /// a selector matching no node. With none, `WorkloadReady`,
+    /// `WorkloadNotReady`, or `RollingOut` (a new template replacing the
+    /// pods of a Ready DaemonSet).
     pub fn expected(&self, name: &str) -> BTreeSet<&'static str> {
         let Some(d) = self.debuggers.get(name) else {
             return BTreeSet::new();
@@ -351,7 +353,7 @@ impl Model {
         if problems.is_empty() || (d.summary_unsure && problems.len() == 1) {
             // With the user's summary ConfigMap deleted, the operator may
             // not have looked again: InvalidSpec, or what follows.
-            problems.extend([WORKLOAD_READY, WORKLOAD_NOT_READY]);
+            problems.extend([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT]);
         }
         problems
     }
@@ -359,7 +361,7 @@ impl Model {
     /// Whether the model expects Debugger `name` to be reconciled into
     /// its workload: no problem at all.
     pub fn runs(&self, name: &str) -> bool {
-        self.expected(name) == BTreeSet::from([WORKLOAD_READY, WORKLOAD_NOT_READY])
+        self.expected(name) == BTreeSet::from([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT])
     }
 
     /// A name no object of the sequence has had: `<prefix>-<n>`.
