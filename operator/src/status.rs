@@ -121,7 +121,7 @@ pub fn compute(
 ) -> DebuggerStatus {
     let counts = counts.unwrap_or_default();
     let previous = dbg.status.as_ref().map(|s| s.conditions.as_slice());
-    let rolling = counts.rolling && rolling_within_grace(previous.unwrap_or_default(), now);
+    let rolling = rolling(previous.unwrap_or_default(), counts.rolling, now);
     let (status, reason, message) = match invalid {
         Some(i) => ("False", i.reason(), i.to_string()),
         None if counts.no_node => (
@@ -164,13 +164,13 @@ pub fn compute(
     }
 }
 
-/// Whether a roll may keep `Ready=True`: the Debugger was Ready with every
-/// pod (the roll starts now), or is rolling out since less than
-/// [`ROLLOUT_GRACE`]. Pure.
-fn rolling_within_grace(previous: &[Condition], now: DateTime<Utc>) -> bool {
+/// Whether a roll keeps `Ready=True`: it starts when a Ready Debugger's
+/// DaemonSet gets a new template (`started`), and lasts until every new
+/// pod is Ready (the caller's earlier arm), at most [`ROLLOUT_GRACE`]. Pure.
+fn rolling(previous: &[Condition], started: bool, now: DateTime<Utc>) -> bool {
     ready_of(previous).is_some_and(|c| {
         c.status == "True"
-            && (c.reason == REASON_WORKLOAD_READY
+            && ((c.reason == REASON_WORKLOAD_READY && started)
                 || (c.reason == REASON_ROLLING_OUT && now < rollout_deadline(c)))
     })
 }

@@ -254,6 +254,10 @@ fn a_ready_daemonset_rolling_out_a_new_template_stays_ready_within_the_grace() {
     let later = t + chrono::Duration::seconds(60);
     let still = compute(&d, None, two(1, true), &RunSummary::default(), later);
     assert_eq!(ready_reason(&still), ("True", "RollingOut"));
+    // Every new pod scheduled (updated), not all Ready yet: still rolling.
+    d.status = Some(still);
+    let still = compute(&d, None, two(1, false), &RunSummary::default(), later);
+    assert_eq!(ready_reason(&still), ("True", "RollingOut"));
     d.status = Some(still);
     let done = compute(&d, None, two(2, false), &RunSummary::default(), later);
     assert_eq!(ready_reason(&done), ("True", "WorkloadReady"));
