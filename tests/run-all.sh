@@ -63,6 +63,9 @@ COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test node_conditions --no-fail
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_faults --no-fail-fast -- --test-threads 1 || status=$?
 # It stops the API server and etcd: alone, after the others (docs/testing.md, "Fault tests").
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_outage --no-fail-fast || status=$?
+# Install, upgrade and uninstall from release artifacts alone; it removes the
+# install the tests above made, so it runs last (docs/testing.md).
+KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/upgrade.sh "$real_dir" || status=$?
 step "suite report"
 bash tests/suite-report.sh
 exit "$status"
