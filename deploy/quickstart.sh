@@ -78,8 +78,21 @@ echo "==> InspectionFailed Events of the runners"
 kubectl get events -n default --field-selector reason=InspectionFailed 2>&1 | quiet
 echo "==> the pinger's metrics of one pod (combo_pinger_target_up), through the API server's proxy"
 pod=$(kubectl get pods -n default -l kubecombo.io/debugger=node-check -o jsonpath='{.items[0].metadata.name}')
-kubectl get --raw "/api/v1/namespaces/default/pods/$pod:8080/proxy/metrics" | grep '^combo_pinger_target_up' ||
-    echo "no pinger metrics from pod $pod" >&2
+# The series appear after the pinger's first round (intervalSeconds, and a
+# DNS or TCP probe up to timeoutMs): ask until they are there, for 60 s.
+up=
+for _ in $(seq 1 30); do
+    up=$(kubectl get --raw "/api/v1/namespaces/default/pods/$pod:8080/proxy/metrics" 2>/dev/null |
+        grep '^combo_pinger_target_up' || true)
+    [[ -n $up ]] && break
+    sleep 2
+done
+if [[ -n $up ]]; then
+    echo "$up"
+else
+    echo "pod $pod serves no combo_pinger_target_up series after 60 s: its pinger has not finished a round" \
+        "(kubectl logs -n default $pod -c pinger)" >&2
+fi
 echo
 echo "cluster state in $dir; stop it with: tests/e2e/cluster.sh down $dir"
 echo "export KUBECONFIG=$dir/kubeconfig PATH=$dir/bin:\$PATH"
