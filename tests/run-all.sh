@@ -59,6 +59,8 @@ COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_nodes --no-fail-fast
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test truth --no-fail-fast -- --test-threads 4 || status=$?
 # Node conditions, taints and missed runs with the kubelet's pods; it scales the operator to 0 and back.
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test node_conditions --no-fail-fast || status=$?
+# The alerts through vmagent's Kubernetes discovery and vmalert, with the kubelet's pods.
+COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test vmagent --no-fail-fast || status=$?
 # Faults injected into the machine and one node's namespaces, one at a time (docs/testing.md, "Fault matrix on real nodes").
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_faults --no-fail-fast -- --test-threads 1 || status=$?
 # It stops the API server and etcd: alone, after the others (docs/testing.md, "Fault tests").

@@ -4,14 +4,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use combo_api::{Category, NodeSummary, RunId};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
 use crate::fixtures::{ConfigMapBuilder, DebuggerBuilder};
-use crate::{apply_yaml, install_operator, wait_for, wait_run_within, workload_nodes};
+use crate::{apply_yaml, install_operator, set_run_at, wait_for, wait_run_within, workload_nodes};
 
 /// How long these helpers wait.
 pub const WAIT: Duration = Duration::from_secs(120);
@@ -84,4 +84,47 @@ pub async fn setup(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, 
     apply_yaml(ns, &scripts_configmap(&scripts, "v1").yaml())?;
     apply_yaml(ns, &scripts_debugger(name, &scripts, "").yaml())?;
     wait_pods(c, ns, name).await
+}
+
+/// ConfigMap `name` holding `flag.sh` (category `custom`): `err flag` on
+/// the nodes `failing`, `ok flag` on the others.
+pub fn flag_scripts(name: &str, failing: &[&str]) -> String {
+    let cases = if failing.is_empty() {
+        "__none__".to_string()
+    } else {
+        failing.join("|")
+    };
+    let script = format!(
+        "#!/bin/sh\ncase \"$NODE_NAME\" in\n  {cases}) echo \"err flag injected on $NODE_NAME\" ;;\n  *) echo \"ok flag\" ;;\nesac\n"
+    );
+    ConfigMapBuilder::new(name).entry("flag.sh", &script).yaml()
+}
+
+/// Writes [`flag_scripts`] `scripts` failing on `failing` and runs Debugger
+/// `name` until every node's result shows that script (for at most 2
+/// minutes): an edit reaches the pods in seconds on a simulated node, and
+/// within the kubelet's sync period on a real one.
+pub async fn run_failing_on(
+    c: &Client,
+    ns: &str,
+    name: &str,
+    scripts: &str,
+    failing: &[&str],
+) -> Result<()> {
+    apply_yaml(ns, &flag_scripts(scripts, failing))?;
+    let until = std::time::Instant::now() + Duration::from_secs(120);
+    while std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let run_at = now_rfc3339();
+        set_run_at(c, ns, name, &run_at).await?;
+        let results = wait_run_within(c, ns, &format!("{name}-summary"), &run_at, WAIT).await?;
+        let as_asked = results.iter().all(|(node, s)| {
+            let failed = s.failed().any(|(_, item, _)| item == "flag");
+            failed == failing.contains(&node.as_str())
+        });
+        if as_asked {
+            return Ok(());
+        }
+    }
+    bail!("flag.sh never failed on exactly {failing:?}")
 }

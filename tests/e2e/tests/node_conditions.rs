@@ -9,14 +9,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use combo_api::keys::{node_mark_name, BIN_RUNNER};
 use combo_api::{Category, Debugger};
-use combo_e2e::fixtures::{documents, ConfigMapBuilder, DebuggerBuilder};
-use combo_e2e::runs::{now_rfc3339, pods_by_node, wait_pods};
+use combo_e2e::fixtures::{documents, DebuggerBuilder};
+use combo_e2e::runs::{flag_scripts, now_rfc3339, pods_by_node, run_failing_on, wait_pods};
 use combo_e2e::{
     apply_yaml, client, debugger_events, kubectl_ok, namespace, operator_pods, operator_rolled_out,
-    pod_process, set_run_at, wait_for, wait_run_within, workload_nodes, OPERATOR_NAMESPACE,
+    pod_process, set_run_at, wait_for, workload_nodes, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -26,22 +26,6 @@ use kube::{Api, Client};
 const NAME: &str = "marks";
 const SCRIPTS: &str = "flags";
 const WAIT: Duration = Duration::from_secs(120);
-
-/// The scripts ConfigMap: `flag.sh` (category `custom`) fails on the nodes
-/// `failing` and passes on the others.
-fn flags(failing: &[&str]) -> String {
-    let cases = if failing.is_empty() {
-        "__none__".to_string()
-    } else {
-        failing.join("|")
-    };
-    let script = format!(
-        "#!/bin/sh\ncase \"$NODE_NAME\" in\n  {cases}) echo \"err flag injected on $NODE_NAME\" ;;\n  *) echo \"ok flag\" ;;\nesac\n"
-    );
-    ConfigMapBuilder::new(SCRIPTS)
-        .entry("flag.sh", &script)
-        .yaml()
-}
 
 /// node -> (status, reason, message) of condition `type_`, on every node.
 async fn conditions(c: &Client, type_: &str) -> Result<BTreeMap<String, (String, String, String)>> {
@@ -95,27 +79,9 @@ async fn debugger_condition(c: &Client, ns: &str, type_: &str) -> Result<Option<
         .find(|k| k.type_ == type_))
 }
 
-/// Runs the Debugger once with `flag.sh` failing on `failing`; tries again
-/// (for at most 2 minutes) until every node's result shows the ConfigMap's
-/// current script, which reaches the pods after the edit: a few seconds on
-/// a simulated node, up to the kubelet's sync period on a real one.
+/// Runs the Debugger with `flag.sh` failing on `failing` only.
 async fn run_failing(c: &Client, ns: &str, failing: &[&str]) -> Result<()> {
-    apply_yaml(ns, &flags(failing))?;
-    let until = std::time::Instant::now() + Duration::from_secs(120);
-    while std::time::Instant::now() < until {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let run_at = now_rfc3339();
-        set_run_at(c, ns, NAME, &run_at).await?;
-        let results = wait_run_within(c, ns, &format!("{NAME}-summary"), &run_at, WAIT).await?;
-        let as_asked = results.iter().all(|(node, s)| {
-            let failed = s.failed().any(|(_, item, _)| item == "flag");
-            failed == failing.contains(&node.as_str())
-        });
-        if as_asked {
-            return Ok(());
-        }
-    }
-    bail!("flag.sh never failed on exactly {failing:?}")
+    run_failing_on(c, ns, NAME, SCRIPTS, failing).await
 }
 
 /// Waits until every workload node's condition `type_` has the status
@@ -348,7 +314,10 @@ async fn node_conditions_and_taints_follow_the_results_and_leave_with_the_debugg
         .script_timeout(2)
         .node_conditions(true)
         .taints(&[Category::Custom], 50);
-    apply_yaml(&ns.name, &documents(&[flags(&[]), dbg.yaml()]))?;
+    apply_yaml(
+        &ns.name,
+        &documents(&[flag_scripts(SCRIPTS, &[]), dbg.yaml()]),
+    )?;
     wait_pods(&c, &ns.name, NAME).await?;
     let ty = node_mark_name(&ns.name, NAME, Category::Custom);
     let ds = kubectl_ok(&[

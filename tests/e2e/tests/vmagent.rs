@@ -13,15 +13,15 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use combo_api::Category;
-use combo_e2e::fixtures::{documents, ConfigMapBuilder, DebuggerBuilder};
+use combo_e2e::fixtures::{documents, DebuggerBuilder};
 use combo_e2e::prometheus::{with_for, Alert};
-use combo_e2e::runs::{now_rfc3339, wait_pods};
+use combo_e2e::runs::{flag_scripts, run_failing_on, wait_pods};
 use combo_e2e::victoria::{kubernetes_job, ApiAccess, Victoria};
 use combo_e2e::{
-    apply_yaml, client, install_operator, kubectl, kubectl_ok, namespace, nodes, operator_pods,
-    repo_root, set_run_at, wait_for, wait_run_within, OPERATOR_NAMESPACE,
+    apply_yaml, client, kubectl, kubectl_ok, namespace, operator_pods, repo_root, wait_for,
+    workload_nodes, OPERATOR_NAMESPACE,
 };
 use kube::{Client, ResourceExt};
 
@@ -32,35 +32,9 @@ const ALERT: &str = "ComboInspectionFailing";
 /// The ServiceAccount of config/prometheus/scraper_rbac.yaml.
 const SCRAPER: &str = "kube-combo-scraper";
 
-/// The scripts ConfigMap: `flag.sh` (category `custom`) fails on `failing`
-/// and passes elsewhere.
-fn flags(failing: Option<&str>) -> String {
-    let cases = failing.unwrap_or("__none__");
-    let script = format!(
-        "#!/bin/sh\ncase \"$NODE_NAME\" in\n  {cases}) echo \"err flag injected on $NODE_NAME\" ;;\n  *) echo \"ok flag\" ;;\nesac\n"
-    );
-    ConfigMapBuilder::new(SCRIPTS)
-        .entry("flag.sh", &script)
-        .yaml()
-}
-
-/// Runs the Debugger with `flag.sh` failing on `failing` only; tries again
-/// (at most 3 runs) until every node's result shows the ConfigMap's
-/// current script, which reaches the pods a few seconds after the edit.
+/// Runs the Debugger with `flag.sh` failing on `failing` only, or on none.
 async fn run(c: &Client, ns: &str, failing: Option<&str>) -> Result<()> {
-    apply_yaml(ns, &flags(failing))?;
-    for _ in 0..3 {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let run_at = now_rfc3339();
-        set_run_at(c, ns, NAME, &run_at).await?;
-        let results = wait_run_within(c, ns, &format!("{NAME}-summary"), &run_at, WAIT).await?;
-        if results.iter().all(|(node, s)| {
-            s.failed().any(|(_, item, _)| item == "flag") == (Some(node.as_str()) == failing)
-        }) {
-            return Ok(());
-        }
-    }
-    bail!("flag.sh never failed on exactly {failing:?}")
+    run_failing_on(c, ns, NAME, SCRIPTS, failing.as_slice()).await
 }
 
 /// config/prometheus/scraper_rbac.yaml applied; deleted when dropped.
@@ -185,12 +159,11 @@ async fn fires_and_resolves(client: &Client, vm: &Victoria, ns: &str, failing: &
 #[tokio::test]
 async fn vmagent_finds_the_operator_by_kubernetes_discovery_and_vmalert_fires_and_resolves_a_failing_node(
 ) -> Result<()> {
-    install_operator();
-    let sim = nodes();
-    assert!(
-        sim.len() >= 2,
-        "the test needs two simulated nodes, whose pods this machine reaches"
-    );
+    // This machine reaches the pods of simulated and real nodes alike
+    // (tests/e2e/cluster.sh routes their subnets).
+    combo_e2e::install_for_cluster();
+    let nodes = workload_nodes();
+    assert!(nodes.len() >= 2, "the test needs two nodes: {nodes:?}");
     let ns = namespace("vmagent").await;
     let client = client().await;
     let _rbac = ScraperRbac::apply()?;
@@ -207,7 +180,7 @@ async fn vmagent_finds_the_operator_by_kubernetes_discovery_and_vmalert_fires_an
     apply_yaml(
         &ns.name,
         &documents(&[
-            flags(None),
+            flag_scripts(SCRIPTS, &[]),
             DebuggerBuilder::new(NAME)
                 .scripts(SCRIPTS)
                 .categories(&[Category::Custom])
@@ -216,7 +189,7 @@ async fn vmagent_finds_the_operator_by_kubernetes_discovery_and_vmalert_fires_an
         ]),
     )?;
     wait_pods(&client, &ns.name, NAME).await?;
-    fires_and_resolves(&client, &vm, &ns.name, &sim[0]).await?;
+    fires_and_resolves(&client, &vm, &ns.name, &nodes[0]).await?;
 
     // Deleting the Debugger removes its series.
     kubectl_ok(&["delete", "debugger", NAME, "-n", &ns.name])?;
