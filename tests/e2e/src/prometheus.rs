@@ -281,19 +281,7 @@ impl Prometheus {
 
     /// GET of `path` with URL-encoded query parameters; the body.
     pub fn get(&self, path: &str, params: &[(&str, &str)]) -> Result<String> {
-        let mut curl = Command::new("curl");
-        curl.args(["-sSfG", "--max-time", "5"]);
-        for (key, value) in params {
-            curl.arg("--data-urlencode").arg(format!("{key}={value}"));
-        }
-        let out = curl.arg(format!("{}{path}", self.url)).output()?;
-        if !out.status.success() {
-            bail!(
-                "GET {path}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8(out.stdout)?)
+        http_get(&self.url, path, params)
     }
 
     /// The value of an instant query that yields one number.
@@ -330,3 +318,21 @@ impl Drop for Prometheus {
 #[cfg(test)]
 #[path = "prometheus_tests.rs"]
 mod tests;
+
+/// GET of `base` + `path` with URL-encoded query parameters (curl, 5 s at
+/// most); the body.
+pub fn http_get(base: &str, path: &str, params: &[(&str, &str)]) -> Result<String> {
+    let mut curl = Command::new("curl");
+    curl.args(["-sSfG", "--max-time", "5"]);
+    for (key, value) in params {
+        curl.arg("--data-urlencode").arg(format!("{key}={value}"));
+    }
+    let out = curl.arg(format!("{base}{path}")).output()?;
+    if !out.status.success() {
+        bail!(
+            "GET {base}{path}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}

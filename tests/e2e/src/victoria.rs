@@ -21,7 +21,9 @@ use kube::{Api, Client};
 use serde_yaml::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::prometheus::{monitor_job, parse_alerts, parse_label_values, parse_scalar, yaml, Alert};
+use crate::prometheus::{
+    http_get, monitor_job, parse_alerts, parse_label_values, parse_scalar, yaml, Alert,
+};
 
 /// How a scraper reaches the API server: as a ServiceAccount, with a
 /// token of its own.
@@ -143,20 +145,7 @@ impl Daemon {
 
     /// GET of `path` with URL-encoded query parameters; the body.
     fn get(&self, path: &str, params: &[(&str, &str)]) -> Result<String> {
-        let mut curl = Command::new("curl");
-        curl.args(["-sSfG", "--max-time", "5"]);
-        for (key, value) in params {
-            curl.arg("--data-urlencode").arg(format!("{key}={value}"));
-        }
-        let out = curl.arg(format!("{}{path}", self.url)).output()?;
-        if !out.status.success() {
-            bail!(
-                "{} GET {path}: {}",
-                self.name,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8(out.stdout)?)
+        http_get(&self.url, path, params).with_context(|| self.name.to_string())
     }
 }
 
