@@ -19,7 +19,8 @@ use crate::render::Images;
 
 /// Shared state of the controller. Every field that outlives a reconcile
 /// has a bound; docs/operator.md, "State kept between reconciles", lists
-/// them with the tests of their eviction.
+/// them, and docs/contributing.md, "Bounded state and its tests", the
+/// tests of their eviction.
 pub struct Context {
     /// API client (the operator's ServiceAccount in a cluster).
     pub client: Client,
