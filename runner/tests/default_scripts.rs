@@ -1479,38 +1479,10 @@ fn clock_sync_from_timedatectl_chrony_or_timesyncd() {
     );
 }
 
-/// Serves one HTTP answer to each of `n` connections on a loopback port.
-fn http_once(status: &'static str, body: &'static str, n: usize) -> String {
-    use std::io::{Read, Write};
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for s in l.incoming().take(n) {
-            let mut s = s.unwrap();
-            // The whole request: closing on unread bytes would reset the
-            // connection.
-            let mut req = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !req.ends_with(b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => req.extend_from_slice(&buf[..n]),
-                }
-            }
-            let _ = write!(
-                s,
-                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    addr
-}
-
 #[test]
 fn kubelet_healthz_runtime_socket_and_apiserver() {
     let t = Tree::new("kubelet");
-    let healthy = http_once("200 OK", "ok", 1);
+    let healthy = support::http_once("200 OK", "ok", 1);
     let env = [("SVC_KUBELET_HEALTHZ", healthy.as_str())];
     // Not a node: every item skipped.
     let (items, s) = run_full("svc/kubelet.sh", t.path(), &env);
@@ -1538,7 +1510,7 @@ fn kubelet_healthz_runtime_socket_and_apiserver() {
     let items = run("svc/kubelet.sh", t.path(), &env);
     ok(&items, "kubelet-healthz");
     ok(&items, "runtime-socket");
-    let sick = http_once("500 Internal Server Error", "[-]syncloop failed", 1);
+    let sick = support::http_once("500 Internal Server Error", "[-]syncloop failed", 1);
     err(
         &run(
             "svc/kubelet.sh",
@@ -1594,7 +1566,7 @@ fn kubelet_healthz_runtime_socket_and_apiserver() {
         ),
         "runtime-socket",
     );
-    let api = http_once("200 OK", "ok", 1);
+    let api = support::http_once("200 OK", "ok", 1);
     let (host, port) = api.split_once(':').unwrap();
     ok(
         &run(

@@ -153,7 +153,7 @@ fn kubelet_healthz_of_the_pods_namespace_is_red_when_the_kubelet_is_gone_or_stop
         let env = [("SVC_KUBELET_HEALTHZ", addr), ("SVC_HTTP_TIMEOUT", "1")];
         verdict("svc/kubelet.sh", t.path(), hn, &env, "kubelet-healthz")
     };
-    let kubelet = serve_ok(3);
+    let kubelet = support::http_once("200 OK", "ok", 3);
     assert_eq!(healthz(HOST, &kubelet), "ok");
     let own = "skip: not in the node's network namespace (needs hostNetwork)";
     assert_eq!(healthz(OWN, &kubelet), own);
@@ -226,29 +226,4 @@ fn the_runner_passes_its_host_network_variable_to_the_scripts() {
         let y: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap();
         assert!(y["net"].get(item).is_some(), "{value}: {y:?}");
     }
-}
-
-/// Answers `200 ok` to each of `n` connections on a loopback port.
-fn serve_ok(n: usize) -> String {
-    use std::io::{Read, Write};
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for s in l.incoming().take(n) {
-            let mut s = s.unwrap();
-            let mut req = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !req.ends_with(b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(k) => req.extend_from_slice(&buf[..k]),
-                }
-            }
-            let _ = write!(
-                s,
-                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-            );
-        }
-    });
-    addr
 }

@@ -142,3 +142,31 @@ fn alive_now(pid: u32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Serves one HTTP answer to each of `n` connections on a loopback port.
+pub fn http_once(status: &'static str, body: &'static str, n: usize) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(n) {
+            let mut s = s.unwrap();
+            // The whole request: closing on unread bytes would reset the
+            // connection.
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.ends_with(b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
+}
