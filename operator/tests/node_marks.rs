@@ -5,20 +5,17 @@
 //! causes, none when nothing changed, and the removal when the Debugger
 //! is deleted (docs/operator.md#node-conditions-taints-and-missed-runs).
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use combo_api::keys::FINALIZER_NODE_MARKS;
 use combo_api::{Category, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, ItemResult};
-use combo_operator::cache::Caches;
 use combo_operator::context::Context;
-use combo_operator::metrics::Metrics;
 use combo_operator::reconcile::reconcile;
-use combo_operator::render::Images;
 use combo_testkit::stand_in::{Answer, Request, StandIn};
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::runtime::reflector;
+use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;
 use kube::Client;
 use serde_json::{json, Value};
@@ -99,42 +96,10 @@ fn answer(cluster: &Mutex<Cluster>, r: &Request) -> Answer {
 }
 
 fn context(client: Client) -> Arc<Context> {
-    let (debuggers, _) = reflector::store::<Debugger>();
-    let (daemonsets, _) = reflector::store();
-    let (pods, mut pw) = reflector::store::<Pod>();
-    let (pingers, _) = reflector::store();
-    let (roles, mut rw) = reflector::store();
-    let caches = Caches::new(daemonsets, pods, pingers, roles);
-    let listed = &caches.listed;
-    for watch in [
-        &listed.daemonsets,
-        &listed.pods,
-        &listed.pingers,
-        &listed.roles,
-    ] {
-        watch.observe(&Event::<Pod>::InitDone);
-    }
-    caches.config_maps.observe(&Event::<ConfigMap>::InitDone);
-    caches.reports.observe(&Event::<DebuggerReport>::InitDone);
-    caches.accounts.observe(&Event::<ServiceAccount>::InitDone);
-    caches.bindings.observe(&Event::<RoleBinding>::InitDone);
-    pw.apply_watcher_event(&Event::InitDone);
-    rw.apply_watcher_event(&Event::InitDone);
-    let images = Images {
-        runner: "reg/runner:1".into(),
-        pinger: "reg/pinger:1".into(),
-    };
-    let ctx = Context::new(
-        client,
-        images,
-        Arc::new(Metrics::default()),
-        None,
-        debuggers,
-        caches,
-    );
+    let (ctx, _) = support::context(client);
     // The Node watch has listed: no node carries a mark yet.
     ctx.nodes.observe(&Event::<Node>::InitDone);
-    Arc::new(ctx)
+    ctx
 }
 
 fn report(failing: bool) -> DebuggerReport {

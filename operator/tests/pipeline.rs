@@ -3,25 +3,24 @@
 //! operator makes, in order, and nothing else. The caches are filled by
 //! hand, as the watches would fill them.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType,
 };
-use combo_operator::cache::Caches;
 use combo_operator::context::Context;
-use combo_operator::metrics::Metrics;
 use combo_operator::reconcile::{reconcile, Error};
-use combo_operator::render::Images;
 use combo_testkit::stand_in::{Answer, Request, StandIn};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher::Event;
 use kube::Client;
 use serde_json::{json, Value};
+use support::{context, Watches};
 
 /// Every request, in order.
 type Seen = StandIn;
@@ -67,61 +66,6 @@ fn written(r: &Request) -> (u16, Value) {
     obj["metadata"]["resourceVersion"] = "1".into();
     obj["metadata"]["uid"] = "written".into();
     (200, obj)
-}
-
-/// The watches' writers, to fill the caches by hand.
-struct Watches {
-    debuggers: Writer<Debugger>,
-    daemonsets: Writer<DaemonSet>,
-    pingers: Writer<Pinger>,
-    roles: Writer<Role>,
-}
-
-fn context(client: Client) -> (Arc<Context>, Watches) {
-    let (debuggers, dw) = reflector::store::<Debugger>();
-    let (daemonsets, dsw) = reflector::store::<DaemonSet>();
-    let (pods, mut pw) = reflector::store::<Pod>();
-    let (pingers, pgw) = reflector::store::<Pinger>();
-    let (roles, mut rw) = reflector::store::<Role>();
-    let caches = Caches::new(daemonsets, pods, pingers, roles);
-    // Every watch has listed (nothing).
-    let listed = &caches.listed;
-    for watch in [
-        &listed.daemonsets,
-        &listed.pods,
-        &listed.pingers,
-        &listed.roles,
-    ] {
-        watch.observe(&Event::<Pod>::InitDone);
-    }
-    caches.config_maps.observe(&Event::<ConfigMap>::InitDone);
-    caches.reports.observe(&Event::<DebuggerReport>::InitDone);
-    caches.accounts.observe(&Event::<ServiceAccount>::InitDone);
-    caches.bindings.observe(&Event::<RoleBinding>::InitDone);
-    pw.apply_watcher_event(&Event::InitDone);
-    rw.apply_watcher_event(&Event::InitDone);
-    let images = Images {
-        runner: "reg/runner:1".into(),
-        pinger: "reg/pinger:1".into(),
-    };
-    let metrics = Arc::new(Metrics::default());
-    let ctx = Context::new(client, images, metrics, None, debuggers, caches);
-    let watches = Watches {
-        debuggers: dw,
-        daemonsets: dsw,
-        pingers: pgw,
-        roles: rw,
-    };
-    (Arc::new(ctx), watches)
-}
-
-impl Watches {
-    /// The Debugger watch shows `dbg`, as it does for every Debugger the
-    /// controller reconciles.
-    fn show(&mut self, dbg: &Debugger) {
-        self.debuggers
-            .apply_watcher_event(&Event::Apply(dbg.clone()));
-    }
 }
 
 fn debugger(spec: DebuggerSpec) -> Debugger {
