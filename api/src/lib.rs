@@ -13,6 +13,7 @@ pub mod hash;
 pub mod http;
 pub mod keys;
 pub mod peers;
+pub mod recent;
 pub mod pinger;
 pub mod report;
 pub mod retry;

@@ -8,6 +8,7 @@ pub mod events;
 pub mod gateway;
 pub mod metrics;
 pub mod probe;
+pub mod recent;
 pub mod round;
 pub mod standalone;
 pub mod targets;

@@ -14,6 +14,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tokio::net::TcpListener;
 
 use crate::engine::Report;
+use crate::recent::Windows;
 use crate::targets::Target;
 
 /// Labels of `combo_pinger_probes_total`.
@@ -52,6 +53,8 @@ pub struct Metrics {
     rtt: RttFamily,
     up: Family<TargetLabels, Gauge>,
     handles: Mutex<HashMap<(&'static str, Arc<String>), Handles>>,
+    /// Loss and RTT of the last minutes, for `kubectl combo mesh`.
+    recent: Mutex<Windows>,
 }
 
 impl Default for Metrics {
@@ -78,6 +81,7 @@ impl Default for Metrics {
             probes,
             rtt,
             up,
+            recent: Mutex::default(),
             handles: Mutex::new(HashMap::new()),
         }
     }
@@ -121,6 +125,11 @@ impl Metrics {
         }
         h.up.get_or_insert_with(|| self.up.get_or_create_owned(&target_labels(report)))
             .set(i64::from(report.stats.passed));
+        drop(handles);
+        self.recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(report);
     }
 
     /// Removes every series of a target no longer probed (spec edit, peer
@@ -135,6 +144,10 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&(kind, label.clone()));
+        self.recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forget(kind, &label);
         for result in RESULTS {
             self.probes.remove(&ProbeLabels {
                 kind,
@@ -148,6 +161,16 @@ impl Metrics {
         };
         self.rtt.remove(&labels);
         self.up.remove(&labels);
+    }
+
+    /// The last minutes of every target at `now`, as JSON.
+    pub fn recent(&self, now: std::time::SystemTime) -> String {
+        let summary = self
+            .recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .summary(now);
+        serde_json::to_string(&summary).expect("a summary always serializes")
     }
 
     /// The exposition text.
@@ -184,6 +207,11 @@ impl http::Routes for Endpoint {
                 content_type: http::OPENMETRICS,
                 body: self.0.encode(),
             },
+            ("GET", combo_api::recent::PATH) => http::Response {
+                code: 200,
+                content_type: "application/json",
+                body: self.0.recent(std::time::SystemTime::now()),
+            },
             ("GET", "/healthz" | "/readyz") => http::Response::text(200, "ok\n"),
             ("GET", _) => http::Response::text(404, "not found\n"),
             _ => http::Response::text(405, "method not allowed\n"),
@@ -216,6 +244,25 @@ pub(crate) mod tests {
     use std::time::Duration;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
+
+    /// A round of ICMP target `ip` started at `started`.
+    pub(crate) fn report_at(
+        ip: &str,
+        started: std::time::SystemTime,
+        outcomes: Vec<Outcome>,
+    ) -> Report {
+        let target = Target {
+            kind: Kind::Icmp,
+            host: Host::Ip(ip.parse().unwrap()),
+            port: None,
+        };
+        Report {
+            started,
+            target: target.clone(),
+            label: std::sync::Arc::new(target.label()),
+            ..report(outcomes)
+        }
+    }
 
     fn report(outcomes: Vec<Outcome>) -> Report {
         let limits = Thresholds::default();
@@ -264,8 +311,12 @@ pub(crate) mod tests {
 
     /// `/metrics` of the server at `addr`, as a scraper reads it.
     pub(crate) async fn scrape(addr: SocketAddr) -> String {
+        get(addr, "/metrics").await
+    }
+
+    async fn get(addr: SocketAddr, path: &str) -> String {
         let mut s = TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+        s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
             .await
             .unwrap();
         let mut out = String::new();
@@ -276,12 +327,13 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn the_scrape_after_a_peer_leaves_has_no_series_of_it_but_keeps_the_others() {
         let m = Arc::new(Metrics::default());
-        let gone = report(vec![
+        let mut gone = report(vec![
             Outcome::Ok(Duration::from_millis(2)),
             Outcome::Timeout,
             Outcome::Refused,
             Outcome::Error("x".into()),
         ]);
+        gone.started = std::time::SystemTime::now();
         let mut stays = gone.clone();
         stays.target.port = Some(23);
         stays.label = Arc::new(stays.target.label());
@@ -292,6 +344,11 @@ pub(crate) mod tests {
         drop(listener);
         let server = serve(addr, m.clone()).await.unwrap();
         let before = scrape(addr).await;
+        let recent = get(addr, combo_api::recent::PATH).await;
+        assert!(
+            recent.contains(r#""target":"[::1]:22","sent":4,"lost":3,"rttAvgMs":2.0"#),
+            "{recent}"
+        );
         assert_eq!(
             before.matches(r#"target="[::1]:22""#).count(),
             4 + 20 + 1,
@@ -299,7 +356,10 @@ pub(crate) mod tests {
         );
         m.forget(&gone.target);
         let after = scrape(addr).await;
+        let recent = get(addr, combo_api::recent::PATH).await;
         server.abort();
+        assert!(!recent.contains(r#""target":"[::1]:22""#), "{recent}");
+        assert!(recent.contains(r#""target":"[::1]:23""#), "{recent}");
         assert!(!after.contains(r#"target="[::1]:22""#), "{after}");
         assert_eq!(
             after.matches(r#"target="[::1]:23""#).count(),

@@ -6,10 +6,12 @@ use std::process::{Command as Process, ExitCode};
 use anyhow::{bail, Context as _, Result};
 use chrono::Utc;
 use combo_api::keys;
-use combo_api::{Category, Debugger, RunId};
+use combo_api::{Category, Debugger, Pinger, RunId};
 use combo_operator::plugin;
 use combo_operator::plugin::cli::{Args, Command};
 use combo_operator::plugin::errors::{self, NotFound};
+use combo_operator::plugin::mesh::{self, Prober};
+use combo_operator::plugin::{mesh_gather, mesh_html};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
@@ -45,6 +47,11 @@ async fn dispatch(args: Args) -> Result<()> {
             category,
             run,
         } => errlog(client, &ns, &debugger, &node, category, run).await,
+        Command::Mesh {
+            debugger,
+            all,
+            html,
+        } => mesh(client, &ns, &debugger, all, html).await,
         Command::Status { all_namespaces } => status(client, &ns, all_namespaces).await,
     }
 }
@@ -229,6 +236,105 @@ fn exec(ns: &str, pod: &str, cmd: &[&str]) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The paths of Debugger `ns/name`'s pingers (docs/pinger.md#the-mesh-view):
+/// one read of the Debugger and of its Pinger, one list of its
+/// pods, then one proxy GET per pod (bounded by [`mesh_gather::LIMITS`]).
+async fn mesh(
+    client: Client,
+    ns: &str,
+    name: &str,
+    all: bool,
+    html: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let dbg = debugger(client.clone(), ns, name).await?;
+    if !dbg.spec.enable_pinger || dbg.spec.pinger.is_empty() {
+        bail!("Debugger {ns}/{name} runs no pinger (spec.enablePinger is false or spec.pinger is empty)");
+    }
+    let pinger_name = &dbg.spec.pinger;
+    let pinger = Api::<Pinger>::namespaced(client.clone(), ns)
+        .get_opt(pinger_name)
+        .await
+        .map_err(|e| api_error(e, &format!("reading Pinger {ns}/{pinger_name}")))?
+        .ok_or_else(|| {
+            NotFound(format!(
+                "no Pinger {pinger_name:?} in namespace {ns}, which Debugger {name} names"
+            ))
+        })?;
+    if !pinger.spec.enable_metrics {
+        bail!("Pinger {ns}/{pinger_name} has enableMetrics false: its pingers serve no summary to read");
+    }
+    let probers: Vec<Prober> = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&keys::debugger_selector(name)))
+        .await
+        .map_err(|e| api_error(e, &format!("listing the pods of Debugger {ns}/{name}")))?
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| {
+            let ips = p
+                .status
+                .as_ref()?
+                .pod_ips
+                .as_ref()?
+                .iter()
+                .map(|i| i.ip.clone())
+                .collect();
+            Some(Prober {
+                pod: p.metadata.name?,
+                node: p.spec?.node_name?,
+                ips,
+            })
+        })
+        .collect();
+    if probers.is_empty() {
+        bail!("Debugger {ns}/{name} has no running pod to ask yet");
+    }
+    let port = pinger.spec.metrics_port;
+    let gathered = mesh_gather::gather(&client, ns, port, &probers, mesh_gather::LIMITS).await;
+    let (mut answers, mut silent) = (Vec::new(), Vec::new());
+    for (i, answer) in gathered {
+        match answer {
+            Ok(recent) => answers.push((i, recent)),
+            Err(why) => silent.push(format!(
+                "{} (pod {}): {why}",
+                probers[i].node, probers[i].pod
+            )),
+        }
+    }
+    silent.sort();
+    let paths = mesh::paths(&probers, &answers);
+    let window = answers
+        .first()
+        .map_or(combo_api::recent::WINDOW_MINUTES * 60, |(_, r)| {
+            r.window_seconds
+        });
+    let tally = mesh::tally(&paths, window, answers.len(), probers.len());
+    let rows = mesh::rows(&paths, all);
+    if !rows.is_empty() {
+        print!("{}", plugin::table(&mesh::HEADER, &rows));
+    }
+    println!("{tally}");
+    for s in silent.iter().take(10) {
+        eprintln!("no summary from {s}");
+    }
+    if silent.len() > 10 {
+        eprintln!(
+            "... and {} more pingers without a summary",
+            silent.len() - 10
+        );
+    }
+    if let Some(file) = html {
+        let page = mesh_html::page(&format!("{ns}/{name}"), &paths, &silent, &tally);
+        std::fs::write(&file, page).with_context(|| format!("writing {}", file.display()))?;
+        eprintln!("wrote {}", file.display());
+    }
+    if answers.is_empty() {
+        bail!("no pinger of Debugger {ns}/{name} answered (pods/proxy on port {port}; see the lines above)");
+    }
+    Ok(())
 }
 
 async fn status(client: Client, ns: &str, all_namespaces: bool) -> Result<()> {

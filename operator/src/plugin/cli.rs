@@ -47,6 +47,18 @@ pub enum Command {
         #[arg(long, value_parser = super::parse_run)]
         run: Option<RunId>,
     },
+    /// Paths of the Debugger's pingers, prober node to target, with loss and
+    /// RTT of the last 5 minutes: failing and lossy ones first.
+    Mesh {
+        /// The Debugger.
+        debugger: String,
+        /// Show every path, not only failing and lossy ones.
+        #[arg(long)]
+        all: bool,
+        /// Also write a self-contained HTML heat map to this file.
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
+    },
     /// List Debuggers with their last run and failures.
     Status {
         /// Across all namespaces.

@@ -4,6 +4,9 @@
 
 pub mod cli;
 pub mod errors;
+pub mod mesh;
+pub mod mesh_gather;
+pub mod mesh_html;
 pub mod run_now;
 
 use std::collections::BTreeMap;
