@@ -82,8 +82,8 @@ pod=$(kubectl get pods -n default -l kubecombo.io/debugger=node-check -o jsonpat
 # DNS or TCP probe up to timeoutMs): ask until they are there, for 60 s.
 up=
 for _ in $(seq 1 30); do
-    up=$(kubectl get --raw "/api/v1/namespaces/default/pods/$pod:8080/proxy/metrics" 2>/dev/null |
-        grep '^combo_pinger_target_up' || true)
+    kubectl get --raw "/api/v1/namespaces/default/pods/$pod:8080/proxy/metrics" 2>/dev/null >"$dir/metrics.txt" || true
+    up=$(grep '^combo_pinger_target_up' "$dir/metrics.txt" || true)
     [[ -n $up ]] && break
     sleep 2
 done

@@ -96,6 +96,15 @@ pub struct PingerSpec {
     #[schemars(schema_with = "max_peers_schema")]
     pub max_peers: u32,
 
+    /// Each Ready pod is probed by at least this many others (all others
+    /// when there are fewer), whatever the rendezvous choice of
+    /// `maxPeers`: a pod too few chose is added to the lists of the pods
+    /// that score it highest. Applies to the lists the operator writes
+    /// (`maxPeers` from 1 to 1000); with `maxPeers: 0` every pod probes all.
+    #[serde(default = "default_min_probers")]
+    #[schemars(schema_with = "min_probers_schema")]
+    pub min_probers: u32,
+
     /// Also ping the pod's default gateway.
     #[serde(default)]
     pub gateway: bool,
@@ -144,11 +153,17 @@ fn default_count() -> u32 {
 fn default_max_peers() -> u32 {
     20
 }
+fn default_min_probers() -> u32 {
+    3
+}
 fn default_max_loss() -> u32 {
     50
 }
 fn max_peers_schema(_: &mut SchemaGenerator) -> Schema {
     schema::int_range(0, 100_000, 20)
+}
+fn min_probers_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(0, 100, 3)
 }
 fn metrics_port_schema(_: &mut SchemaGenerator) -> Schema {
     schema::int_range(1, 65535, 8080)

@@ -12,8 +12,17 @@
 //! Cost per change, with n pods: a candidate joining scores it once for
 //! every prober (n hashes); a candidate leaving re-chooses the probers that
 //! had it (about `max` × n hashes); a new prober chooses once (n hashes).
+//!
+//! Coverage (docs/pinger.md#coverage): a candidate that fewer than `min`
+//! probers chose gets the missing ones from the probers that score it
+//! highest ([`cover`]), so each is probed by at least `min` others, or by
+//! all when there are fewer.
+
+#[path = "mesh_cover.rs"]
+mod cover;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::mem;
 use std::net::IpAddr;
 
 use combo_api::peers::{self, rendezvous};
@@ -25,18 +34,28 @@ type Ranked = (u64, String);
 #[derive(Debug, Default)]
 pub struct Mesh {
     max: usize,
+    /// Probers each candidate has at least (fewer when there are fewer).
+    min: usize,
     /// Every prober; the address of those that are candidates.
     pods: BTreeMap<String, Option<IpAddr>>,
     /// Each prober's choice, best first, at most `max` long.
     chosen: HashMap<String, Vec<Ranked>>,
+    /// How many probers chose each candidate (its in-degree in `chosen`).
+    chosen_by: HashMap<String, usize>,
+    /// The probers a candidate gets on top of those that chose it, best
+    /// first (see [`cover`]).
+    extra: HashMap<String, Vec<Ranked>>,
+    /// The other way round: the candidates each prober probes for coverage.
+    extra_of: HashMap<String, BTreeSet<String>>,
 }
 
 impl Mesh {
-    /// An empty mesh in which each pod probes at most `max` peers (at
-    /// least 1).
-    pub fn new(max: usize) -> Mesh {
+    /// An empty mesh in which each pod chooses at most `max` peers (at
+    /// least 1) and each candidate is probed by at least `min` others.
+    pub fn new(max: usize, min: usize) -> Mesh {
         Mesh {
             max: max.max(1),
+            min,
             ..Mesh::default()
         }
     }
@@ -46,44 +65,62 @@ impl Mesh {
     /// the candidates joining one by one.
     pub fn with_pods<'a>(
         max: usize,
+        min: usize,
         pods: impl IntoIterator<Item = (&'a str, Option<IpAddr>)>,
     ) -> Mesh {
-        let mut mesh = Mesh::new(max);
+        let mut mesh = Mesh::new(max, min);
         mesh.pods = pods
             .into_iter()
             .map(|(n, ip)| (n.to_string(), ip))
             .collect();
-        mesh.chosen = mesh
-            .pods
-            .keys()
-            .map(|p| (p.clone(), mesh.rank_for(p)))
-            .collect();
+        let mut affected = BTreeSet::new();
+        let probers: Vec<String> = mesh.pods.keys().cloned().collect();
+        for p in probers {
+            let ranked = mesh.rank_for(&p);
+            mesh.set_choice(&p, ranked, &mut affected);
+        }
+        let all: Vec<String> = mesh.pods.keys().cloned().collect();
+        let mut touched = BTreeSet::new();
+        for c in all {
+            mesh.cover(&c, &mut touched);
+        }
         mesh
     }
 
-    /// The bound it was made with.
-    pub fn max(&self) -> usize {
-        self.max
+    /// The bounds it was made with: (max, min).
+    pub fn bounds(&self) -> (usize, usize) {
+        (self.max, self.min)
     }
 
     /// Adds or updates pod `name`; `peer` is its address when it can be
     /// probed. Returns the probers whose list may have changed.
     pub fn set(&mut self, name: &str, peer: Option<IpAddr>) -> BTreeSet<String> {
         let mut touched = BTreeSet::new();
+        let mut affected = BTreeSet::new();
         let before = self.pods.insert(name.to_string(), peer);
         if before.is_none() {
             // A new prober chooses among the candidates there are.
             let ranked = self.rank_for(name);
-            self.chosen.insert(name.to_string(), ranked);
+            self.set_choice(name, ranked, &mut affected);
             touched.insert(name.to_string());
         }
         let was = before.flatten();
         match (was, peer) {
-            (None, Some(_)) => self.joined(name, &mut touched),
-            (Some(_), None) => self.left(name, &mut touched),
-            (Some(a), Some(b)) if a != b => touched.extend(self.choosers_of(name)),
+            (None, Some(_)) => self.joined(name, &mut touched, &mut affected),
+            (Some(_), None) => self.left(name, &mut touched, &mut affected),
+            (Some(a), Some(b)) if a != b => {
+                touched.extend(self.choosers_of(name));
+                touched.extend(self.extra_probers(name));
+            }
             _ => {}
         }
+        if was.is_some() != peer.is_some() {
+            affected.insert(name.to_string());
+        }
+        if before.is_none() {
+            self.prober_joined(name, &mut affected);
+        }
+        self.settle(affected, &mut touched);
         touched
     }
 
@@ -91,13 +128,19 @@ impl Mesh {
     /// (not the pod itself, which has no list any more).
     pub fn remove(&mut self, name: &str) -> BTreeSet<String> {
         let mut touched = BTreeSet::new();
+        let mut affected = BTreeSet::new();
         let Some(was) = self.pods.remove(name) else {
             return touched;
         };
+        self.set_choice(name, Vec::new(), &mut affected);
         self.chosen.remove(name);
         if was.is_some() {
-            self.left(name, &mut touched);
+            self.left(name, &mut touched, &mut affected);
+            affected.insert(name.to_string());
         }
+        self.prober_left(name, &mut affected);
+        self.settle(affected, &mut touched);
+        touched.remove(name);
         touched
     }
 
@@ -105,16 +148,24 @@ impl Mesh {
     /// [`combo_api::peers::format`]); None for a pod it does not know.
     pub fn list(&self, prober: &str) -> Option<String> {
         let chosen = self.chosen.get(prober)?;
+        let extra = self.extra_of.get(prober).into_iter().flatten();
         let ips: Vec<IpAddr> = chosen
             .iter()
-            .filter_map(|(_, name)| self.pods.get(name).copied().flatten())
+            .map(|(_, name)| name)
+            .chain(extra)
+            .filter_map(|name| self.pods.get(name).copied().flatten())
             .collect();
         Some(peers::format(&ips))
     }
 
     /// `name` became a candidate: every other prober that ranks it in its
     /// best `max` takes it and drops its last.
-    fn joined(&mut self, name: &str, touched: &mut BTreeSet<String>) {
+    fn joined(
+        &mut self,
+        name: &str,
+        touched: &mut BTreeSet<String>,
+        affected: &mut BTreeSet<String>,
+    ) {
         let max = self.max;
         for (prober, list) in self.chosen.iter_mut() {
             if prober == name {
@@ -126,18 +177,49 @@ impl Mesh {
             });
             if at < max {
                 list.insert(at, (s, name.to_string()));
-                list.truncate(max);
+                *self.chosen_by.entry(name.to_string()).or_default() += 1;
+                affected.insert(name.to_string());
+                if let Some((_, dropped)) = (list.len() > max).then(|| list.pop()).flatten() {
+                    cover::uncount(&mut self.chosen_by, &dropped);
+                    affected.insert(dropped);
+                }
                 touched.insert(prober.clone());
             }
         }
     }
 
     /// `name` is no candidate any more: the probers that had it choose again.
-    fn left(&mut self, name: &str, touched: &mut BTreeSet<String>) {
+    fn left(
+        &mut self,
+        name: &str,
+        touched: &mut BTreeSet<String>,
+        affected: &mut BTreeSet<String>,
+    ) {
         for prober in self.choosers_of(name) {
             let ranked = self.rank_for(&prober);
-            self.chosen.insert(prober.clone(), ranked);
+            self.set_choice(&prober, ranked, affected);
             touched.insert(prober);
+        }
+    }
+
+    /// Replaces `prober`'s choice, keeping the counts of [`Mesh::chosen_by`];
+    /// the candidates whose count changed go to `affected`.
+    fn set_choice(&mut self, prober: &str, ranked: Vec<Ranked>, affected: &mut BTreeSet<String>) {
+        let old = mem::replace(
+            self.chosen.entry(prober.to_string()).or_default(),
+            ranked.clone(),
+        );
+        for (_, n) in &old {
+            if !ranked.iter().any(|(_, m)| m == n) {
+                cover::uncount(&mut self.chosen_by, n);
+                affected.insert(n.clone());
+            }
+        }
+        for (_, n) in &ranked {
+            if !old.iter().any(|(_, m)| m == n) {
+                *self.chosen_by.entry(n.clone()).or_default() += 1;
+                affected.insert(n.clone());
+            }
         }
     }
 
@@ -165,159 +247,5 @@ impl Mesh {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ip(i: u32) -> IpAddr {
-        IpAddr::from((0x0a00_0000u32 + i).to_be_bytes())
-    }
-
-    /// What every list must be: [`rendezvous::choose`] over the candidates,
-    /// computed from scratch.
-    fn expected(m: &Mesh) -> BTreeMap<String, String> {
-        let candidates: Vec<&str> = m
-            .pods
-            .iter()
-            .filter(|(_, ip)| ip.is_some())
-            .map(|(n, _)| n.as_str())
-            .collect();
-        m.pods
-            .keys()
-            .map(|p| {
-                let ips: Vec<IpAddr> = rendezvous::choose(p, candidates.iter().copied(), m.max)
-                    .into_iter()
-                    .map(|n| m.pods[n].unwrap())
-                    .collect();
-                (p.clone(), peers::format(&ips))
-            })
-            .collect()
-    }
-
-    fn lists(m: &Mesh) -> BTreeMap<String, String> {
-        m.pods
-            .keys()
-            .map(|p| (p.clone(), m.list(p).unwrap()))
-            .collect()
-    }
-
-    /// Applies `step` and checks that the lists equal a fresh choice and
-    /// that every list that changed was reported.
-    fn check(m: &mut Mesh, step: impl FnOnce(&mut Mesh) -> BTreeSet<String>) -> usize {
-        let before = lists(m);
-        let touched = step(m);
-        let after = lists(m);
-        assert_eq!(after, expected(m), "lists differ from a fresh choice");
-        for (p, list) in &after {
-            if before.get(p) != Some(list) {
-                assert!(touched.contains(p), "{p}'s list changed unreported");
-            }
-        }
-        touched.len()
-    }
-
-    #[test]
-    fn every_change_leaves_the_lists_a_fresh_choice_would_give() {
-        // A deterministic walk: pods join, turn ready, change address,
-        // turn unready and leave, in an order a small LCG picks.
-        let mut m = Mesh::new(5);
-        let mut x: u64 = 42;
-        let mut next = |n: u64| {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            (x >> 33) % n
-        };
-        for step in 0..1500 {
-            let pod = format!("pod-{}", next(60));
-            let change = next(10);
-            check(&mut m, |m| match change {
-                0 | 1 => m.remove(&pod),
-                2 => m.set(&pod, None),
-                _ => m.set(&pod, Some(ip(step))),
-            });
-        }
-        assert!(
-            m.pods.len() > 20,
-            "the walk should leave a crowd: {}",
-            m.pods.len()
-        );
-    }
-
-    #[test]
-    fn a_pod_coming_or_going_rewrites_about_max_lists_of_a_thousand() {
-        let mut m = Mesh::new(20);
-        for i in 0..1000 {
-            m.set(&format!("node-check-{i:05x}"), Some(ip(i)));
-        }
-        let joined = check(&mut m, |m| m.set("node-check-new", Some(ip(5000))));
-        // The new pod's own list, and each prober that ranks it in its top
-        // 20: binomial with mean 20.
-        assert!((5..=45).contains(&joined), "{joined} lists for one join");
-        let left = check(&mut m, |m| m.remove("node-check-00017"));
-        assert!((5..=45).contains(&left), "{left} lists for one leave");
-        let unready = check(&mut m, |m| m.set("node-check-00018", None));
-        assert!(unready <= 45, "{unready} lists for one pod turning unready");
-        let moved = check(&mut m, |m| m.set("node-check-00019", Some(ip(7000))));
-        assert!(moved <= 45, "{moved} lists for one address change");
-        let same = check(&mut m, |m| m.set("node-check-00020", Some(ip(0x20))));
-        assert_eq!(same, 0, "an unchanged pod touches nothing");
-    }
-
-    #[test]
-    fn a_mesh_made_at_once_equals_one_made_a_pod_at_a_time() {
-        let pods: Vec<(String, Option<IpAddr>)> = (0..400u32)
-            .map(|i| (format!("pod-{i}"), (i % 7 != 0).then(|| ip(i))))
-            .collect();
-        let at_once = Mesh::with_pods(20, pods.iter().map(|(n, ip)| (n.as_str(), *ip)));
-        let mut one_by_one = Mesh::new(20);
-        for (n, ip) in &pods {
-            one_by_one.set(n, *ip);
-        }
-        assert_eq!(lists(&at_once), lists(&one_by_one));
-        assert_eq!(lists(&at_once), expected(&at_once));
-    }
-
-    /// How long choosing every list of a 5,000-pod Debugger takes
-    /// (`cargo test --release -p combo-operator --lib -- --ignored --nocapture mesh`).
-    #[test]
-    #[ignore = "a measurement, not a check"]
-    fn time_to_choose_every_list_of_five_thousand_pods() {
-        let pods: Vec<(String, Option<IpAddr>)> = (0..5000u32)
-            .map(|i| (format!("node-check-{i:05x}"), Some(ip(i))))
-            .collect();
-        let start = std::time::Instant::now();
-        let mesh = Mesh::with_pods(20, pods.iter().map(|(n, ip)| (n.as_str(), *ip)));
-        let all = start.elapsed();
-        let start = std::time::Instant::now();
-        let mut m = mesh;
-        let joined = m.set("node-check-new", Some(ip(9999))).len();
-        let join = start.elapsed();
-        let start = std::time::Instant::now();
-        let left = m.remove("node-check-00017").len();
-        let leave = start.elapsed();
-        eprintln!(
-            "5,000 pods: every list {all:?}; a join {join:?} ({joined} lists); a leave {leave:?} ({left} lists)"
-        );
-    }
-
-    #[test]
-    fn a_prober_that_is_no_candidate_still_gets_a_list_and_never_itself() {
-        let mut m = Mesh::new(3);
-        m.set("a", Some(ip(1)));
-        m.set("b", Some(ip(2)));
-        let touched = m.set("pending", None);
-        assert_eq!(touched, BTreeSet::from(["pending".to_string()]));
-        assert_eq!(m.list("pending").unwrap(), "10.0.0.1,10.0.0.2");
-        assert_eq!(m.list("a").unwrap(), "10.0.0.2");
-        assert_eq!(m.list("gone"), None);
-        assert!(m.remove("gone").is_empty());
-    }
-
-    #[test]
-    fn a_max_of_zero_is_taken_as_one() {
-        let mut m = Mesh::new(0);
-        for i in 0..5 {
-            m.set(&format!("p{i}"), Some(ip(i)));
-        }
-        assert_eq!(m.max(), 1);
-        assert!(m.pods.keys().all(|p| !m.list(p).unwrap().contains(',')));
-    }
-}
+#[path = "mesh_tests.rs"]
+mod tests;

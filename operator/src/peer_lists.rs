@@ -193,16 +193,18 @@ impl Groups {
         }
     }
 
-    /// Gives each Debugger the bound `bound_of` says (None: no lists); a
-    /// changed bound chooses every list again.
-    pub fn bound_all(&mut self, bound_of: impl Fn(&Key) -> Option<usize>) {
+    /// Gives each Debugger the bounds `bound_of` says, (maxPeers,
+    /// minProbers) or None for no lists; changed bounds choose every list
+    /// again.
+    pub fn bound_all(&mut self, bound_of: impl Fn(&Key) -> Option<(usize, usize)>) {
         for (key, group) in &mut self.groups {
             let want = bound_of(key);
-            if want == group.mesh.as_ref().map(Mesh::max) {
+            if want == group.mesh.as_ref().map(Mesh::bounds) {
                 continue;
             }
-            group.mesh = want.map(|max| {
-                Mesh::with_pods(max, group.pods.iter().map(|(n, s)| (n.as_str(), s.peer)))
+            group.mesh = want.map(|(max, min)| {
+                let pods = group.pods.iter().map(|(n, s)| (n.as_str(), s.peer));
+                Mesh::with_pods(max, min, pods)
             });
             group.dirty.extend(group.pods.keys().cloned());
         }
@@ -257,18 +259,20 @@ impl Groups {
     }
 }
 
-/// The `maxPeers` of a Debugger's lists: Some when its pinger is on and its
-/// Pinger asks for peers with a bound the operator writes lists for.
+/// The `maxPeers` and `minProbers` of a Debugger's lists: Some when its
+/// pinger is on and its Pinger asks for peers with a bound the operator
+/// writes lists for.
 pub fn bound(
     debugger: Option<&Debugger>,
     pinger: impl Fn(&str) -> Option<Arc<Pinger>>,
-) -> Option<usize> {
+) -> Option<(usize, usize)> {
     let d = debugger?;
     if !d.spec.enable_pinger || d.spec.pinger.is_empty() {
         return None;
     }
     let p = pinger(&d.spec.pinger)?;
-    peers::listed(p.spec.peers, p.spec.max_peers).then(|| p.spec.max_peers as usize)
+    let (max, min) = (p.spec.max_peers as usize, p.spec.min_probers as usize);
+    peers::listed(p.spec.peers, p.spec.max_peers).then_some((max, min))
 }
 
 /// Follows the Debuggers' pods through `api` (the operator's namespace or

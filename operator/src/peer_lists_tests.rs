@@ -70,7 +70,7 @@ fn lists_are_written_once_and_only_where_they_change() {
     g.observe(Event::InitDone);
     // No bound yet (the Pinger not known): nothing to write.
     assert!(write_all(&mut g).is_empty());
-    g.bound_all(|_| Some(3));
+    g.bound_all(|_| Some((3, 0)));
     let first = write_all(&mut g);
     assert_eq!(first.len(), 30);
     assert!(first.iter().all(|w| w.value.split(',').count() == 3));
@@ -112,7 +112,7 @@ fn a_failed_write_waits_for_the_next_round_and_a_replaced_pod_is_not_written() {
     let mut g = Groups::default();
     g.observe(Event::Apply(pod("a", Some("10.0.0.1"), true)));
     g.observe(Event::Apply(pod("b", Some("10.0.0.2"), true)));
-    g.bound_all(|_| Some(2));
+    g.bound_all(|_| Some((2, 0)));
     let batch = g.due(usize::MAX);
     assert_eq!(batch.len(), 2);
     g.written(&batch[0], false);
@@ -138,7 +138,7 @@ fn at_most_the_limit_is_due_per_round_and_the_rest_waits() {
     for i in 1..=10u8 {
         g.observe(Event::Apply(ready(i)));
     }
-    g.bound_all(|_| Some(2));
+    g.bound_all(|_| Some((2, 0)));
     let a = g.due(4);
     assert_eq!(a.len(), 4);
     let b = g.due(100);
@@ -152,7 +152,7 @@ fn pods_missing_from_a_relist_leave_their_probers_lists() {
     for i in 1..=4u8 {
         g.observe(Event::Apply(ready(i)));
     }
-    g.bound_all(|_| Some(5));
+    g.bound_all(|_| Some((5, 0)));
     write_all(&mut g);
     g.observe(Event::Init);
     for i in 1..=3u8 {
@@ -179,7 +179,16 @@ fn the_bound_follows_the_debuggers_pinger() {
     );
     d.metadata.namespace = Some("ops".into());
     let pinger = |spec: PingerSpec| move |_: &str| Some(Arc::new(Pinger::new("p", spec.clone())));
-    assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), Some(20));
+    assert_eq!(
+        bound(Some(&d), pinger(PingerSpec::default())),
+        Some((20, 3))
+    );
+    let spec = PingerSpec {
+        max_peers: 5,
+        min_probers: 7,
+        ..PingerSpec::default()
+    };
+    assert_eq!(bound(Some(&d), pinger(spec)), Some((5, 7)));
     assert_eq!(
         bound(
             Some(&d),
