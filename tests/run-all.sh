@@ -23,6 +23,9 @@ step "unit and integration tests"
 # The suite report starts empty here: the runner's and the pinger's
 # integration tests record cases too (tests/suite-report.sh).
 rm -f target/suite-report.tsv
+# The mesh page's browser test skips without chromium elsewhere; here
+# tests/deps.sh installed it, so a missing one fails (docs/testing.md).
+export COMBO_REQUIRE_CHROMIUM=1
 cargo test  # default members: everything but the end-to-end crate
 
 step "Prometheus alert rules and the Grafana dashboard"
