@@ -70,13 +70,7 @@ fn a_request_runs_once_at_once_and_the_cron_schedule_goes_on() {
 fn no_request_or_one_already_run_leaves_the_schedule_alone() {
     let cron = "0 */6 * * *";
     let since = "2026-11-22T05:00:00Z";
-    let plain = next(
-        cron,
-        None,
-        "2026-11-22T07:30:00Z",
-        since,
-        ran_six(),
-    );
+    let plain = next(cron, None, "2026-11-22T07:30:00Z", since, ran_six());
     assert_eq!(plain, Decision::Wait(t("2026-11-22T12:00:00Z")));
     let ran = History {
         run_now: Some(id("2026-11-22T07:00:00Z")),
