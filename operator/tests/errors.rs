@@ -229,6 +229,7 @@ fn a_debugger_that_does_not_exist_is_named_and_exits_three() {
         vec!["errlog", "nosuch", "--node", "real-1", "--category", "disk"],
         vec!["summary", "nosuch"],
         vec!["run", "nosuch"],
+        vec!["mesh", "nosuch", "--html", "/nonexistent/mesh.html"],
     ] {
         let (code, stdout, stderr) = run(PLUGIN, &args, &env_of(&env));
         assert_eq!(code, 3, "{args:?}: {stdout}{stderr}");
@@ -300,5 +301,44 @@ fn kubectl_combo_run_writes_only_the_run_now_annotation_as_combo_plugin() {
                 .ends_with("runAt \"0 */6 * * *\" is unchanged"),
         "{stdout}"
     );
+    let _ = std::fs::remove_file(&env[0].1);
+}
+
+/// Debugger `quiet` runs no pinger; Debugger `pinging` names Pinger
+/// `nosuch`, which does not exist.
+fn mesh_objects(method: &str, path: &str, body: &str) -> (u16, String) {
+    let dbg = |name: &str, spec: serde_json::Value| {
+        let d = serde_json::json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger",
+            "metadata": {"name": name, "namespace": "ops"}, "spec": spec});
+        (200, d.to_string())
+    };
+    match path {
+        "/apis/kubecombo.io/v1/namespaces/ops/debuggers/quiet" => {
+            dbg("quiet", serde_json::json!({"enablePinger": false}))
+        }
+        "/apis/kubecombo.io/v1/namespaces/ops/debuggers/pinging" => dbg(
+            "pinging",
+            serde_json::json!({"enablePinger": true, "pinger": "nosuch"}),
+        ),
+        _ => not_found(method, path, body),
+    }
+}
+
+#[test]
+fn kubectl_combo_mesh_of_a_debugger_without_pinger_exits_one_and_of_a_missing_pinger_three() {
+    let env = api_server(mesh_objects);
+    let (code, stdout, stderr) = run(PLUGIN, &["mesh", "quiet"], &env_of(&env));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_one_line(
+        &stderr,
+        "kubectl-combo: Debugger ops/quiet runs no pinger (spec.enablePinger is false or spec.pinger is empty)",
+    );
+    let (code, stdout, stderr) = run(PLUGIN, &["mesh", "pinging", "--all"], &env_of(&env));
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    assert_one_line(
+        &stderr,
+        "kubectl-combo: no Pinger \"nosuch\" in namespace ops, which Debugger pinging names",
+    );
+    assert!(stdout.is_empty(), "{stdout}");
     let _ = std::fs::remove_file(&env[0].1);
 }
