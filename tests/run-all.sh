@@ -58,6 +58,8 @@ step "end-to-end tests on real nodes (kubelet + containerd, the project's images
 # build, and a debug compile takes half the time (docs/testing.md, "Real nodes").
 KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/cluster.sh up "$real_dir" --nodes 0 --real 2
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_nodes --no-fail-fast -- --test-threads 4 || status=$?
+# kubectl combo mesh and its page in Chromium with a link cut between the real nodes.
+COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test mesh --no-fail-fast || status=$?
 # Ownership, truthful status and stopping, again with the kubelet's pods.
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test truth --no-fail-fast -- --test-threads 4 || status=$?
 # Node conditions, taints and missed runs with the kubelet's pods; it scales the operator to 0 and back.

@@ -19,6 +19,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 pub mod fixtures;
+pub mod nft;
 pub mod outage;
 pub mod pod_sd;
 pub mod prometheus;
@@ -28,6 +29,8 @@ pub mod victoria;
 /// The suite report's recorder (docs/testing.md, "Suite report"), shared
 /// with the runner's and the pinger's integration tests.
 pub use combo_testkit::suite::{record, suite_report_path};
+
+pub use nft::NftTable;
 
 /// Root of the repository.
 pub fn repo_root() -> PathBuf {
@@ -232,66 +235,6 @@ pub fn scrape(pod: &Pod, port: u16) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// An nftables ruleset loaded into a network namespace the test cluster
-/// made (`ip netns exec <netns> nft -f -`); its table is deleted when
-/// dropped, so a failing test leaves no rule behind.
-pub struct NftTable {
-    netns: String,
-    table: String,
-}
-
-impl NftTable {
-    /// Loads `table inet <name> { <body> }` into `netns`.
-    pub fn load(netns: &str, name: &str, body: &str) -> Result<Self> {
-        use std::io::Write as _;
-        let mut nft = Command::new("ip")
-            .args(["netns", "exec", netns, "nft", "-f", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()?;
-        nft.stdin
-            .take()
-            .context("nft stdin")?
-            .write_all(format!("table inet {name} {{\n{body}\n}}\n").as_bytes())?;
-        let out = nft.wait_with_output()?;
-        if !out.status.success() {
-            bail!("nft in {netns}: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(NftTable {
-            netns: netns.to_string(),
-            table: name.to_string(),
-        })
-    }
-
-    /// Cuts a namespace off: everything but loopback is dropped both ways.
-    pub fn cut_off(netns: &str, name: &str) -> Result<Self> {
-        Self::load(
-            netns,
-            name,
-            "chain input { type filter hook input priority 0; policy drop; iifname \"lo\" accept; }\n\
-             chain output { type filter hook output priority 0; policy drop; oifname \"lo\" accept; }",
-        )
-    }
-}
-
-impl Drop for NftTable {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.netns,
-                "nft",
-                "delete",
-                "table",
-                "inet",
-            ])
-            .arg(&self.table)
-            .output();
-    }
-}
-
 /// What a container of a pod printed (stdout and stderr), as the node
 /// simulator keeps it: `DIR/pods/<ns>/<pod>/<container>.log`.
 pub fn pod_log(namespace: &str, pod: &str, container: &str) -> String {
@@ -380,6 +323,37 @@ pub fn real_cluster_or_skip(test: &str) -> bool {
         return false;
     }
     true
+}
+
+/// node -> pod of Debugger `name`, once one Running and Ready pod runs on
+/// every real node (within `timeout`).
+pub async fn pods_on_every_real_node(
+    c: &Client,
+    timeout: Duration,
+    ns: &str,
+    name: &str,
+) -> Result<BTreeMap<String, Pod>> {
+    let api: Api<Pod> = Api::namespaced(c.clone(), ns);
+    let lp = ListParams::default().labels(&keys::debugger_selector(name));
+    let want = real_nodes();
+    wait_for(timeout, "a Ready pod on every real node", || async {
+        let pods = api.list(&lp).await?;
+        Ok(want.iter().all(|n| {
+            pods.items.iter().any(|p| {
+                p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(n.as_str())
+                    && running_and_ready(p)
+            })
+        }))
+    })
+    .await?;
+    let mut out = BTreeMap::new();
+    for p in api.list(&lp).await?.items {
+        if running_and_ready(&p) {
+            let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+            out.insert(node.context("scheduled pod")?, p);
+        }
+    }
+    Ok(out)
 }
 
 /// The nodes a DaemonSet Debugger of the tests covers: the simulated ones,

@@ -5,7 +5,6 @@
 //! `kubectl logs`. Skipped, with a message, on a cluster without real nodes.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
@@ -13,7 +12,6 @@ use combo_api::{Category, NodeSummary};
 use combo_e2e::fixtures::{ConfigMapBuilder, DebuggerBuilder, PingerBuilder};
 use combo_e2e::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod};
-use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
 const WAIT: Duration = Duration::from_secs(180);
@@ -57,32 +55,6 @@ fn pinger_yaml(name: &str) -> String {
         .peers(true)
         .gateway(false)
         .yaml()
-}
-
-/// node -> pod of the Debugger, once one Running and Ready pod runs on every
-/// real node.
-async fn pods_on_every_node(c: &Client, ns: &str, name: &str) -> Result<BTreeMap<String, Pod>> {
-    let api: Api<Pod> = Api::namespaced(c.clone(), ns);
-    let lp = ListParams::default().labels(&format!("kubecombo.io/debugger={name}"));
-    let want = real_nodes();
-    wait_for(WAIT, "a Ready pod on every real node", || async {
-        let pods = api.list(&lp).await?;
-        Ok(want.iter().all(|n| {
-            pods.items.iter().any(|p| {
-                p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(n.as_str())
-                    && running_and_ready(p)
-            })
-        }))
-    })
-    .await?;
-    let mut out = BTreeMap::new();
-    for p in api.list(&lp).await?.items {
-        if running_and_ready(&p) {
-            let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
-            out.insert(node.context("scheduled pod")?, p);
-        }
-    }
-    Ok(out)
 }
 
 /// `kubectl combo run` and the run it asked for (its run-now annotation).
@@ -172,7 +144,7 @@ async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() 
     apply_yaml(&ns.name, &scripts_configmap("first"))?;
     apply_yaml(&ns.name, &pinger_yaml("mesh"))?;
     apply_yaml(&ns.name, &debugger_yaml("check", false, Some("mesh")))?;
-    let pods = pods_on_every_node(&c, &ns.name, "check").await?;
+    let pods = pods_on_every_real_node(&c, WAIT, &ns.name, "check").await?;
 
     let run_at = combo_run(&ns.name, "check")?;
     let summary = wait_summary(&c, &ns.name, "check", &run_at).await?;
@@ -316,7 +288,7 @@ async fn without_enable_sys_the_runner_is_unprivileged_with_its_own_processes_an
     let c = client().await;
     apply_yaml(&ns.name, &scripts_configmap("x"))?;
     apply_yaml(&ns.name, &debugger_yaml("plain", false, None))?;
-    let pods = pods_on_every_node(&c, &ns.name, "plain").await?;
+    let pods = pods_on_every_real_node(&c, WAIT, &ns.name, "plain").await?;
     for (node, pod) in pods {
         // The pod as the kubelet runs it: no host namespace, no host mount,
         // no privileged container.
@@ -460,7 +432,7 @@ async fn with_enable_sys_scripts_see_the_node_through_host_and_host_pid() -> Res
     let c = client().await;
     apply_yaml(&ns.name, &scripts_configmap("x"))?;
     apply_yaml(&ns.name, &debugger_yaml("sys", true, None))?;
-    let pods = pods_on_every_node(&c, &ns.name, "sys").await?;
+    let pods = pods_on_every_real_node(&c, WAIT, &ns.name, "sys").await?;
     let machine_id = std::fs::read_to_string("/etc/os-release")?;
     let host_init = std::fs::read_to_string("/proc/1/comm")?.trim().to_string();
     let host_name = std::fs::read_to_string("/proc/sys/kernel/hostname")?;
@@ -507,32 +479,6 @@ async fn with_enable_sys_scripts_see_the_node_through_host_and_host_pid() -> Res
             entered.trim(),
             host_name.trim(),
             "{node}: nsenter reaches a host process's namespaces"
-        );
-    }
-    Ok(())
-}
-
-/// An nftables table in a node's network namespace, removed when dropped.
-struct NftTable {
-    netns: String,
-}
-
-impl Drop for NftTable {
-    fn drop(&mut self) {
-        let _ = nft(&self.netns, &["delete", "table", "inet", "kc_test"]);
-    }
-}
-
-fn nft(netns: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", netns, "nft"])
-        .args(args)
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "nft {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
         );
     }
     Ok(())
@@ -585,7 +531,7 @@ async fn a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered() -> 
     apply_yaml(&ns.name, &scripts_configmap("x"))?;
     apply_yaml(&ns.name, &pinger_yaml("peers"))?;
     apply_yaml(&ns.name, &debugger_yaml("mesh", false, Some("peers")))?;
-    let pods = pods_on_every_node(&c, &ns.name, "mesh").await?;
+    let pods = pods_on_every_real_node(&c, WAIT, &ns.name, "mesh").await?;
     let nodes = real_nodes();
     let (prober, target) = (&pods[&nodes[0]], &pods[&nodes[1]]);
     let target_ip = target
@@ -621,38 +567,7 @@ async fn a_peer_dropped_by_nftables_gives_ping_failed_then_probe_recovered() -> 
     assert_eq!(caps, "0000000000000000", "no effective capability");
 
     let netns = real_node_netns(&nodes[1]);
-    let guard = NftTable {
-        netns: netns.clone(),
-    };
-    nft(&netns, &["add", "table", "inet", "kc_test"])?;
-    nft(
-        &netns,
-        &[
-            "add",
-            "chain",
-            "inet",
-            "kc_test",
-            "drop_peer",
-            "{ type filter hook forward priority 0 ; }",
-        ],
-    )?;
-    nft(
-        &netns,
-        &[
-            "add",
-            "rule",
-            "inet",
-            "kc_test",
-            "drop_peer",
-            "ip",
-            "daddr",
-            &target_ip,
-            "icmp",
-            "type",
-            "echo-request",
-            "drop",
-        ],
-    )?;
+    let guard = NftTable::drop_echo_requests_to(&netns, "kc_test", &target_ip)?;
     let prober_name = prober.name_any();
     wait_for(WAIT, "PingFailed naming the dropped peer", || async {
         Ok(events_of(&c, &ns.name, &prober_name, "PingFailed")
