@@ -93,6 +93,9 @@ else
     echo "pod $pod serves no combo_pinger_target_up series after 60 s: its pinger has not finished a round" \
         "(kubectl logs -n default $pod -c pinger)" >&2
 fi
+echo "==> every path of the pingers over the last minutes, failing ones first (kubectl combo mesh node-check --all)"
+kubectl combo mesh node-check -n default --all --html "$dir/mesh.html" 2>&1 | quiet
+echo "its heat map, one page without external resources: $dir/mesh.html"
 echo
 echo "cluster state in $dir; stop it with: tests/e2e/cluster.sh down $dir"
 echo "export KUBECONFIG=$dir/kubeconfig PATH=$dir/bin:\$PATH"
