@@ -10,7 +10,7 @@ use std::error::Error;
 pub const EXIT_USAGE: u8 = 2;
 
 /// The version a binary prints with `--version`: `override_` when it is
-/// set and not empty, else `package`. Call it through [`version!`].
+/// set and not empty, else `package`. Call it through [`version!`](crate::version!).
 pub const fn version_or(override_: Option<&'static str>, package: &'static str) -> &'static str {
     match override_ {
         Some(v) if !v.is_empty() => v,
@@ -32,7 +32,7 @@ macro_rules! version {
 /// Parses the command line like [`clap::Parser::parse`], but a usage error is
 /// one line, `<bin>: <what clap found> (see <bin> --help)`, and exit status
 /// [`EXIT_USAGE`]. `--help` and `--version` print as usual, `--version` with
-/// `version` (the binary's [`version!`]).
+/// `version` (the binary's [`version!`](crate::version!)).
 pub fn parse_args<P: clap::Parser>(bin: &str, version: &'static str) -> P {
     let parsed = P::command()
         .version(version)

@@ -15,7 +15,7 @@
 //!
 //! Coverage (docs/pinger.md#coverage): a candidate that fewer than `min`
 //! probers chose gets the missing ones from the probers that score it
-//! highest ([`cover`]), so each is probed by at least `min` others, or by
+//! highest (`mesh_cover.rs`), so each is probed by at least `min` others, or by
 //! all when there are fewer.
 
 #[path = "mesh_cover.rs"]
