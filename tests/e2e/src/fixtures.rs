@@ -262,6 +262,12 @@ impl PingerBuilder {
         self
     }
 
+    /// `minProbers`.
+    pub fn min_probers(mut self, n: u32) -> Self {
+        self.spec.min_probers = n;
+        self
+    }
+
     /// Probes the node's gateway or not (`gateway`).
     pub fn gateway(mut self, on: bool) -> Self {
         self.spec.gateway = on;

@@ -24,12 +24,16 @@ use kube::{Api, Client, ResourceExt};
 const WAIT: Duration = Duration::from_secs(180);
 const METRICS_PORT: u16 = 9467;
 
+/// The rendezvous choice alone (`minProbers: 0`): what coverage adds to
+/// it is the operator's unit tests' and the coverage benchmark's
+/// (docs/pinger.md#coverage).
 fn pinger_yaml(max_peers: u32) -> String {
     PingerBuilder::new("lists")
         .metrics(METRICS_PORT)
         .rounds(1, 500, 1)
         .peers(true)
         .max_peers(max_peers)
+        .min_probers(0)
         .yaml()
 }
 
