@@ -203,5 +203,25 @@ fn after_a_switch_the_old_kind_must_go() {
         debugger("d1", &spec(), "WorkloadNotReady", false),
     );
     snap.pods.push(pod("d1-x7k2p", "d1", "DaemonSet", true));
-    assert_eq!(kinds(&violations(&m, &snap, &[node(1)])), [PODS_GONE]);
+    let found = violations(&m, &snap, &[node(1)]);
+    assert_eq!(kinds(&found), [PODS_GONE]);
+    // A pod of the old kind that nobody deleted yet is the garbage
+    // collector's: it gets the longer bound.
+    assert!(found.iter().all(awaits_gc), "{found:?}");
+}
+
+#[test]
+fn only_pods_not_yet_deleted_wait_for_the_garbage_collector() {
+    let remains = violation(
+        PODS_GONE,
+        "DaemonSet d1 remains after the switch to a Pod".into(),
+    );
+    assert!(!awaits_gc(&remains), "the operator deletes the DaemonSet");
+    let deleted = violation(
+        PODS_GONE,
+        "pod d1-a of deleted Debugger d1 still exists (Running, deleted at 2026-11-25T00:00:00Z, node Some(\"node-1\"))".into(),
+    );
+    assert!(!awaits_gc(&deleted), "its node's turn, not the collector's");
+    let ready = violation(READY_CLAIM, "pod d1-a not deleted yet)".into());
+    assert!(!awaits_gc(&ready));
 }
