@@ -73,6 +73,19 @@ async fn debugger(client: Client, ns: &str, name: &str) -> Result<Debugger> {
         .ok_or_else(|| NotFound::debugger(ns, name).into())
 }
 
+/// The pods of Debugger `ns/name` that are not being deleted.
+async fn debugger_pods(client: &Client, ns: &str, name: &str) -> Result<Vec<Pod>> {
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(&keys::debugger_selector(name)))
+        .await
+        .map_err(|e| api_error(e, &format!("listing the pods of Debugger {ns}/{name}")))?;
+    Ok(pods
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect())
+}
+
 async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> {
     let dbg = debugger(client.clone(), ns, name).await?;
     let cm_name = dbg.spec.summary_name(name);
@@ -153,13 +166,9 @@ async fn errlog(
     run: Option<RunId>,
 ) -> Result<()> {
     let dbg = debugger(client.clone(), ns, name).await?;
-    let pods: Vec<(String, Option<String>)> = Api::<Pod>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels(&keys::debugger_selector(name)))
-        .await
-        .map_err(|e| api_error(e, &format!("listing the pods of Debugger {ns}/{name}")))?
-        .items
+    let pods: Vec<(String, Option<String>)> = debugger_pods(&client, ns, name)
+        .await?
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| Some((p.metadata.name?, p.spec.and_then(|s| s.node_name))))
         .collect();
     let pod = errors::pod_on_node(ns, name, node, &pods)?;
@@ -265,13 +274,9 @@ async fn mesh(
     if !pinger.spec.enable_metrics {
         bail!("Pinger {ns}/{pinger_name} has enableMetrics false: its pingers serve no summary to read");
     }
-    let probers: Vec<Prober> = Api::<Pod>::namespaced(client.clone(), ns)
-        .list(&ListParams::default().labels(&keys::debugger_selector(name)))
-        .await
-        .map_err(|e| api_error(e, &format!("listing the pods of Debugger {ns}/{name}")))?
-        .items
+    let probers: Vec<Prober> = debugger_pods(&client, ns, name)
+        .await?
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
         .filter_map(|p| {
             let ips = p
