@@ -76,21 +76,11 @@ fn answer(cluster: &Mutex<Cluster>, r: &Request) -> Answer {
                     "finalizers": c.finalizers}, "spec": {}}),
             )
         }
-        _ if r.method == "GET" => Answer::Json(
-            200,
-            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": []}),
-        ),
+        // A GET lists nothing; everything else answers with what was
+        // sent, as written.
         _ => {
-            // Everything else answers with what was sent, as written.
-            let mut obj = body;
-            if r.path().ends_with("/status") {
-                obj["metadata"]["name"] = "d".into();
-                obj["metadata"]["namespace"] = "ops".into();
-                obj["spec"] = json!({});
-            }
-            obj["metadata"]["resourceVersion"] = "1".into();
-            obj["metadata"]["uid"] = "written".into();
-            Answer::Json(200, obj)
+            let (code, obj) = support::written(r);
+            Answer::Json(code, obj)
         }
     }
 }

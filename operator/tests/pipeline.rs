@@ -13,14 +13,14 @@ use combo_api::{
 };
 use combo_operator::context::Context;
 use combo_operator::reconcile::{reconcile, Error};
-use combo_testkit::stand_in::{Answer, Request, StandIn};
+use combo_testkit::stand_in::{Answer, StandIn};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::runtime::watcher::Event;
 use kube::Client;
 use serde_json::{json, Value};
-use support::{context, Watches};
+use support::{context, written, Watches};
 
 /// Every request, in order.
 type Seen = StandIn;
@@ -45,27 +45,6 @@ fn stand_in(script: Script) -> (Client, Seen) {
         let (code, json) = script(&r.method, r.path()).unwrap_or_else(|| written(r));
         Answer::Json(code, json)
     })
-}
-
-/// The default answer: an empty list for a GET, else what was sent, as
-/// written.
-fn written(r: &Request) -> (u16, Value) {
-    if r.method == "GET" {
-        return (
-            200,
-            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": []}),
-        );
-    }
-    let mut obj: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
-    if r.path().ends_with("/status") {
-        // A status apply answers with the whole object.
-        obj["metadata"]["name"] = "d".into();
-        obj["metadata"]["namespace"] = "ops".into();
-        obj["spec"] = json!({});
-    }
-    obj["metadata"]["resourceVersion"] = "1".into();
-    obj["metadata"]["uid"] = "written".into();
-    (200, obj)
 }
 
 fn debugger(spec: DebuggerSpec) -> Debugger {

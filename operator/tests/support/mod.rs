@@ -10,12 +10,14 @@ use combo_operator::cache::Caches;
 use combo_operator::context::Context;
 use combo_operator::metrics::Metrics;
 use combo_operator::render::Images;
+use combo_testkit::stand_in::Request;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher::Event;
 use kube::Client;
+use serde_json::{json, Value};
 
 /// The watches' writers, to fill the caches by hand.
 pub struct Watches {
@@ -71,4 +73,25 @@ pub fn context(client: Client) -> (Arc<Context>, Watches) {
         roles: rw,
     };
     (Arc::new(ctx), watches)
+}
+
+/// The default answer: an empty list for a GET, else what was sent, as
+/// written.
+pub fn written(r: &Request) -> (u16, Value) {
+    if r.method == "GET" {
+        return (
+            200,
+            json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": []}),
+        );
+    }
+    let mut obj: Value = serde_json::from_str(&r.body).unwrap_or(json!({}));
+    if r.path().ends_with("/status") {
+        // A status apply answers with the whole object.
+        obj["metadata"]["name"] = "d".into();
+        obj["metadata"]["namespace"] = "ops".into();
+        obj["spec"] = json!({});
+    }
+    obj["metadata"]["resourceVersion"] = "1".into();
+    obj["metadata"]["uid"] = "written".into();
+    (200, obj)
 }
