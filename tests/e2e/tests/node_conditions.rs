@@ -15,12 +15,12 @@ use combo_api::{Category, Debugger};
 use combo_e2e::fixtures::{documents, DebuggerBuilder};
 use combo_e2e::runs::{flag_scripts, now_rfc3339, pods_by_node, run_failing_on, wait_pods};
 use combo_e2e::{
-    apply_yaml, client, debugger_events, kubectl_ok, namespace, operator_pods, operator_rolled_out,
-    pod_process, set_run_at, wait_for, workload_nodes, OPERATOR_NAMESPACE,
+    apply_yaml, client, debugger_events, kubectl_ok, namespace, operator_rolled_out, pod_process,
+    set_run_at, wait_for, workload_nodes, OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, Client};
 
 const NAME: &str = "marks";
@@ -267,9 +267,20 @@ async fn deleted_while_no_operator_runs(c: &Client, ns: &str, ty: &str, a: &str)
     .await?;
     let back = OperatorBack;
     scale(0)?;
-    wait_for(WAIT, "no operator pod", || async {
-        Ok(operator_pods(c).await?.is_empty())
-    })
+    // Terminating ones included: an operator in its shutdown grace still
+    // reconciles, and would take the marks and the finalizer off itself.
+    wait_for(
+        WAIT,
+        "no operator pod, not even a terminating one",
+        || async {
+            let lp = ListParams::default().labels(OPERATOR_LABELS);
+            Ok(Api::<Pod>::namespaced(c.clone(), OPERATOR_NAMESPACE)
+                .list(&lp)
+                .await?
+                .items
+                .is_empty())
+        },
+    )
     .await?;
     kubectl_ok(&["delete", "debugger", NAME, "-n", ns, "--wait=false"])?;
     tokio::time::sleep(Duration::from_secs(5)).await;
