@@ -96,6 +96,9 @@ pub mod env {
     pub const NODE_NAME: &str = "NODE_NAME";
     /// The pod's IP (downward API).
     pub const POD_IP: &str = "POD_IP";
+    /// All of the pod's IPs, comma-separated: two on a dual-stack pod
+    /// (downward API `status.podIPs`).
+    pub const POD_IPS: &str = "POD_IPS";
     /// The Debugger that owns the pod.
     pub const DEBUGGER_NAME: &str = "DEBUGGER_NAME";
     /// The Pinger the pod's pinger container follows.

@@ -146,6 +146,7 @@ fn common_env(dbg: &Debugger) -> Vec<EnvVar> {
         field_env(env::POD_NAMESPACE, "metadata.namespace"),
         field_env(env::NODE_NAME, "spec.nodeName"),
         field_env(env::POD_IP, "status.podIP"),
+        field_env(env::POD_IPS, "status.podIPs"),
         value_env(
             env::DEBUGGER_NAME,
             dbg.metadata.name.as_deref().unwrap_or_default(),

@@ -142,6 +142,7 @@ fn runner_env_comes_from_the_downward_api_and_the_spec() {
     assert_eq!(env["POD_NAMESPACE"], "field:metadata.namespace");
     assert_eq!(env["NODE_NAME"], "field:spec.nodeName");
     assert_eq!(env["POD_IP"], "field:status.podIP");
+    assert_eq!(env["POD_IPS"], "field:status.podIPs");
     assert_eq!(env["DEBUGGER_NAME"], "node-check");
     assert_eq!(env["HOST_ROOT"], "/");
     assert!(!env.contains_key("PINGER_NAME"));
