@@ -261,6 +261,20 @@ pub fn container_root(namespace: &str, pod: &str, container: &str) -> PathBuf {
 /// Namespace of the operator installed by `config/default`.
 pub const OPERATOR_NAMESPACE: &str = "kube-combo-system";
 
+/// Scales the operator's Deployment to `replicas` (`kubectl scale`).
+pub fn scale_operator(replicas: u32) -> Result<()> {
+    let replicas = replicas.to_string();
+    kubectl_ok(&[
+        "scale",
+        "deployment/combo-operator",
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--replicas",
+        &replicas,
+    ])
+    .map(drop)
+}
+
 /// Installs the operator with `kubectl apply -k config/default` (so it runs
 /// with the RBAC of `config/rbac`) and waits for its Deployment; once per
 /// test binary, harmless when another binary already did it.

@@ -14,7 +14,7 @@ use combo_api::keys;
 use combo_e2e::fixtures::DebuggerBuilder;
 use combo_e2e::{
     apply_yaml, client, install_operator, kubectl_ok, namespace, operator_pods, project_process,
-    record, running_and_ready, wait_for, OPERATOR_NAMESPACE,
+    record, running_and_ready, scale_operator, wait_for, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -86,18 +86,6 @@ async fn daemonset(c: &Client, ns: &str, name: &str) -> Result<()> {
     .await
 }
 
-fn scale(replicas: u32) -> Result<()> {
-    kubectl_ok(&[
-        "scale",
-        "deployment/combo-operator",
-        "-n",
-        OPERATOR_NAMESPACE,
-        "--replicas",
-        &replicas.to_string(),
-    ])
-    .map(drop)
-}
-
 /// Waits until two operator replicas are Running and Ready.
 async fn two_ready(c: &Client, what: &str) -> Result<()> {
     wait_for(WAIT, what, || async {
@@ -114,7 +102,7 @@ async fn two_ready(c: &Client, what: &str) -> Result<()> {
 /// The handover time, and who took the Lease: "the standby" or "the
 /// replacement".
 async fn two_replicas_one_writer(c: &Client, ns: &str) -> Result<(Duration, &'static str)> {
-    scale(2)?;
+    scale_operator(2)?;
     two_ready(c, "two Ready operator replicas").await?;
     let pods = operator_pods(c).await?;
     let names: Vec<String> = pods.iter().map(|p| p.name_any()).collect();
@@ -218,6 +206,6 @@ async fn of_two_replicas_one_writes_and_another_takes_over_when_the_leader_is_ki
     };
     eprintln!("{case}");
     record("faults", &case, 1, u64::from(result.is_ok()), 0);
-    scale(1)?;
+    scale_operator(1)?;
     result.map(drop)
 }

@@ -16,7 +16,7 @@ use combo_e2e::fixtures::{documents, DebuggerBuilder};
 use combo_e2e::runs::{flag_scripts, now_rfc3339, pods_by_node, run_failing_on, wait_pods};
 use combo_e2e::{
     apply_yaml, client, debugger_events, kubectl_ok, namespace, operator_rolled_out, pod_process,
-    set_run_at, wait_for, workload_nodes, OPERATOR_LABELS, OPERATOR_NAMESPACE,
+    scale_operator, set_run_at, wait_for, workload_nodes, OPERATOR_LABELS, OPERATOR_NAMESPACE,
 };
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -131,20 +131,8 @@ struct OperatorBack;
 
 impl Drop for OperatorBack {
     fn drop(&mut self) {
-        let _ = scale(1);
+        let _ = scale_operator(1);
     }
-}
-
-fn scale(replicas: u32) -> Result<String> {
-    let replicas = replicas.to_string();
-    kubectl_ok(&[
-        "scale",
-        "deployment/combo-operator",
-        "-n",
-        OPERATOR_NAMESPACE,
-        "--replicas",
-        &replicas,
-    ])
 }
 
 /// A failing node gets `True` within one run; a second failing node stays
@@ -266,7 +254,7 @@ async fn deleted_while_no_operator_runs(c: &Client, ns: &str, ty: &str, a: &str)
     })
     .await?;
     let back = OperatorBack;
-    scale(0)?;
+    scale_operator(0)?;
     // Terminating ones included: an operator in its shutdown grace still
     // reconciles, and would take the marks and the finalizer off itself.
     wait_for(
