@@ -3,14 +3,15 @@
 //! publish Events and metrics. The API server being away never stops
 //! probing or the process.
 
-mod peers;
+// Public for the tests that build a pod's targets as the pinger does.
+pub mod peers;
 mod pod_watch;
 mod publish;
 mod table;
 mod table_watch;
 mod watch;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,9 +30,10 @@ use crate::metrics::{self, Metrics};
 use crate::probe::{dns::Dns, icmp::Icmp, Probers};
 use crate::targets::Target;
 use crate::{gateway, ExitCode};
-use peers::{Knobs, Known, Me};
+use peers::{Knobs, Known, Me, Pods};
 use pod_watch::{next_row, switch_pod_watch, PodWatch};
 use publish::Publisher;
+use table::Include;
 use watch::Update;
 
 /// Where the pod runs, from the environment the operator sets.
@@ -39,7 +41,8 @@ struct Environment {
     namespace: String,
     pod: String,
     debugger: Option<String>,
-    ip: Option<IpAddr>,
+    /// Own pod and its addresses, from `POD_IPS` and `POD_IP`.
+    me: Me,
 }
 
 impl Environment {
@@ -52,13 +55,18 @@ impl Environment {
                     .map(|s| s.trim().to_string())
             })
             .unwrap_or_else(|| "default".into());
+        let pod = var(env::POD_NAME).unwrap_or_else(|| {
+            std::env::var("HOSTNAME").unwrap_or_else(|_| keys::BIN_PINGER.into())
+        });
         Environment {
             namespace,
-            pod: var(env::POD_NAME).unwrap_or_else(|| {
-                std::env::var("HOSTNAME").unwrap_or_else(|_| keys::BIN_PINGER.into())
-            }),
+            me: Me::new(
+                pod.clone(),
+                var(env::POD_IPS).as_deref(),
+                var(env::POD_IP).as_deref(),
+            ),
+            pod,
             debugger: var(env::DEBUGGER_NAME),
-            ip: var(env::POD_IP).and_then(|s| s.parse().ok()),
         }
     }
 }
@@ -69,7 +77,7 @@ struct State {
     spec: Option<PingerSpec>,
     /// The Debugger's peer pods, while the pod watch runs (docs/pinger.md,
     /// "Peer discovery").
-    peers: BTreeMap<String, IpAddr>,
+    peers: Pods,
     /// The addresses of the own pod's peer list; None without one.
     listed: Option<Vec<IpAddr>>,
     /// The list as written, so that a list is parsed (and its bad entries
@@ -90,11 +98,11 @@ impl State {
                 }
             }
             Update::Peers(all) => self.peers = all,
-            Update::Peer(name, Some(ip)) => {
-                self.peers.insert(name, ip);
-            }
-            Update::Peer(name, None) => {
+            Update::Peer(name, ips) if ips.is_empty() => {
                 self.peers.remove(&name);
+            }
+            Update::Peer(name, ips) => {
+                self.peers.insert(name, ips);
             }
             Update::SelfUid(_) => {}
         }
@@ -220,7 +228,7 @@ impl Probing {
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(pinger: String) -> ExitCode {
     let envr = Environment::read();
-    tracing::info!(pinger = %pinger, namespace = %envr.namespace, pod = %envr.pod, debugger = ?envr.debugger, "following the Pinger");
+    tracing::info!(pinger = %pinger, namespace = %envr.namespace, pod = %envr.pod, addresses = ?envr.me.ips, debugger = ?envr.debugger, "following the Pinger");
     let client = connect().await;
     let (tx, mut updates) = mpsc::channel(256);
     tokio::spawn(watch::pinger(
@@ -235,10 +243,8 @@ pub async fn run(pinger: String) -> ExitCode {
     ));
     drop(tx);
 
-    let me = Me {
-        pod: envr.pod.clone(),
-        ip: envr.ip,
-    };
+    let me = envr.me.clone();
+    let include = Include::for_pod(&me);
     let icmp = Arc::new(Icmp::default());
     let knobs = Knobs::from(&PingerSpec::default());
     let (report_tx, mut reports) = mpsc::unbounded_channel();
@@ -282,7 +288,7 @@ pub async fn run(pinger: String) -> ExitCode {
         }
         state.apply(update);
         switch_pod_watch(&mut pod_watch, &mut state, envr.debugger.as_deref(), |d| {
-            PodWatch::start(&client, &envr.namespace, d)
+            PodWatch::start(&client, &envr.namespace, d, include)
         });
         let spec = probing.follow(&state, &me, &pinger);
         // No endpoint until the Pinger is known: its port is not yet.

@@ -44,10 +44,7 @@ fn round(target: &Target, passed: bool) -> Report {
 /// `leave` that takes 127.0.0.3 away, and checks the scrapes before and
 /// after.
 async fn a_peer_leaves(spec: PingerSpec, known: Vec<Update>, leave: Update) {
-    let me = Me {
-        pod: "me".into(),
-        ip: Some(IpAddr::from([127, 0, 0, 1])),
-    };
+    let me = Me::new("me", None, Some("127.0.0.1"));
     let mut probing = probing(&me);
     let mut state = State::default();
     state.apply(Update::Spec(Some(Box::new(spec))));
@@ -108,12 +105,12 @@ async fn a_peer_that_leaves_takes_all_its_metric_series_with_it() {
     // All peers: the pod watch reports its pod gone.
     a_peer_leaves(
         hourly(0),
-        vec![Update::Peers(BTreeMap::from([
-            ("a".to_string(), IpAddr::from([127, 0, 0, 2])),
-            ("b".to_string(), IpAddr::from([127, 0, 0, 3])),
-            ("me".to_string(), IpAddr::from([127, 0, 0, 1])),
+        vec![Update::Peers(Pods::from([
+            ("a".to_string(), vec![IpAddr::from([127, 0, 0, 2])]),
+            ("b".to_string(), vec![IpAddr::from([127, 0, 0, 3])]),
+            ("me".to_string(), vec![IpAddr::from([127, 0, 0, 1])]),
         ]))],
-        Update::Peer("b".into(), None),
+        Update::Peer("b".into(), Vec::new()),
     )
     .await;
 }
@@ -191,7 +188,7 @@ async fn the_pod_watch_starts_and_stops_with_the_spec_and_takes_its_peers_along(
         .expect("started for maxPeers 0")
         .task
         .abort_handle();
-    state.apply(Update::Peer("a".into(), Some([10, 0, 0, 1].into())));
+    state.apply(Update::Peer("a".into(), vec![[10, 0, 0, 1].into()]));
     // A change that still needs it keeps the same task.
     set(&mut state, combo_api::peers::LIST_MAX + 1);
     switch(&mut state, &mut watch, Some("d"));

@@ -7,6 +7,7 @@ use kube::Client;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::table::Include;
 use super::table_watch;
 use super::watch::Update;
 use super::State;
@@ -20,12 +21,20 @@ pub(super) struct PodWatch {
 }
 
 impl PodWatch {
-    pub(super) fn start(client: &Client, namespace: &str, debugger: &str) -> PodWatch {
+    /// Follows the pods of `debugger` in `namespace`, their rows carrying
+    /// what `include` says.
+    pub(super) fn start(
+        client: &Client,
+        namespace: &str,
+        debugger: &str,
+        include: Include,
+    ) -> PodWatch {
         let (tx, rows) = mpsc::channel(256);
         let task = tokio::spawn(table_watch::peers(
             client.clone(),
             namespace.to_string(),
             keys::debugger_selector(debugger),
+            include,
             tx,
         ));
         PodWatch { task, rows }

@@ -1,15 +1,49 @@
 //! Peer pods as the API server prints them: the `Table` form of a pod list
-//! or watch (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`,
-//! `includeObject=None`). A row is the few cells `kubectl get pods -o wide`
-//! shows, about 150 bytes, instead of the whole Pod (several KiB with its
-//! managed fields), and it holds all a pinger needs to pick peers. Pure.
+//! or watch (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`). A
+//! row is the few cells `kubectl get pods -o wide` shows, about 150 bytes,
+//! instead of the whole Pod (several KiB with its managed fields), and it
+//! holds all a single-stack pinger needs to pick peers. Its IP cell is the
+//! pod's first address only, so a dual-stack pinger has the whole Pod
+//! included in each row for `status.podIPs` ([`Include`]). Pure.
 
 use std::net::IpAddr;
 
 use serde_json::Value;
 
+use super::peers::Me;
+
 /// The `Accept` header that asks for tables.
 pub const ACCEPT_TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+/// What each row carries besides its cells (`includeObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Include {
+    /// The cells alone (`None`): one address per pod, its IP cell.
+    None,
+    /// The whole Pod too (`Object`): every address of its `status.podIPs`.
+    Object,
+}
+
+impl Include {
+    /// What the pinger of pod `me` asks for: whole Pods only when the pod
+    /// is dual-stack itself, as its peers are then too; a single-stack
+    /// cluster pays nothing for them (docs/pinger.md, "Peer discovery").
+    pub fn for_pod(me: &Me) -> Include {
+        if me.dual_stack() {
+            Include::Object
+        } else {
+            Include::None
+        }
+    }
+
+    /// The value of the `includeObject` parameter.
+    pub fn param(self) -> &'static str {
+        match self {
+            Include::None => "None",
+            Include::Object => "Object",
+        }
+    }
+}
 
 /// Positions of the columns a pinger reads, from `columnDefinitions`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,14 +74,15 @@ impl Columns {
     }
 }
 
-/// One pod of a table: its name, and its address when it can be a peer.
+/// One pod of a table: its name, and its addresses when it can be a peer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
     /// Pod name.
     pub name: String,
-    /// The address when the pod is Running (not Terminating), all its
-    /// containers and readiness gates are ready, and it has an IP.
-    pub peer_ip: Option<IpAddr>,
+    /// The addresses when the pod is Running (not Terminating), all its
+    /// containers and readiness gates are ready, and it has an IP; else
+    /// none.
+    pub peer_ips: Vec<IpAddr>,
 }
 
 /// The rows of a table.
@@ -69,10 +104,34 @@ pub fn rows(table: &Value, cols: Columns) -> Vec<Row> {
             let eligible = cell(cols.status) == "Running" && all_of(cell(cols.ready)) && gates_ok;
             Some(Row {
                 name: name.to_string(),
-                peer_ip: eligible.then(|| cell(cols.ip).parse().ok()).flatten(),
+                peer_ips: if eligible {
+                    addresses(r, cell(cols.ip))
+                } else {
+                    Vec::new()
+                },
             })
         })
         .collect()
+}
+
+/// The addresses of `row`: every one of its included Pod's
+/// `status.podIPs`, or, without an included Pod or addresses there, its IP
+/// cell `ip`.
+fn addresses(row: &Value, ip: &str) -> Vec<IpAddr> {
+    let listed: Vec<IpAddr> = row
+        .pointer("/object/status/podIPs")
+        .and_then(Value::as_array)
+        .map(|all| {
+            all.iter()
+                .filter_map(|p| p.get("ip")?.as_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if listed.is_empty() {
+        ip.parse().into_iter().collect()
+    } else {
+        listed
+    }
 }
 
 /// `"2/2"`: every one of a positive number is ready.
@@ -131,7 +190,7 @@ mod tests {
         let cols = Columns::from_table(&t).unwrap();
         let got: Vec<(String, Option<String>)> = rows(&t, cols)
             .into_iter()
-            .map(|r| (r.name, r.peer_ip.map(|ip| ip.to_string())))
+            .map(|r| (r.name, joined(&r.peer_ips)))
             .collect();
         let want = [
             ("ok", Some("10.16.0.5")),
@@ -149,6 +208,87 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         assert_eq!(resource_version(&t).as_deref(), Some("4711"));
+    }
+
+    /// The addresses of a row joined by commas; None for none.
+    fn joined(ips: &[IpAddr]) -> Option<String> {
+        let all: Vec<String> = ips.iter().map(IpAddr::to_string).collect();
+        (!all.is_empty()).then(|| all.join(","))
+    }
+
+    /// A row of a ready pod whose IP cell is `ip`, with `object` included.
+    fn with_object(name: &str, ip: &str, ready: &str, object: Value) -> Value {
+        let mut r = row(name, ready, "Running", ip, "<none>");
+        r["object"] = object;
+        r
+    }
+
+    #[test]
+    fn rows_with_their_pods_included_give_every_address_of_status_pod_ips() {
+        let pod_ips =
+            |ips: Value| json!({"kind": "Pod", "status": {"podIP": "10.16.0.5", "podIPs": ips}});
+        let t = table(json!([
+            with_object(
+                "dual",
+                "10.16.0.5",
+                "1/1",
+                pod_ips(json!([{"ip": "10.16.0.5"}, {"ip": "fd00::5"}]))
+            ),
+            with_object(
+                "v6-first",
+                "fd00::6",
+                "1/1",
+                pod_ips(json!([{"ip": "fd00::6"}, {"ip": "10.16.0.6"}]))
+            ),
+            with_object(
+                "no-list",
+                "10.16.0.7",
+                "1/1",
+                json!({"kind": "Pod", "status": {}})
+            ),
+            with_object(
+                "bad-list",
+                "10.16.0.8",
+                "1/1",
+                pod_ips(json!([{"ip": "x"}, {"ip": 5}, "fd00::8"]))
+            ),
+            with_object("null", "10.16.0.9", "1/1", Value::Null),
+            with_object(
+                "not-ready",
+                "10.16.0.10",
+                "0/1",
+                pod_ips(json!([{"ip": "10.16.0.10"}, {"ip": "fd00::a"}]))
+            ),
+            row("cells-only", "1/1", "Running", "10.16.0.11", "<none>"),
+        ]));
+        let cols = Columns::from_table(&t).unwrap();
+        let got: Vec<(String, Option<String>)> = rows(&t, cols)
+            .into_iter()
+            .map(|r| (r.name, joined(&r.peer_ips)))
+            .collect();
+        let want = [
+            ("dual", Some("10.16.0.5,fd00::5")),
+            ("v6-first", Some("fd00::6,10.16.0.6")),
+            ("no-list", Some("10.16.0.7")),
+            ("bad-list", Some("10.16.0.8")),
+            ("null", Some("10.16.0.9")),
+            ("not-ready", None),
+            ("cells-only", Some("10.16.0.11")),
+        ];
+        let want: Vec<(String, Option<String>)> = want
+            .iter()
+            .map(|(n, ip)| (n.to_string(), ip.map(String::from)))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn only_a_dual_stack_pod_asks_for_whole_pods() {
+        let ask = |ips: &str| Include::for_pod(&Me::new("p", Some(ips), None)).param();
+        assert_eq!(ask("10.0.0.1,fd00::1"), "Object");
+        assert_eq!(ask("10.0.0.1"), "None");
+        assert_eq!(ask("fd00::1"), "None");
+        assert_eq!(ask(""), "None");
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! is gone (410) or the stream breaks. Retries for as long as the process
 //! runs, with a backoff that starts over after a healthy stretch.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use combo_api::retry::doubling;
@@ -13,14 +12,22 @@ use kube::Client;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::table::{self, Columns, ACCEPT_TABLE};
+use super::peers::Pods;
+use super::table::{self, Columns, Include, ACCEPT_TABLE};
 use super::watch::Update;
 
 /// Seconds a watch request lasts before the server ends it and it resumes.
 const WATCH_SECONDS: u32 = 290;
 
-/// Pods per page of a list.
+/// Pods per page of a list of rows alone, as kubectl lists.
 const LIST_PAGE: u32 = 500;
+
+/// Pods per page of a list with whole Pods included. A Pod was 3.8 KB
+/// against 273 bytes a row for the small simulated pods of
+/// docs/benchmarks.md, "Peer watch", and real ones with their managed
+/// fields are larger: 100 Pods are about 0.4-1 MB of text a page, where
+/// 500 rows are about 140 KB.
+const LIST_PAGE_OBJECTS: u32 = 100;
 
 /// Why a list or watch stopped.
 #[derive(Debug, thiserror::Error)]
@@ -47,12 +54,20 @@ enum Error {
 const HEALTHY: Duration = Duration::from_secs(30);
 
 /// Sends the peers of `selector` in `namespace` as [`Update::Peers`] after
-/// each list and [`Update::Peer`] for each change.
-pub async fn peers(client: Client, namespace: String, selector: String, tx: mpsc::Sender<Update>) {
+/// each list and [`Update::Peer`] for each change; `include` says whether
+/// the rows carry whole Pods (every address) or not (the first).
+pub async fn peers(
+    client: Client,
+    namespace: String,
+    selector: String,
+    include: Include,
+    tx: mpsc::Sender<Update>,
+) {
     let path = format!("/api/v1/namespaces/{namespace}/pods");
+    let query = query(&selector, include);
     let mut attempt = 0;
     loop {
-        let (listed_for, e) = follow(&client, &path, &selector, &tx).await;
+        let (listed_for, e) = follow(&client, &path, &query, &tx).await;
         attempt = failures_before(attempt, listed_for);
         match e {
             Error::Closed => return,
@@ -79,6 +94,33 @@ fn failures_before(attempt: u32, listed_for: Option<Duration>) -> u32 {
     }
 }
 
+/// The query of the lists and watches: the selector, and what the rows
+/// carry (docs/pinger.md, "Peer discovery"), with the page size of a list
+/// of such rows. Pure.
+fn query(selector: &str, include: Include) -> Query {
+    let page = match include {
+        Include::None => LIST_PAGE,
+        Include::Object => LIST_PAGE_OBJECTS,
+    };
+    Query {
+        params: format!(
+            "labelSelector={}&includeObject={}",
+            encode(selector),
+            include.param()
+        ),
+        page,
+    }
+}
+
+/// What every list and watch of one selector asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Query {
+    /// The query parameters of both.
+    params: String,
+    /// Pods per page of a list.
+    page: u32,
+}
+
 fn request(uri: String) -> http::Request<Vec<u8>> {
     http::Request::get(uri)
         .header(http::header::ACCEPT, ACCEPT_TABLE)
@@ -91,16 +133,15 @@ fn request(uri: String) -> http::Request<Vec<u8>> {
 async fn follow(
     client: &Client,
     path: &str,
-    selector: &str,
+    query: &Query,
     tx: &mpsc::Sender<Update>,
 ) -> (Option<Duration>, Error) {
-    let query = format!("labelSelector={}&includeObject=None", encode(selector));
-    let (cols, version) = match list(client, path, &query, tx).await {
+    let (cols, version) = match list(client, path, query, tx).await {
         Ok(listed) => listed,
         Err(e) => return (None, e),
     };
     let since = tokio::time::Instant::now();
-    let e = match watch(client, path, &query, cols, version, tx).await {
+    let e = match watch(client, path, &query.params, cols, version, tx).await {
         Ok(never) => match never {},
         Err(e) => e,
     };
@@ -112,15 +153,15 @@ async fn follow(
 async fn list(
     client: &Client,
     path: &str,
-    query: &str,
+    query: &Query,
     tx: &mpsc::Sender<Update>,
 ) -> Result<(Columns, String), Error> {
     // Listed in pages, as kubectl lists: a page's text and parsed form are
     // what the pinger holds at once, not the whole namespace's.
-    let mut all: BTreeMap<String, std::net::IpAddr> = BTreeMap::new();
+    let mut all = Pods::new();
     let mut next_page: Option<String> = None;
     let (cols, version) = loop {
-        let mut uri = format!("{path}?{query}&limit={LIST_PAGE}");
+        let mut uri = format!("{path}?{}&limit={}", query.params, query.page);
         if let Some(token) = &next_page {
             uri.push_str(&format!("&continue={}", encode(token)));
         }
@@ -129,7 +170,8 @@ async fn list(
         all.extend(
             table::rows(&page, cols)
                 .into_iter()
-                .filter_map(|r| Some((r.name, r.peer_ip?))),
+                .filter(|r| !r.peer_ips.is_empty())
+                .map(|r| (r.name, r.peer_ips)),
         );
         next_page = page
             .pointer("/metadata/continue")
@@ -180,8 +222,12 @@ async fn watch(
                         cols = c;
                     }
                     for row in table::rows(object, cols) {
-                        let ip = if kind == "DELETED" { None } else { row.peer_ip };
-                        tx.send(Update::Peer(row.name, ip))
+                        let ips = if kind == "DELETED" {
+                            Vec::new()
+                        } else {
+                            row.peer_ips
+                        };
+                        tx.send(Update::Peer(row.name, ips))
                             .await
                             .map_err(|_| Error::Closed)?;
                     }

@@ -55,6 +55,7 @@ async fn malformed_rows_and_events_are_skipped_and_good_ones_kept() {
         client,
         "ops".into(),
         "kubecombo.io/debugger=d".into(),
+        Include::None,
         tx,
     ));
 
@@ -65,13 +66,16 @@ async fn malformed_rows_and_events_are_skipped_and_good_ones_kept() {
     // name with shell characters is only ever a map key.
     assert_eq!(
         all.into_iter()
-            .map(|(n, ip)| format!("{n}={ip}"))
+            .map(|(n, ips)| format!("{n}={ips:?}"))
             .collect::<Vec<_>>(),
-        ["a=10.0.0.1", "h\n$(touch /tmp/x)=10.0.0.8"]
+        ["a=[10.0.0.1]", "h\n$(touch /tmp/x)=[10.0.0.8]"]
     );
     match next(&mut rx).await {
-        Some(Update::Peer(name, Some(ip))) => {
-            assert_eq!((name.as_str(), ip.to_string().as_str()), ("f", "10.0.0.6"))
+        Some(Update::Peer(name, ips)) => {
+            assert_eq!(
+                (name.as_str(), format!("{ips:?}").as_str()),
+                ("f", "[10.0.0.6]")
+            )
         }
         other => panic!("expected peer f, got {other:?}"),
     }
@@ -110,7 +114,7 @@ async fn the_list_is_read_in_pages_and_the_watch_starts_from_the_last() {
         ),
     ]);
     let (tx, mut rx) = mpsc::channel(16);
-    let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), tx));
+    let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), Include::None, tx));
     let Some(Update::Peers(all)) = next(&mut rx).await else {
         panic!("no peer list");
     };
@@ -144,7 +148,7 @@ async fn a_list_that_is_not_a_pod_table_is_retried_with_backoff() {
     ]);
     let (tx, mut rx) = mpsc::channel(16);
     let start = tokio::time::Instant::now();
-    let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), tx));
+    let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), Include::None, tx));
     let Some(Update::Peers(all)) = next(&mut rx).await else {
         panic!("no peer list after the bad ones");
     };
@@ -176,7 +180,7 @@ fn six_failures_then_a_watch_that_breaks_after(serving: Duration) -> (Client, St
 async fn pause_after_the_broken_watch(serving: Duration) -> Duration {
     let (client, seen) = six_failures_then_a_watch_that_breaks_after(serving);
     let (tx, mut rx) = mpsc::channel(16);
-    let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), tx));
+    let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), Include::None, tx));
     assert!(matches!(next(&mut rx).await, Some(Update::Peers(_))));
     let listed = tokio::time::Instant::now();
     let again = tokio::time::timeout(serving + Duration::from_secs(60), rx.recv()).await;
@@ -216,4 +220,91 @@ fn selectors_are_percent_encoded_for_the_query() {
         encode("kubecombo.io/debugger=a-b"),
         "kubecombo.io%2Fdebugger%3Da-b"
     );
+}
+
+#[test]
+fn a_dual_stack_pod_asks_for_whole_pods_in_smaller_pages_and_a_single_stack_one_for_rows() {
+    let of = |ips: &str| {
+        let me = super::super::peers::Me::new("p", Some(ips), None);
+        query("kubecombo.io/debugger=d", Include::for_pod(&me))
+    };
+    assert_eq!(
+        of("10.0.0.1,fd00::1"),
+        Query {
+            params: "labelSelector=kubecombo.io%2Fdebugger%3Dd&includeObject=Object".into(),
+            page: LIST_PAGE_OBJECTS,
+        }
+    );
+    for single in ["10.0.0.1", "fd00::1", ""] {
+        assert_eq!(
+            of(single),
+            Query {
+                params: "labelSelector=kubecombo.io%2Fdebugger%3Dd&includeObject=None".into(),
+                page: LIST_PAGE,
+            },
+            "{single:?}"
+        );
+    }
+}
+
+/// A row of a ready pod with its Pod included, whose addresses are `ips`
+/// (the IP cell holds the first).
+fn dual_row(name: &str, ready: &str, ips: &[&str]) -> Value {
+    let pod_ips: Vec<Value> = ips.iter().map(|ip| json!({"ip": ip})).collect();
+    json!({"cells": [name, ready, "Running", ips[0]],
+        "object": {"kind": "Pod", "metadata": {"name": name},
+            "status": {"podIP": ips[0], "podIPs": pod_ips}}})
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_whole_pods_included_each_peer_has_every_address_of_its_pod() {
+    let list = json!({
+        "kind": "Table", "metadata": {"resourceVersion": "5"},
+        "columnDefinitions": columns(),
+        "rows": [
+            dual_row("a", "1/1", &["10.0.0.1", "fd00::1"]),
+            dual_row("b", "0/1", &["10.0.0.2", "fd00::2"]),
+        ]
+    });
+    let event = |kind: &str, row: Value| {
+        json!({"type": kind, "object": {"kind": "Table",
+            "metadata": {"resourceVersion": "6"}, "rows": [row]}})
+        .to_string()
+    };
+    let watch = [
+        event("MODIFIED", dual_row("b", "1/1", &["10.0.0.2", "fd00::2"])),
+        event("DELETED", dual_row("a", "1/1", &["10.0.0.1", "fd00::1"])),
+    ]
+    .join("\n");
+    let (client, seen) = StandIn::scripted(vec![Answer::ok(list.to_string()), Answer::ok(watch)]);
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(peers(
+        client,
+        "ops".into(),
+        "x=y".into(),
+        Include::Object,
+        tx,
+    ));
+    let Some(Update::Peers(all)) = next(&mut rx).await else {
+        panic!("no peer list");
+    };
+    assert_eq!(format!("{all:?}"), r#"{"a": [10.0.0.1, fd00::1]}"#);
+    let mut changes = Vec::new();
+    for _ in 0..2 {
+        match next(&mut rx).await {
+            Some(Update::Peer(name, ips)) => changes.push(format!("{name}={ips:?}")),
+            other => panic!("expected a peer change, got {other:?}"),
+        }
+    }
+    assert_eq!(changes, ["b=[10.0.0.2, fd00::2]", "a=[]"]);
+    let seen = seen.uris();
+    assert!(
+        seen[0].contains("includeObject=Object") && seen[0].contains("limit=100"),
+        "{seen:?}"
+    );
+    assert!(
+        seen[1].contains("includeObject=Object") && seen[1].contains("watch=1"),
+        "{seen:?}"
+    );
+    task.abort();
 }

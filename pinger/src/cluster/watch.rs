@@ -2,7 +2,6 @@
 //! for as long as the process runs: an unreachable API server is logged, never
 //! fatal.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use combo_api::keys;
@@ -15,15 +14,17 @@ use kube::runtime::WatchStreamExt;
 use kube::{Api, ResourceExt};
 use tokio::sync::mpsc;
 
+use super::peers::Pods;
+
 /// A change seen by a watch.
 #[derive(Debug)]
 pub enum Update {
     /// The Pinger's spec (None: the Pinger is gone).
     Spec(Option<Box<PingerSpec>>),
     /// The complete peer set after a (re)list.
-    Peers(BTreeMap<String, IpAddr>),
-    /// One pod changed: its peer address, or None when it is no peer now.
-    Peer(String, Option<IpAddr>),
+    Peers(Pods),
+    /// One pod changed: its peer addresses, none when it is no peer now.
+    Peer(String, Vec<IpAddr>),
     /// The pinger's own pod UID, for Event references.
     SelfUid(String),
     /// The peer list the operator wrote on the own pod (annotation
