@@ -49,13 +49,13 @@ fn run(max: usize, min: usize) {
         names
             .iter()
             .zip(0..)
-            .map(|(n, i)| (n.as_str(), Some(ip(i)))),
+            .map(|(n, i)| (n.as_str(), vec![ip(i)])),
     );
     let built = start.elapsed();
     let (least, most, longest) = coverage(&m, &names);
     assert!(least >= min, "a pod has {least} probers, minProbers {min}");
     let start = Instant::now();
-    let joined = m.set("node-check-new", Some(ip(PODS))).len();
+    let joined = m.set("node-check-new", vec![ip(PODS)]).len();
     let join = start.elapsed();
     names.push("node-check-new".into());
     let start = Instant::now();

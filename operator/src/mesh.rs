@@ -4,7 +4,9 @@
 //! Every pod that is not terminating is a prober; the pods that are
 //! Running and Ready with an address are also candidates (peers). Each
 //! prober holds its `max` best candidates by
-//! [`combo_api::peers::rendezvous`] score. A change touches
+//! [`combo_api::peers::rendezvous`] score, and its list holds every
+//! address of each: the choice is per pod, so a dual-stack peer is probed
+//! on both addresses by the same probers. A change touches
 //! only the probers it concerns, and says which they are, so the operator
 //! rewrites about `max` lists per pod coming or going instead of all of
 //! them (docs/operator.md, "Peer lists").
@@ -36,8 +38,9 @@ pub struct Mesh {
     max: usize,
     /// Probers each candidate has at least (fewer when there are fewer).
     min: usize,
-    /// Every prober; the address of those that are candidates.
-    pods: BTreeMap<String, Option<IpAddr>>,
+    /// Every prober; the addresses of those that are candidates (empty
+    /// for the others).
+    pods: BTreeMap<String, Vec<IpAddr>>,
     /// Each prober's choice, best first, at most `max` long.
     chosen: HashMap<String, Vec<Ranked>>,
     /// How many probers chose each candidate (its in-degree in `chosen`).
@@ -60,18 +63,18 @@ impl Mesh {
         }
     }
 
-    /// A mesh of `pods` (name, and address when it can be probed) at
+    /// A mesh of `pods` (name, and addresses when it can be probed) at
     /// once: each prober chooses once among all candidates, instead of
     /// the candidates joining one by one.
     pub fn with_pods<'a>(
         max: usize,
         min: usize,
-        pods: impl IntoIterator<Item = (&'a str, Option<IpAddr>)>,
+        pods: impl IntoIterator<Item = (&'a str, Vec<IpAddr>)>,
     ) -> Mesh {
         let mut mesh = Mesh::new(max, min);
         mesh.pods = pods
             .into_iter()
-            .map(|(n, ip)| (n.to_string(), ip))
+            .map(|(n, addrs)| (n.to_string(), addrs))
             .collect();
         let mut affected = BTreeSet::new();
         let probers: Vec<String> = mesh.pods.keys().cloned().collect();
@@ -92,29 +95,33 @@ impl Mesh {
         (self.max, self.min)
     }
 
-    /// Adds or updates pod `name`; `peer` is its address when it can be
-    /// probed. Returns the probers whose list may have changed.
-    pub fn set(&mut self, name: &str, peer: Option<IpAddr>) -> BTreeSet<String> {
+    /// Adds or updates pod `name`; `addrs` are its addresses when it can
+    /// be probed, empty when not. Returns the probers whose list may have
+    /// changed.
+    pub fn set(&mut self, name: &str, addrs: Vec<IpAddr>) -> BTreeSet<String> {
         let mut touched = BTreeSet::new();
         let mut affected = BTreeSet::new();
-        let before = self.pods.insert(name.to_string(), peer);
+        let is = !addrs.is_empty();
+        let before = self.pods.insert(name.to_string(), addrs);
         if before.is_none() {
             // A new prober chooses among the candidates there are.
             let ranked = self.rank_for(name);
             self.set_choice(name, ranked, &mut affected);
             touched.insert(name.to_string());
         }
-        let was = before.flatten();
-        match (was, peer) {
-            (None, Some(_)) => self.joined(name, &mut touched, &mut affected),
-            (Some(_), None) => self.left(name, &mut touched, &mut affected),
-            (Some(a), Some(b)) if a != b => {
+        let was = before.as_ref().is_some_and(|a| !a.is_empty());
+        match (was, is) {
+            (false, true) => self.joined(name, &mut touched, &mut affected),
+            (true, false) => self.left(name, &mut touched, &mut affected),
+            // New addresses (one more, one less, another): the same
+            // probers, new lists.
+            (true, true) if before.as_ref() != self.pods.get(name) => {
                 touched.extend(self.choosers_of(name));
                 touched.extend(self.extra_probers(name));
             }
             _ => {}
         }
-        if was.is_some() != peer.is_some() {
+        if was != is {
             affected.insert(name.to_string());
         }
         if before.is_none() {
@@ -134,7 +141,7 @@ impl Mesh {
         };
         self.set_choice(name, Vec::new(), &mut affected);
         self.chosen.remove(name);
-        if was.is_some() {
+        if !was.is_empty() {
             self.left(name, &mut touched, &mut affected);
             affected.insert(name.to_string());
         }
@@ -145,7 +152,8 @@ impl Mesh {
     }
 
     /// The annotation value of `prober`'s list (see
-    /// [`combo_api::peers::format`]); None for a pod it does not know.
+    /// [`combo_api::peers::format`]): every address of each peer it
+    /// probes; None for a pod it does not know.
     pub fn list(&self, prober: &str) -> Option<String> {
         let chosen = self.chosen.get(prober)?;
         let extra = self.extra_of.get(prober).into_iter().flatten();
@@ -153,7 +161,9 @@ impl Mesh {
             .iter()
             .map(|(_, name)| name)
             .chain(extra)
-            .filter_map(|name| self.pods.get(name).copied().flatten())
+            .filter_map(|name| self.pods.get(name))
+            .flatten()
+            .copied()
             .collect();
         Some(peers::format(&ips))
     }
@@ -237,7 +247,7 @@ impl Mesh {
         let candidates = self
             .pods
             .iter()
-            .filter(|(_, ip)| ip.is_some())
+            .filter(|(_, addrs)| !addrs.is_empty())
             .map(|(n, _)| n.as_str());
         rendezvous::top(prober, candidates, self.max)
             .into_iter()

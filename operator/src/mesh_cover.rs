@@ -45,8 +45,8 @@ impl Mesh {
     /// A new prober: the needy candidates it would serve better than one
     /// of their extras go to `affected`.
     pub(super) fn prober_joined(&self, prober: &str, affected: &mut BTreeSet<String>) {
-        for (c, ip) in &self.pods {
-            if ip.is_none() || c == prober || affected.contains(c) {
+        for (c, addrs) in &self.pods {
+            if addrs.is_empty() || c == prober || affected.contains(c) {
                 continue;
             }
             let need = self.need(c);
@@ -121,7 +121,7 @@ impl Mesh {
 
     /// The extra probers `candidate` should have, best first.
     fn extras_for(&self, candidate: &str) -> Vec<Ranked> {
-        let is_candidate = matches!(self.pods.get(candidate), Some(Some(_)));
+        let is_candidate = self.pods.get(candidate).is_some_and(|a| !a.is_empty());
         let need = self.need(candidate);
         if !is_candidate || need == 0 {
             return Vec::new();

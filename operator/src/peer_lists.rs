@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use combo_api::{keys, peers, Debugger, Pinger};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher, Event};
@@ -45,8 +45,9 @@ pub struct Seen {
     /// Its UID: a list is applied to this pod only, never to a new one of
     /// the same name.
     pub uid: String,
-    /// Its address when it can be probed (Running, Ready, with an IP).
-    pub peer: Option<IpAddr>,
+    /// Its addresses when it can be probed (Running, Ready, with an IP),
+    /// each of `status.podIPs` once in their order; empty when it cannot.
+    pub addrs: Vec<IpAddr>,
     /// Its annotation as last seen or written ("" when absent).
     pub current: String,
     listing: u64,
@@ -94,9 +95,8 @@ pub fn seen(pod: &Pod) -> Option<(Key, String, Option<Seen>)> {
     let status = pod.status.as_ref();
     let ready = crate::status::pod_ready(pod);
     let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
-    let ip = status
-        .and_then(|s| s.pod_ip.as_deref())
-        .and_then(|ip| ip.parse().ok());
+    let probed = status.filter(|_| ready && running);
+    let addrs = probed.map(addresses).unwrap_or_default();
     let current = pod
         .annotations()
         .get(keys::ANNOTATION_PEERS)
@@ -107,11 +107,33 @@ pub fn seen(pod: &Pod) -> Option<(Key, String, Option<Seen>)> {
         name,
         Some(Seen {
             uid: pod.uid().unwrap_or_default(),
-            peer: ip.filter(|_| ready && running),
+            addrs,
             current,
             listing: 0,
         }),
     ))
+}
+
+/// Every address of a pod: each of `status.podIPs` (both of a dual-stack
+/// pod), or `status.podIP` when that list is empty; entries that are no
+/// address are skipped, repeats kept once, in the order given.
+fn addresses(status: &PodStatus) -> Vec<IpAddr> {
+    let mut given: Vec<&str> = status
+        .pod_ips
+        .iter()
+        .flatten()
+        .map(|p| p.ip.as_str())
+        .collect();
+    if given.is_empty() {
+        given.extend(status.pod_ip.as_deref());
+    }
+    let mut out: Vec<IpAddr> = Vec::new();
+    for ip in given.into_iter().filter_map(|ip| ip.parse().ok()) {
+        if !out.contains(&ip) {
+            out.push(ip);
+        }
+    }
+    out
 }
 
 impl Groups {
@@ -142,8 +164,8 @@ impl Groups {
         let touched = match entry {
             Some(mut e) => {
                 e.listing = listing;
-                let peer = e.peer;
-                let same_peer = group.pods.get(name).map(|old| old.peer) == Some(peer);
+                let same_addrs = group.pods.get(name).map(|old| &old.addrs) == Some(&e.addrs);
+                let addrs = e.addrs.clone();
                 // A pod seen for the first time or replaced under its name,
                 // or someone else's write: check its list.
                 let check = group
@@ -151,8 +173,8 @@ impl Groups {
                     .get(name)
                     .is_none_or(|old| old.current != e.current || old.uid != e.uid);
                 group.pods.insert(name.to_string(), e);
-                let mut touched = match (&mut group.mesh, same_peer) {
-                    (Some(mesh), false) => mesh.set(name, peer),
+                let mut touched = match (&mut group.mesh, same_addrs) {
+                    (Some(mesh), false) => mesh.set(name, addrs),
                     _ => BTreeSet::new(),
                 };
                 if check {
@@ -203,7 +225,10 @@ impl Groups {
                 continue;
             }
             group.mesh = want.map(|(max, min)| {
-                let pods = group.pods.iter().map(|(n, s)| (n.as_str(), s.peer));
+                let pods = group
+                    .pods
+                    .iter()
+                    .map(|(n, s)| (n.as_str(), s.addrs.clone()));
                 Mesh::with_pods(max, min, pods)
             });
             group.dirty.extend(group.pods.keys().cloned());

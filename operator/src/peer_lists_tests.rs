@@ -1,6 +1,6 @@
 use super::*;
 use combo_api::{DebuggerSpec, PingerSpec};
-use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{PodCondition, PodIP, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -28,6 +28,19 @@ fn ready(i: u8) -> Pod {
     pod(&format!("p{i}"), Some(&format!("10.0.0.{i}")), true)
 }
 
+/// Pod `name` with `status.podIPs` `ips` (and `podIP` the first of them),
+/// Running and Ready.
+fn with_ips(name: &str, ips: &[&str]) -> Pod {
+    let mut p = pod(name, ips.first().copied(), true);
+    let status = p.status.as_mut().unwrap();
+    status.pod_ips = Some(ips.iter().map(|ip| PodIP { ip: ip.to_string() }).collect());
+    p
+}
+
+fn addrs(ips: &[&str]) -> Vec<IpAddr> {
+    ips.iter().map(|ip| ip.parse().unwrap()).collect()
+}
+
 /// The pods known, over all Debuggers.
 fn pod_count(g: &Groups) -> usize {
     g.groups.values().map(|g| g.pods.len()).sum()
@@ -44,20 +57,94 @@ fn write_all(g: &mut Groups) -> Vec<Write> {
 #[test]
 fn a_pod_is_a_candidate_only_running_ready_with_an_address_and_not_terminating() {
     let (_, _, s) = seen(&pod("a", Some("10.0.0.1"), true)).unwrap();
-    assert_eq!(s.unwrap().peer, Some("10.0.0.1".parse().unwrap()));
+    assert_eq!(s.unwrap().addrs, addrs(&["10.0.0.1"]));
     let (_, _, s) = seen(&pod("a", Some("10.0.0.1"), false)).unwrap();
-    assert_eq!(s.unwrap().peer, None);
+    assert!(s.unwrap().addrs.is_empty());
     let (_, _, s) = seen(&pod("a", None, true)).unwrap();
-    assert_eq!(s.unwrap().peer, None);
+    assert!(s.unwrap().addrs.is_empty());
     let mut pending = pod("a", Some("10.0.0.1"), true);
     pending.status.as_mut().unwrap().phase = Some("Pending".into());
-    assert_eq!(seen(&pending).unwrap().2.unwrap().peer, None);
+    assert!(seen(&pending).unwrap().2.unwrap().addrs.is_empty());
     let mut leaving = pod("a", Some("10.0.0.1"), true);
     leaving.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
     assert_eq!(seen(&leaving).unwrap().2, None);
     let mut stray = pod("a", Some("10.0.0.1"), true);
     stray.metadata.labels = None;
     assert!(seen(&stray).is_none());
+}
+
+#[test]
+fn every_pod_ip_is_an_address_once_in_order_and_pod_ip_when_there_are_none() {
+    let entry = |p: &Pod| seen(p).unwrap().2.unwrap().addrs;
+    let dual = with_ips("a", &["10.0.0.1", "fd00::1"]);
+    assert_eq!(entry(&dual), addrs(&["10.0.0.1", "fd00::1"]));
+    let v6_first = with_ips("a", &["fd00::1", "10.0.0.1"]);
+    assert_eq!(entry(&v6_first), addrs(&["fd00::1", "10.0.0.1"]));
+    // podIPs empty (or absent): podIP.
+    let mut empty = with_ips("a", &[]);
+    empty.status.as_mut().unwrap().pod_ip = Some("10.0.0.2".into());
+    assert_eq!(entry(&empty), addrs(&["10.0.0.2"]));
+    // Entries that are no address are skipped, repeats kept once; podIPs
+    // wins over a podIP it does not hold.
+    let mut odd = with_ips(
+        "a",
+        &["fd00::1", "bogus", "fd00:0::1", "10.0.0.300", "10.0.0.3"],
+    );
+    odd.status.as_mut().unwrap().pod_ip = Some("10.0.0.9".into());
+    assert_eq!(entry(&odd), addrs(&["fd00::1", "10.0.0.3"]));
+    let mut bad = with_ips("a", &["bogus"]);
+    bad.status.as_mut().unwrap().pod_ip = Some("also-bogus".into());
+    assert!(entry(&bad).is_empty());
+    // Not Ready: no address, however many it has.
+    let mut unready = with_ips("a", &["10.0.0.1", "fd00::1"]);
+    unready.status.as_mut().unwrap().conditions = None;
+    assert!(entry(&unready).is_empty());
+}
+
+#[test]
+fn a_dual_stack_pod_is_listed_with_both_addresses_and_a_second_one_touches_only_its_probers() {
+    let v6 = |i: u8| format!("fd00::{i:x}");
+    let mut g = Groups::default();
+    for i in 1..=20u8 {
+        g.observe(Event::Apply(ready(i)));
+    }
+    g.observe(Event::Apply(with_ips("dual", &["10.0.0.99", "fd00::63"])));
+    g.bound_all(|_| Some((3, 0)));
+    let first = write_all(&mut g);
+    assert_eq!(first.len(), 21);
+    let has = |w: &Write, ip: &str| w.value.split(',').any(|a| a == ip);
+    let holders: Vec<&Write> = first.iter().filter(|w| has(w, "10.0.0.99")).collect();
+    assert!(!holders.is_empty());
+    assert!(first
+        .iter()
+        .all(|w| has(w, "10.0.0.99") == has(w, "fd00::63")));
+    for w in &first {
+        let mut p = match w.pod.as_str() {
+            "dual" => with_ips("dual", &["10.0.0.99", "fd00::63"]),
+            n => ready(n[1..].parse().unwrap()),
+        };
+        p.metadata.annotations =
+            Some([(keys::ANNOTATION_PEERS.to_string(), w.value.clone())].into());
+        g.observe(Event::Apply(p));
+    }
+    assert!(write_all(&mut g).is_empty());
+    // p5 turns dual-stack: the lists that hold p5, and only those, are
+    // written again, with both of its addresses.
+    let p5_holders: BTreeSet<&str> = first
+        .iter()
+        .filter(|w| has(w, "10.0.0.5"))
+        .map(|w| w.pod.as_str())
+        .collect();
+    let own = first.iter().find(|w| w.pod == "p5").unwrap().value.clone();
+    let mut p5 = with_ips("p5", &["10.0.0.5", &v6(5)]);
+    p5.metadata.annotations = Some([(keys::ANNOTATION_PEERS.to_string(), own)].into());
+    g.observe(Event::Apply(p5));
+    let second = write_all(&mut g);
+    let rewritten: BTreeSet<&str> = second.iter().map(|w| w.pod.as_str()).collect();
+    assert_eq!(rewritten, p5_holders);
+    assert!(second
+        .iter()
+        .all(|w| has(w, "10.0.0.5") && has(w, "fd00::5")));
 }
 
 #[test]
