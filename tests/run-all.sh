@@ -60,6 +60,8 @@ KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/cluster.sh u
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_nodes --no-fail-fast -- --test-threads 4 || status=$?
 # kubectl combo mesh and its page in Chromium with a link cut between the real nodes.
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test mesh --no-fail-fast || status=$?
+# kubectl combo run: one run besides the cron's, spec.runAt untouched, with the kubelet's pods.
+COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test run_now --no-fail-fast || status=$?
 # Ownership, truthful status and stopping, again with the kubelet's pods.
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test truth --no-fail-fast -- --test-threads 4 || status=$?
 # Node conditions, taints and missed runs with the kubelet's pods; it scales the operator to 0 and back.

@@ -235,9 +235,13 @@ pub fn scrape(pod: &Pod, port: u16) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// What a container of a pod printed (stdout and stderr), as the node
-/// simulator keeps it: `DIR/pods/<ns>/<pod>/<container>.log`.
+/// What a container of a pod printed (stdout and stderr): on real nodes
+/// `kubectl logs`, else as the node simulator keeps it:
+/// `DIR/pods/<ns>/<pod>/<container>.log`. Empty when it cannot be read yet.
 pub fn pod_log(namespace: &str, pod: &str, container: &str) -> String {
+    if !real_nodes().is_empty() {
+        return kubectl_ok(&["logs", "-n", namespace, pod, "-c", container]).unwrap_or_default();
+    }
     std::fs::read_to_string(
         cluster_dir()
             .join("pods")

@@ -119,11 +119,6 @@ fn exec(ns: &str, pod: &str, container: &str, script: &str) -> Result<String> {
     ])
 }
 
-/// `kubectl logs` of one container; empty when it cannot be read yet.
-fn pod_log_of(ns: &str, pod: &str, container: &str) -> String {
-    kubectl_ok(&["logs", "-n", ns, pod, "-c", container]).unwrap_or_default()
-}
-
 fn restart_counts(pod: &Pod) -> Vec<i32> {
     pod.status
         .as_ref()
@@ -236,7 +231,7 @@ async fn an_inspection_on_real_nodes_is_read_with_kubectl_combo_exec_and_logs() 
     }
     // A Pinger change reaches the running pingers live.
     let changes = |pod: &str| {
-        pod_log_of(&ns.name, pod, "pinger")
+        pod_log(&ns.name, pod, "pinger")
             .matches("settings changed")
             .count()
     };

@@ -1,4 +1,4 @@
-//! `kubectl combo run` on the simulated nodes (docs/runner.md, "Run now"):
+//! `kubectl combo run` on simulated or real nodes (docs/runner.md, "Run now"):
 //! one run on every node besides a cron's, in the reports, the summary and
 //! the status; `spec.runAt` unchanged; the next cron fire still runs; no
 //! pod restarted; a replaced runner pod does not run the request again.
@@ -10,8 +10,8 @@ use combo_api::report::report_name;
 use combo_api::{keys, Debugger, DebuggerReport, RunId};
 use combo_e2e::runs::*;
 use combo_e2e::{
-    apply_yaml, client, install_operator, kubectl_combo, namespace, pod_log, summaries, wait_for,
-    workload_nodes,
+    apply_yaml, client, install_for_cluster, kubectl_combo, namespace, pod_log, summaries,
+    wait_for, workload_nodes,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::DeleteParams;
@@ -30,7 +30,7 @@ fn second_of_minute() -> i64 {
 
 #[tokio::test]
 async fn kubectl_combo_run_runs_once_everywhere_and_the_cron_schedule_goes_on() -> Result<()> {
-    install_operator();
+    install_for_cluster();
     let test_ns = namespace("run-now").await;
     let ns = test_ns.name.as_str();
     let c = client().await;
