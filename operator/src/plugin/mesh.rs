@@ -54,6 +54,9 @@ pub struct Path {
     pub target: String,
     /// Whether `target` is a node of the Debugger.
     pub peer: bool,
+    /// The address probed, when the peer's pod has more than one (dual
+    /// stack): each of its addresses is a path of its own.
+    pub address: Option<String>,
     /// `icmp`, `tcp`, `udp` or `dns`.
     pub kind: String,
     /// Probes sent in the window.
@@ -67,13 +70,24 @@ pub struct Path {
     pub health: Health,
 }
 
+impl Path {
+    /// The target as the table and the page name it: a dual-stack peer's
+    /// node with the address probed, `node-3 [fd00::3]`.
+    pub fn target_shown(&self) -> String {
+        match &self.address {
+            Some(ip) => format!("{} [{ip}]", self.target),
+            None => self.target.clone(),
+        }
+    }
+}
+
 /// Every path of the pingers that answered: `answers` pairs an index into
 /// `probers` with its pinger's summary. Failing paths first, then lossy
 /// ones by loss, then by prober and target.
 pub fn paths(probers: &[Prober], answers: &[(usize, Recent)]) -> Vec<Path> {
-    let node_of: BTreeMap<&str, &str> = probers
+    let node_of: BTreeMap<&str, &Prober> = probers
         .iter()
-        .flat_map(|p| p.ips.iter().map(move |ip| (ip.as_str(), p.node.as_str())))
+        .flat_map(|p| p.ips.iter().map(move |ip| (ip.as_str(), p)))
         .collect();
     let mut out = Vec::new();
     for (i, recent) in answers {
@@ -95,8 +109,9 @@ pub fn paths(probers: &[Prober], answers: &[(usize, Recent)]) -> Vec<Path> {
             };
             out.push(Path {
                 prober: prober.node.clone(),
-                target: node.map_or_else(|| t.target.clone(), |n| n.to_string()),
+                target: node.map_or_else(|| t.target.clone(), |n| n.node.clone()),
                 peer: node.is_some(),
+                address: node.filter(|n| n.ips.len() > 1).map(|_| t.target.clone()),
                 kind: t.kind.clone(),
                 sent: t.sent,
                 loss: t.loss_percent(),
@@ -136,7 +151,7 @@ pub fn rows(paths: &[Path], all: bool) -> Vec<Vec<String>> {
         .map(|p| {
             vec![
                 p.prober.clone(),
-                p.target.clone(),
+                p.target_shown(),
                 p.kind.clone(),
                 format!("{:.0}%", p.loss),
                 ms(p.rtt_avg_ms),

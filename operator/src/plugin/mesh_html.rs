@@ -69,7 +69,7 @@ fn failing_list(out: &mut String, paths: &[Path]) {
             "<li class=\"{:?}\">{} \u{2192} {} ({}): {}, loss {:.0}%, rtt {}</li>",
             p.health,
             escape(&p.prober),
-            escape(&p.target),
+            escape(&p.target_shown()),
             escape(&p.kind),
             p.health.word(),
             p.loss,
@@ -144,7 +144,7 @@ mod tests {
         let first = &html[failing..];
         assert!(
             first.starts_with(
-                "<ol id=\"failing\"><li class=\"Failing\">node-1 \u{2192} node-3 (icmp): FAIL, loss 100%"
+                "<ol id=\"failing\"><li class=\"Failing\">node-1 \u{2192} node-3 [10.0.0.3] (icmp): FAIL, loss 100%"
             ),
             "{first}"
         );

@@ -6,7 +6,9 @@ pub(crate) fn probers() -> Vec<Prober> {
         .map(|i| Prober {
             pod: format!("ds-{i}"),
             node: format!("node-{i}"),
-            ips: vec![format!("10.0.0.{i}"), format!("fd00::{i}")],
+            // node-2 is single-stack, the others dual-stack.
+            ips: [format!("10.0.0.{i}"), format!("fd00::{i}")][..if i == 2 { 1 } else { 2 }]
+                .to_vec(),
         })
         .collect()
 }
@@ -93,13 +95,59 @@ fn the_table_shows_failing_and_lossy_paths_unless_all_and_the_tally_counts_pinge
     assert_eq!(
         failing,
         vec![
-            vec!["node-1", "node-3", "icmp", "100%", "-", "-", "FAIL"],
-            vec!["node-3", "node-1", "icmp", "5%", "1.50ms", "3.00ms", "lossy"],
+            vec![
+                "node-1",
+                "node-3 [10.0.0.3]",
+                "icmp",
+                "100%",
+                "-",
+                "-",
+                "FAIL"
+            ],
+            vec![
+                "node-3",
+                "node-1 [fd00::1]",
+                "icmp",
+                "5%",
+                "1.50ms",
+                "3.00ms",
+                "lossy"
+            ],
         ]
     );
-    assert_eq!(rows(&p, true).len(), 5);
+    let all = rows(&p, true);
+    assert_eq!(all.len(), 5);
+    // A single-stack peer is named by its node alone.
+    assert_eq!(all[2][..2], ["node-1", "node-2"]);
     assert_eq!(
         tally(&p, 300, 2, 3),
         "5 paths over the last 5 minutes: 1 failing, 1 lossy, 2 ok, 1 idle; 2 of 3 pingers answered"
     );
+}
+
+#[test]
+fn a_dual_stack_peer_is_a_path_per_address_and_its_failing_family_shows() {
+    let answers = vec![(
+        0,
+        Recent {
+            window_seconds: 300,
+            targets: vec![
+                target("icmp", "10.0.0.3", 60, 0, true),
+                target("icmp", "fd00::3", 60, 60, false),
+            ],
+        },
+    )];
+    let p = paths(&probers(), &answers);
+    let shown: Vec<(&str, Option<&str>, Health)> = p
+        .iter()
+        .map(|p| (p.target.as_str(), p.address.as_deref(), p.health))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("node-3", Some("fd00::3"), Health::Failing),
+            ("node-3", Some("10.0.0.3"), Health::Ok),
+        ]
+    );
+    assert_eq!(rows(&p, false)[0][1], "node-3 [fd00::3]");
 }
