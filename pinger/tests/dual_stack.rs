@@ -5,22 +5,22 @@
 //! fault is recorded in the suite report (docs/testing.md, "Suite report")
 //! under `faults` before the test asserts.
 
+#[path = "support/engine.rs"]
+mod engine;
 #[path = "support/netns.rs"]
 #[allow(dead_code, reason = "this test uses part of the helper")]
 mod netns;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::sync::Arc;
-use std::time::Duration;
 
 use combo_api::PingerSpec;
 use combo_pinger::cluster::peers::{desired, Known, Me, Pods};
-use combo_pinger::engine::{Engine, Settings};
-use combo_pinger::probe::{dns::Dns, icmp::Icmp, Probers};
-use combo_pinger::round::{Outcome, Thresholds};
+use combo_pinger::engine::Engine;
+use combo_pinger::round::Outcome;
 use combo_pinger::targets::Target;
 use combo_testkit::suite::Case;
+use engine::settings;
 use netns::Netns;
 use tokio::sync::mpsc;
 
@@ -105,25 +105,6 @@ fn targets_of_the_dual_stack_peer() -> (BTreeSet<Target>, BTreeSet<Target>) {
     )
 }
 
-fn settings() -> Settings {
-    Settings {
-        interval: Duration::from_millis(200),
-        timeout: Duration::from_millis(400),
-        count: 1,
-        limits: Thresholds {
-            max_loss_percent: 100,
-            max_latency_ms: 0,
-        },
-        probers: Probers {
-            icmp: Arc::new(Icmp::default()),
-            dns: Arc::new(Dns::new(
-                &["127.0.0.1:53".parse().unwrap()],
-                Duration::from_secs(1),
-            )),
-        },
-    }
-}
-
 /// The outcomes of the peer's rounds, per address and phase, in order.
 #[derive(Debug, Default)]
 struct Rounds {
@@ -141,7 +122,7 @@ struct Rounds {
 /// answered again (or 60 more rounds). `far` is deleted at the end.
 async fn probe_through_the_drop(far: Netns, targets: BTreeSet<Target>) -> Rounds {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let mut engine = Engine::new(settings(), tx, 7, None);
+    let mut engine = Engine::new(settings(200, 400, 1), tx, 7, None);
     engine.set_targets(&targets);
     let mut rounds = Rounds::default();
     let mut phase = 0;

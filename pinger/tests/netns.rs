@@ -4,6 +4,8 @@
 //! report (docs/testing.md, "Suite report") under `faults` before they
 //! assert.
 
+#[path = "support/engine.rs"]
+mod engine;
 #[path = "support/icmp_responder.rs"]
 mod icmp_responder;
 #[path = "support/netns.rs"]
@@ -12,35 +14,14 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use combo_pinger::engine::{Engine, Report, Settings};
-use combo_pinger::probe::{dns::Dns, icmp::Icmp, Probers};
-use combo_pinger::round::Thresholds;
 use combo_pinger::targets::{self, Target, TargetLists};
 use combo_testkit::suite::Case;
+use engine::settings;
 use netns::Netns;
 use tokio::sync::mpsc;
-
-fn settings(interval_ms: u64, timeout_ms: u64, count: u32) -> Settings {
-    Settings {
-        interval: Duration::from_millis(interval_ms),
-        timeout: Duration::from_millis(timeout_ms),
-        count,
-        limits: Thresholds {
-            max_loss_percent: 100,
-            max_latency_ms: 0,
-        },
-        probers: Probers {
-            icmp: Arc::new(Icmp::default()),
-            dns: Arc::new(Dns::new(
-                &["127.0.0.1:53".parse().unwrap()],
-                Duration::from_secs(1),
-            )),
-        },
-    }
-}
 
 fn icmp_targets(ips: &[&str]) -> std::collections::BTreeSet<Target> {
     let lists = TargetLists {
