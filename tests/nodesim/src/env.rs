@@ -78,7 +78,9 @@ pub fn container_env(
                     "metadata.uid" => meta.uid.clone(),
                     "spec.nodeName" => spec.and_then(|s| s.node_name.clone()),
                     "spec.serviceAccountName" => spec.and_then(|s| s.service_account_name.clone()),
-                    "status.podIP" => Some(facts.pod_ip.clone()),
+                    // A simulated pod has one address: the kubelet joins
+                    // all of them with commas.
+                    "status.podIP" | "status.podIPs" => Some(facts.pod_ip.clone()),
                     "status.hostIP" => Some(facts.host_ip.clone()),
                     path => {
                         return Err(EnvError::UnsupportedField {
@@ -141,6 +143,7 @@ mod tests {
                     {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                     {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                     {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                    {"name": "POD_IPS", "valueFrom": {"fieldRef": {"fieldPath": "status.podIPs"}}},
                     {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
                     {"name": "DEBUGGER_NAME", "value": "dbg"},
                     {"name": "GREETING", "value": "$(DEBUGGER_NAME) on $(NODE_NAME) costs $$5 $(NOPE)"}
@@ -167,6 +170,7 @@ mod tests {
         assert_eq!(env["POD_NAMESPACE"], "ops");
         assert_eq!(env["NODE_NAME"], "node-2");
         assert_eq!(env["POD_IP"], "172.30.2.5");
+        assert_eq!(env["POD_IPS"], "172.30.2.5");
         assert_eq!(env["HOST_IP"], "172.31.0.12");
         assert_eq!(env["KUBERNETES_SERVICE_HOST"], "172.31.0.1");
         assert_eq!(env["KUBERNETES_SERVICE_PORT"], "6443");
