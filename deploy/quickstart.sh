@@ -62,11 +62,16 @@ $finished || echo "the run of $run_at has not finished on both nodes after 3 min
 echo "==> Debuggers"
 kubectl get dbg -A 2>&1 | quiet
 echo "==> failed items of the run (kubectl combo summary node-check; --all lists every item)"
-kubectl combo summary node-check -n default 2>&1 | quiet | tee "$dir/summary.txt"
-summary=$(cat "$dir/summary.txt")
-# The errlog of the first failed item, read through kubectl exec.
-read -r node _ category _ < <(sed -n 2p <<<"$summary") || true
-if [[ -n ${category:-} ]]; then
+# The table goes to stdout; what is not in it (no failed item, skipped
+# items) to stderr.
+kubectl combo summary node-check -n default 2> >(quiet >&2) | tee "$dir/summary.txt"
+# The errlog of the first failed item (the row under the table's header),
+# read through kubectl exec.
+node='' category=''
+if [[ $(head -n 1 "$dir/summary.txt") == NODE* ]]; then
+    read -r node _ category _ < <(sed -n 2p "$dir/summary.txt") || true
+fi
+if [[ -n $category ]]; then
     echo "==> its errlog (kubectl combo errlog node-check --node $node --category $category)"
     kubectl combo errlog node-check -n default --node "$node" --category "$category" 2>&1 | quiet
 else
