@@ -73,8 +73,12 @@ COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_faults --no-fail-fas
 # It stops the API server and etcd: alone, after the others (docs/testing.md, "Fault tests").
 COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_outage --no-fail-fast || status=$?
 # Install, upgrade and uninstall from release artifacts alone; it removes the
-# install the tests above made, so it runs last (docs/testing.md).
+# install the tests above made, so it runs after them (docs/testing.md).
 KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/upgrade.sh "$real_dir" || status=$?
+step "the quickstart, as a user runs it"
+# It starts a cluster of its own: the real nodes' goes first.
+tests/e2e/cluster.sh down "$real_dir"
+KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/quickstart.sh || status=$?
 step "suite report"
 bash tests/suite-report.sh
 exit "$status"
