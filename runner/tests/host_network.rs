@@ -9,12 +9,10 @@ mod support;
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 
+use support::scripts::{run_full, ROUTE_HEADER};
 use support::Tree;
 
-const ROUTE_HEADER: &str =
-    "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n";
 const DEFAULT_ROUTE: &str = "eth0\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
 const SUBNET_ROUTE: &str = "eth0\t0000000A\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0\n";
 
@@ -33,45 +31,15 @@ fn verdict(
     env: &[(&str, &str)],
     item: &str,
 ) -> String {
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
-    let mut cmd = Command::new(scripts.join(rel));
-    for v in [
-        "COMBO_HOST_NETWORK",
-        "POD_NAME",
-        "NODE_NAME",
-        "KUBERNETES_SERVICE_HOST",
-        "STATE_DIR",
-    ] {
-        cmd.env_remove(v);
+    let hn = host_network.map(|v| ("COMBO_HOST_NETWORK", v));
+    let all: Vec<(&str, &str)> = hn.into_iter().chain(env.iter().copied()).collect();
+    let (items, skips) = run_full(rel, root, &all);
+    match (items.get(item), skips.get(item)) {
+        (Some(None), _) => "ok".into(),
+        (Some(Some(msg)), _) => format!("err: {msg}"),
+        (None, Some(why)) => format!("skip: {why}"),
+        (None, None) => "absent".into(),
     }
-    if let Some(v) = host_network {
-        cmd.env("COMBO_HOST_NETWORK", v);
-    }
-    let path = format!(
-        "{}:{}",
-        root.join("fakebin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = cmd
-        .env("HOST_ROOT", root)
-        .env("PATH", path)
-        .envs(env.iter().copied())
-        .output()
-        .expect("script runs");
-    assert!(out.status.success(), "{rel} exited {:?}", out.status);
-    let text = String::from_utf8_lossy(&out.stdout);
-    for line in text.lines() {
-        let mut w = line.splitn(3, ' ');
-        let (kind, name, rest) = (w.next(), w.next(), w.next().unwrap_or_default());
-        if name == Some(item) {
-            return match kind {
-                Some("ok") => "ok".into(),
-                Some(k) => format!("{k}: {rest}"),
-                None => unreachable!(),
-            };
-        }
-    }
-    "absent".into()
 }
 
 /// PID 1 of the tree in a network namespace that is not this process's,

@@ -1,7 +1,9 @@
 //! Helpers of the runner's integration tests: scratch trees and running the
-//! built `combo-runner`.
+//! built `combo-runner`; [`scripts`] runs the default scripts on fixtures.
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
+
+pub mod scripts;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,196 @@
+//! The checks of every category that read the kernel's own reports, against
+//! fixture trees: the kernel log (`disk/ioerrors.sh`, `net/kernlog.sh`,
+//! `mem/oom.sh`, `svc/kernlog.sh`) and pressure stall information (`*/psi.sh`).
+
+mod support;
+
+use support::scripts::{err, klog_append, ok, run, run_full, skipped, skips, state};
+use support::Tree;
+
+#[test]
+fn kernel_log_checks_report_a_problem_once_in_the_run_after_it_was_logged() {
+    // (script, item, item skipped on the first run, injected line, err text)
+    let cases = [
+        (
+            "disk/ioerrors.sh",
+            "io:sdb",
+            "io-errors",
+            "blk_update_request: I/O error, dev sdb, sector 1234 op 0x0:(READ) flags 0x0",
+            "1 I/O error line(s) in the kernel log since the previous run, last: blk_update_request",
+        ),
+        (
+            "disk/ioerrors.sh",
+            "fs:sda1",
+            "fs-errors",
+            "EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0",
+            "1 filesystem error line(s)",
+        ),
+        (
+            "svc/kernlog.sh",
+            "hung-tasks",
+            "hung-tasks",
+            "INFO: task jbd2/sda1-8:312 blocked for more than 120 seconds.",
+            "1 hung task line(s)",
+        ),
+        (
+            "svc/kernlog.sh",
+            "soft-lockups",
+            "soft-lockups",
+            "watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/1:2:1234]",
+            "CPU#1 stuck",
+        ),
+        (
+            "svc/kernlog.sh",
+            "oops",
+            "oops",
+            "BUG: kernel NULL pointer dereference, address: 0000000000000008",
+            "1 oops line(s)",
+        ),
+        (
+            "svc/kernlog.sh",
+            "oops",
+            "oops",
+            "Oops: 0002 [#1] SMP PTI",
+            "last: Oops: 0002",
+        ),
+        (
+            "net/kernlog.sh",
+            "unregister-netdevice",
+            "unregister-netdevice",
+            "unregister_netdevice: waiting for eth0 to become free. Usage count = 1",
+            "waiting for eth0",
+        ),
+        (
+            "net/kernlog.sh",
+            "conntrack-full",
+            "conntrack-full",
+            "nf_conntrack: nf_conntrack: table full, dropping packet",
+            "conntrack table full",
+        ),
+        (
+            "mem/oom.sh",
+            "oom-kills",
+            "oom-kills",
+            "Out of memory: Killed process 4242 (java) total-vm:9000kB, anon-rss:100kB",
+            "1 OOM kill(s) since the previous run, last: Out of memory: Killed process 4242 (java)",
+        ),
+    ];
+    for (script, item, first, line, text) in cases {
+        let t = Tree::new("klog");
+        // The same problem logged before the first run: since boot, never reported.
+        klog_append(&t, &["Linux version 6.1", line]);
+        let st = state(&t, "s");
+        let log = t.join("kmsg");
+        let env = [
+            ("STATE_DIR", st.as_str()),
+            ("KERNEL_LOG_FILE", log.to_str().unwrap()),
+        ];
+        let (items, s) = run_full(script, t.path(), &env);
+        assert!(items.is_empty(), "{script}: first run {items:?}");
+        skipped(&s, first, "baseline recorded; counting from the next run");
+        let (items, s) = run_full(script, t.path(), &env);
+        assert!(s.is_empty(), "{script}: {s:?}");
+        assert!(
+            items.values().all(Option::is_none),
+            "{script}: nothing new: {items:?}"
+        );
+        klog_append(&t, &["eth0: link up", line]);
+        let items = run(script, t.path(), &env);
+        err(&items, item, text);
+        let others = items.iter().filter(|(_, e)| e.is_some()).count();
+        assert_eq!(others, 1, "{script}: only {item} fails: {items:?}");
+        let items = run(script, t.path(), &env);
+        assert!(
+            items.values().all(Option::is_none),
+            "{script}: {item} is not reported twice: {items:?}"
+        );
+        // After a reboot the whole log of the new boot is new, even with
+        // sequence numbers below the position reached.
+        t.file("proc/sys/kernel/random/boot_id", "b2\n", 0o644);
+        t.file("kmsg", "", 0o644);
+        klog_append(&t, &[line]);
+        err(&run(script, t.path(), &env), item, text);
+    }
+}
+
+#[test]
+fn kernel_log_checks_take_thresholds_and_skip_without_state_or_log() {
+    let t = Tree::new("klog-env");
+    klog_append(&t, &["booted"]);
+    let st = state(&t, "s");
+    let log = t.join("kmsg");
+    let log = log.to_str().unwrap();
+    let env = [("STATE_DIR", st.as_str()), ("KERNEL_LOG_FILE", log)];
+    run_full("disk/ioerrors.sh", t.path(), &env);
+    klog_append(
+        &t,
+        &[
+            "Buffer I/O error on dev sdc1, logical block 0, async page read",
+            "blk_update_request: critical medium error, dev sdc, sector 10",
+            "XFS (dm-0): metadata I/O error in \"xfs_trans_read_buf_map\" at daddr 0x1 len 8 error 5",
+        ],
+    );
+    let items = run(
+        "disk/ioerrors.sh",
+        t.path(),
+        &[
+            ("STATE_DIR", st.as_str()),
+            ("KERNEL_LOG_FILE", log),
+            ("DISK_IO_ERRORS_MAX", "1"),
+        ],
+    );
+    ok(&items, "io-errors");
+    err(&items, "fs:dm-0", "metadata I/O error");
+    // No STATE_DIR (a runner without it): skipped, never a since-boot red.
+    let s = skips("disk/ioerrors.sh", t.path(), &[("KERNEL_LOG_FILE", log)]);
+    skipped(&s, "io-errors", "no STATE_DIR");
+    let s = skips("mem/oom.sh", t.path(), &[("KERNEL_LOG_FILE", log)]);
+    skipped(&s, "oom-kills", "no STATE_DIR");
+    // An unreadable log.
+    let s = skips(
+        "svc/kernlog.sh",
+        t.path(),
+        &[
+            ("STATE_DIR", st.as_str()),
+            ("KERNEL_LOG_FILE", "/nonexistent"),
+        ],
+    );
+    skipped(&s, "hung-tasks", "kernel log not readable");
+    skipped(&s, "oops", "KERNEL_LOG_FILE overrides");
+}
+
+#[test]
+fn pressure_checks_take_thresholds_and_skip_without_psi() {
+    let t = Tree::new("psi");
+    for (script, item) in [
+        ("svc/psi.sh", "psi:cpu"),
+        ("mem/psi.sh", "psi:memory"),
+        ("disk/psi.sh", "psi:io"),
+    ] {
+        skipped(&skips(script, t.path(), &[]), item, "kernel without PSI");
+    }
+    let psi = "some avg10=55.00 avg60=10.00 avg300=1.00 total=1000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+    for r in ["cpu", "memory", "io"] {
+        t.file(&format!("proc/pressure/{r}"), psi, 0o644);
+    }
+    ok(&run("svc/psi.sh", t.path(), &[]), "psi:cpu");
+    err(
+        &run("mem/psi.sh", t.path(), &[]),
+        "psi:memory",
+        "tasks waited for memory 55.0% of the last 10s (limit 20%)",
+    );
+    err(&run("disk/psi.sh", t.path(), &[]), "psi:io", "(limit 50%)");
+    ok(
+        &run(
+            "disk/psi.sh",
+            t.path(),
+            &[("DISK_PSI_IO_MAX_PERCENT", "60")],
+        ),
+        "psi:io",
+    );
+    err(
+        &run("svc/psi.sh", t.path(), &[("SVC_PSI_CPU_MAX_PERCENT", "50")]),
+        "psi:cpu",
+        "cpu pressure",
+    );
+}
