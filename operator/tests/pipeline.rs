@@ -13,46 +13,17 @@ use combo_api::{
 };
 use combo_operator::context::Context;
 use combo_operator::reconcile::{reconcile, Error};
-use combo_testkit::stand_in::{Answer, StandIn};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::runtime::watcher::Event;
-use kube::Client;
-use serde_json::{json, Value};
-use support::{context, written, Watches};
-
-/// Every request, in order.
-type Seen = StandIn;
-
-/// The "method path" of the requests from the `from`th on.
-fn requests(seen: &Seen, from: usize) -> Vec<String> {
-    seen.lines(from)
-}
+use serde_json::json;
+use support::context;
+use support::reconcile::{debugger, no_script, requests, stand_in, Script, Seen};
 
 /// The body of the last request to `request`.
 fn last_body(seen: &Seen, request: &str) -> String {
     seen.last_body(request).unwrap_or_default()
-}
-
-/// What the stand-in answers a request with: `Some((code, body))` replaces
-/// the default (the request's own body with a resourceVersion and uid, or
-/// an empty list for a GET).
-type Script = Arc<dyn Fn(&str, &str) -> Option<(u16, Value)> + Send + Sync>;
-
-fn stand_in(script: Script) -> (Client, Seen) {
-    StandIn::answering(move |r| {
-        let (code, json) = script(&r.method, r.path()).unwrap_or_else(|| written(r));
-        Answer::Json(code, json)
-    })
-}
-
-fn debugger(spec: DebuggerSpec) -> Debugger {
-    let mut d = Debugger::new("d", spec);
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.uid = Some("uid-d".into());
-    d.metadata.generation = Some(1);
-    d
 }
 
 /// Reconciles `dbg` as the controller would (again after each requeue),
@@ -97,10 +68,6 @@ const SUMMARY: &str = "PATCH /api/v1/namespaces/ops/configmaps/d-summary";
 /// A summary no ConfigMap holds yet is created, never applied, so that a
 /// ConfigMap of that name the cache has not shown yet is not taken.
 const NEW_SUMMARY: &str = "POST /api/v1/namespaces/ops/configmaps";
-
-fn no_script() -> Script {
-    Arc::new(|_, _| None)
-}
 
 #[tokio::test]
 async fn a_new_debugger_gets_its_rbac_then_its_workload_then_event_status_and_summary() {
@@ -321,124 +288,6 @@ async fn a_service_account_or_role_binding_deleted_by_hand_is_written_again() {
     // In place again: nothing more.
     let (again, _) = settle(&ctx, &seen, &dbg).await;
     assert_eq!(again, Vec::<String>::new());
-}
-
-#[tokio::test]
-async fn failure_counts_stay_bounded_by_the_live_debuggers() {
-    use combo_operator::records::over_bound;
-    use combo_operator::retry::error_policy;
-    let (client, _seen) = stand_in(no_script());
-    let (ctx, mut watches) = context(client);
-    let live = debugger(DebuggerSpec::default());
-    watches.show(&live);
-    let transient = || {
-        Error::Status(kube::Error::Api(
-            kube::core::Status::failure("etcd is away", "")
-                .with_code(500)
-                .boxed(),
-        ))
-    };
-    error_policy(Arc::new(live.clone()), &transient(), ctx.clone());
-    // 100 Debuggers fail and are deleted while failing: never reconciled
-    // again, so no success removes their counts.
-    for i in 0..100 {
-        let mut gone = debugger(DebuggerSpec::default());
-        gone.metadata.name = Some(format!("gone-{i}"));
-        gone.metadata.uid = Some(format!("uid-gone-{i}"));
-        error_policy(Arc::new(gone), &transient(), ctx.clone());
-        let counted = ctx.failures.lock().unwrap().len();
-        assert!(counted <= over_bound(1) + 1, "{counted} counts kept");
-    }
-    let failures = ctx.failures.lock().unwrap();
-    let own = kube::runtime::reflector::ObjectRef::from_obj(&live);
-    assert_eq!(failures.get(&own), Some(&1), "the live one's count is kept");
-}
-
-/// Debugger `name` (uid `uid-<name>`) with a report from node-1.
-fn reporting(ctx: &Context, watches: &mut Watches, name: &str) -> Debugger {
-    let mut d = debugger(DebuggerSpec::default());
-    d.metadata.name = Some(name.into());
-    d.metadata.uid = Some(format!("uid-{name}"));
-    watches.show(&d);
-    let mut report = DebuggerReport::new(
-        &format!("{name}.node-1"),
-        DebuggerReportSpec {
-            debugger: name.into(),
-            node: "node-1".into(),
-            run_at: "2026-11-24T06:00:00Z".into(),
-            finished_at: "2026-11-24T06:00:02Z".into(),
-            ..Default::default()
-        },
-    );
-    report.metadata.namespace = Some("ops".into());
-    ctx.caches.reports.observe(&Event::Apply(report));
-    d
-}
-
-/// Reconciles each of `dbgs` once, waits out the pause statuses keep after
-/// workload writes, and reconciles each again: the second round writes
-/// their statuses and records their runs.
-async fn reconcile_twice(ctx: &Arc<Context>, dbgs: &[Debugger]) {
-    for round in 0..2 {
-        if round == 1 {
-            tokio::time::sleep(combo_operator::pace::QUIET * 2).await;
-        }
-        for d in dbgs {
-            let done = reconcile(Arc::new(d.clone()), ctx.clone()).await;
-            assert!(done.is_ok(), "{done:?}");
-        }
-    }
-}
-
-fn uids<V>(record: &std::sync::Mutex<std::collections::HashMap<String, V>>) -> Vec<String> {
-    let mut keys: Vec<String> = record.lock().unwrap().keys().cloned().collect();
-    keys.sort();
-    keys
-}
-
-#[tokio::test]
-async fn statuses_and_runs_kept_per_debugger_shrink_to_the_live_debuggers() {
-    let (client, seen) = stand_in(no_script());
-    let (ctx, mut watches) = context(client);
-    let live = reporting(&ctx, &mut watches, "d");
-    let mut all = vec![live.clone()];
-    for i in 0..40 {
-        all.push(reporting(&ctx, &mut watches, &format!("gone-{i}")));
-    }
-    reconcile_twice(&ctx, &all).await;
-    assert_eq!(uids(&ctx.written).len(), 41);
-    assert_eq!(uids(&ctx.runs_seen).len(), 41);
-    let live_status = ctx.written.lock().unwrap()["uid-d"].clone();
-
-    // 40 of them are deleted.
-    for gone in &all[1..] {
-        watches
-            .debuggers
-            .apply_watcher_event(&Event::Delete(gone.clone()));
-    }
-    // The live one reconciles with nothing to write: no status goes out,
-    // yet the runs seen shrink on their own.
-    let before = seen.count();
-    let again = reconcile(Arc::new(live.clone()), ctx.clone()).await;
-    assert!(again.is_ok(), "{again:?}");
-    assert_eq!(requests(&seen, before), Vec::<String>::new());
-    assert_eq!(uids(&ctx.runs_seen), ["uid-d"]);
-    assert_eq!(
-        ctx.runs_seen.lock().unwrap()["uid-d"],
-        "2026-11-24T06:00:00Z",
-        "the live entry is kept"
-    );
-
-    // A new Debugger's status is written: the statuses shrink too.
-    let new = reporting(&ctx, &mut watches, "e");
-    reconcile_twice(&ctx, std::slice::from_ref(&new)).await;
-    assert_eq!(uids(&ctx.written), ["uid-d", "uid-e"]);
-    assert_eq!(uids(&ctx.runs_seen), ["uid-d", "uid-e"]);
-    assert_eq!(
-        ctx.written.lock().unwrap()["uid-d"],
-        live_status,
-        "the live entry is kept"
-    );
 }
 
 const POD: &str = "PATCH /api/v1/namespaces/ops/pods/d";

@@ -19,6 +19,8 @@ use kube::runtime::watcher::Event;
 use kube::Client;
 use serde_json::{json, Value};
 
+pub mod reconcile;
+
 /// The watches' writers, to fill the caches by hand.
 pub struct Watches {
     pub debuggers: Writer<Debugger>,
