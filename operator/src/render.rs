@@ -293,3 +293,7 @@ pub const PING_GROUP_RANGE: &str = "net.ipv4.ping_group_range";
 #[cfg(test)]
 #[path = "render_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "render_pod_tests.rs"]
+mod pod_tests;

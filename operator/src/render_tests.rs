@@ -2,21 +2,21 @@ use super::*;
 use combo_api::{DebuggerSpec, PingerSpec};
 use k8s_openapi::api::core::v1::Container;
 
-fn images() -> Images {
+pub(super) fn images() -> Images {
     Images {
         runner: "reg/combo-runner:v1".into(),
         pinger: "reg/combo-pinger:v1".into(),
     }
 }
 
-fn debugger(spec: DebuggerSpec) -> Debugger {
+pub(super) fn debugger(spec: DebuggerSpec) -> Debugger {
     let mut d = Debugger::new("node-check", spec);
     d.metadata.namespace = Some("ops".into());
     d.metadata.uid = Some("uid-1".into());
     d
 }
 
-fn pinger(image: &str) -> Pinger {
+pub(super) fn pinger(image: &str) -> Pinger {
     Pinger::new(
         "mesh",
         PingerSpec {
@@ -26,7 +26,7 @@ fn pinger(image: &str) -> Pinger {
     )
 }
 
-fn ds(w: Workload) -> DaemonSet {
+pub(super) fn ds(w: Workload) -> DaemonSet {
     match w {
         Workload::DaemonSet(d) => *d,
         Workload::Pod(_) => panic!("expected a DaemonSet"),
@@ -40,7 +40,7 @@ fn pod(w: Workload) -> Pod {
     }
 }
 
-fn env_of(c: &Container) -> BTreeMap<String, String> {
+pub(super) fn env_of(c: &Container) -> BTreeMap<String, String> {
     c.env
         .clone()
         .unwrap_or_default()
@@ -245,61 +245,6 @@ fn run_at_and_script_settings_do_not_change_the_hash() {
 }
 
 #[test]
-fn cpu_and_memory_are_request_equals_limit_on_every_container() {
-    let d = debugger(DebuggerSpec {
-        cpu: "250m".into(),
-        memory: "64Mi".into(),
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    });
-    let pod = ds(workload(&d, Some(&pinger("")), &images(), None))
-        .spec
-        .unwrap()
-        .template
-        .spec
-        .unwrap();
-    for c in &pod.containers {
-        let r = c.resources.clone().unwrap();
-        assert_eq!(r.requests, r.limits);
-        let req = r.requests.unwrap();
-        assert_eq!(req["cpu"].0, "250m");
-        assert_eq!(req["memory"].0, "64Mi");
-    }
-}
-
-#[test]
-fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
-    let d = debugger(DebuggerSpec {
-        qos_bandwidth: "100".into(),
-        subnet: "ovn-default".into(),
-        ..DebuggerSpec::default()
-    });
-    let tpl = ds(workload(&d, None, &images(), None))
-        .spec
-        .unwrap()
-        .template;
-    let a = tpl.metadata.unwrap().annotations.unwrap();
-    assert_eq!(a[keys::ANNOTATION_INGRESS_RATE], "100");
-    assert_eq!(a[keys::ANNOTATION_EGRESS_RATE], "100");
-    assert_eq!(a[keys::ANNOTATION_LOGICAL_SWITCH], "ovn-default");
-    let bare = ds(workload(
-        &debugger(DebuggerSpec::default()),
-        None,
-        &images(),
-        None,
-    ));
-    assert!(bare
-        .spec
-        .unwrap()
-        .template
-        .metadata
-        .unwrap()
-        .annotations
-        .is_none());
-}
-
-#[test]
 fn a_new_service_account_changes_the_pod_template_of_both_types() {
     let d = debugger(DebuggerSpec::default());
     let before = workload(&d, None, &images(), Some("sa-1"));
@@ -323,156 +268,6 @@ fn a_new_service_account_changes_the_pod_template_of_both_types() {
     assert_ne!(
         workload(&p, None, &images(), Some("sa-1")).hash(),
         workload(&p, None, &images(), Some("sa-2")).hash()
-    );
-}
-
-#[test]
-fn scheduling_fields_reach_the_pod_spec_of_both_types() {
-    let tol: k8s_openapi::api::core::v1::Toleration =
-        serde_json::from_value(serde_json::json!({"operator": "Exists"})).unwrap();
-    let aff: k8s_openapi::api::core::v1::Affinity = serde_json::from_value(serde_json::json!({
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}
-    }))
-    .unwrap();
-    for wt in [WorkloadType::Daemonset, WorkloadType::Pod] {
-        let d = debugger(DebuggerSpec {
-            workload_type: wt,
-            selector: [("kubernetes.io/os".to_string(), "linux".to_string())].into(),
-            tolerations: vec![tol.clone()],
-            affinity: Some(aff.clone()),
-            ..DebuggerSpec::default()
-        });
-        let spec = pod_spec(&d, None, &images());
-        assert_eq!(spec.node_selector.unwrap()["kubernetes.io/os"], "linux");
-        assert_eq!(spec.tolerations, Some(vec![tol.clone()]));
-        assert_eq!(spec.affinity, Some(aff.clone()));
-    }
-}
-
-#[test]
-fn host_network_uses_cluster_first_with_host_net_dns() {
-    let d = debugger(DebuggerSpec {
-        host_network: true,
-        ..DebuggerSpec::default()
-    });
-    let spec = pod_spec(&d, None, &images());
-    assert_eq!(spec.host_network, Some(true));
-    assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
-}
-
-#[test]
-fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
-    let d = debugger(DebuggerSpec {
-        enable_sys: true,
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    });
-    let spec = pod_spec(&d, Some(&pinger("")), &images());
-    assert_eq!(spec.host_pid, Some(true));
-    let runner = &spec.containers[0];
-    assert_eq!(
-        runner.security_context.as_ref().unwrap().privileged,
-        Some(true)
-    );
-    let mount = &runner.volume_mounts.as_ref().unwrap()[1];
-    assert_eq!(
-        (mount.mount_path.as_str(), mount.read_only),
-        ("/host", Some(true))
-    );
-    assert_eq!(env_of(runner)["HOST_ROOT"], "/host");
-    let vol = &spec.volumes.unwrap()[1];
-    assert_eq!(vol.host_path.as_ref().unwrap().path, "/");
-    let pinger = &spec.containers[1];
-    assert_eq!(
-        pinger.security_context.as_ref().unwrap().privileged,
-        Some(false)
-    );
-    assert!(pinger.volume_mounts.is_none());
-}
-
-#[test]
-fn without_enable_sys_the_runner_of_the_operators_image_is_non_root_without_capabilities() {
-    let runner_sc = |spec: DebuggerSpec| {
-        pod_spec(&debugger(spec), None, &images()).containers[0]
-            .security_context
-            .clone()
-            .unwrap()
-    };
-    let sc = runner_sc(DebuggerSpec::default());
-    assert_eq!(
-        (
-            sc.privileged,
-            sc.allow_privilege_escalation,
-            sc.run_as_non_root,
-            sc.run_as_user,
-            sc.run_as_group
-        ),
-        (
-            Some(false),
-            Some(false),
-            Some(true),
-            Some(65532),
-            Some(65532)
-        )
-    );
-    let caps = sc.capabilities.unwrap();
-    assert_eq!(caps.add, None);
-    assert_eq!(caps.drop, Some(vec!["ALL".to_string()]));
-    // An image of the Debugger's own may not let that user write its
-    // errlogs: root, unprivileged.
-    let own = runner_sc(DebuggerSpec {
-        image: "my/runner:1".into(),
-        ..DebuggerSpec::default()
-    });
-    assert_eq!(
-        (
-            own.privileged,
-            own.allow_privilege_escalation,
-            own.run_as_user,
-            own.run_as_non_root
-        ),
-        (Some(false), Some(false), None, None)
-    );
-    // enableSys: root and privileged, whatever the image.
-    let sys = runner_sc(DebuggerSpec {
-        enable_sys: true,
-        ..DebuggerSpec::default()
-    });
-    assert_eq!((sys.privileged, sys.run_as_user), (Some(true), None));
-}
-
-#[test]
-fn enable_config_map_mounts_the_scripts_executable_and_read_only() {
-    let d = debugger(DebuggerSpec {
-        enable_config_map: true,
-        config_map: "my-scripts".into(),
-        ..DebuggerSpec::default()
-    });
-    let spec = pod_spec(&d, None, &images());
-    let vol = &spec.volumes.unwrap()[1];
-    let cm = vol.config_map.as_ref().unwrap();
-    assert_eq!(
-        (cm.name.as_str(), cm.default_mode),
-        ("my-scripts", Some(0o755))
-    );
-    let mount = &spec.containers[0].volume_mounts.as_ref().unwrap()[1];
-    assert_eq!(
-        (mount.mount_path.as_str(), mount.read_only),
-        ("/scripts/custom", Some(true))
-    );
-}
-
-#[test]
-fn spec_image_overrides_the_runner_image_flag() {
-    let d = debugger(DebuggerSpec {
-        image: "mine/runner:7".into(),
-        ..DebuggerSpec::default()
-    });
-    assert_eq!(
-        pod_spec(&d, None, &images()).containers[0].image.as_deref(),
-        Some("mine/runner:7")
     );
 }
 
