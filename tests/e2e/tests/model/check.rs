@@ -474,25 +474,42 @@ pub async fn converge(
 mod tests;
 
 /// Whether `v` is a pod left for the garbage collector: its owner is gone
-/// and nothing but the collector deletes it (see [`pod_state`]).
+/// and nothing but the collector deletes it, or the collector deleted it
+/// less than [`BOUND`] ago and its node has the rest of that time to
+/// confirm (see [`pod_state`]).
 fn awaits_gc(v: &Violation) -> bool {
-    v.invariant == PODS_GONE && v.what.starts_with("pod ") && v.what.ends_with("not deleted yet)")
+    v.invariant == PODS_GONE
+        && v.what.starts_with("pod ")
+        && (v.what.ends_with("not deleted yet)") || v.what.ends_with(&format!("{NODES_TURN})")))
 }
 
+/// How [`pod_state`] ends for a pod deleted less than [`BOUND`] ago.
+const NODES_TURN: &str = "its node's turn";
+
 /// Where a pod that should be gone is: not yet deleted (the garbage
-/// collector's turn), or deleted and waiting for its node to confirm.
+/// collector's turn), or deleted and waiting for its node to confirm,
+/// within [`BOUND`] of the delete (`deletionTimestamp` less the grace
+/// period) or past it.
 fn pod_state(p: &Pod) -> String {
     let phase = p
         .status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("no phase");
-    match &p.metadata.deletion_timestamp {
-        Some(t) => format!(
-            "{phase}, deleted at {}, node {:?}",
-            t.0,
-            p.spec.as_ref().and_then(|s| s.node_name.as_deref())
-        ),
-        None => format!("{phase}, not deleted yet"),
+    let Some(t) = &p.metadata.deletion_timestamp else {
+        return format!("{phase}, not deleted yet");
+    };
+    let grace = p.metadata.deletion_grace_period_seconds.unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let ago = now - (t.0.as_second() - grace);
+    if ago < BOUND.as_secs() as i64 {
+        return format!("{phase}, deleted {ago} s ago, {NODES_TURN}");
     }
+    format!(
+        "{phase}, deleted at {} ({ago} s ago), node {:?}",
+        t.0,
+        p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+    )
 }

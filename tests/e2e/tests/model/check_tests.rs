@@ -211,7 +211,7 @@ fn after_a_switch_the_old_kind_must_go() {
 }
 
 #[test]
-fn only_pods_not_yet_deleted_wait_for_the_garbage_collector() {
+fn pods_not_yet_deleted_or_deleted_within_the_bound_may_wait_longer() {
     let remains = violation(
         PODS_GONE,
         "DaemonSet d1 remains after the switch to a Pod".into(),
@@ -221,7 +221,40 @@ fn only_pods_not_yet_deleted_wait_for_the_garbage_collector() {
         PODS_GONE,
         "pod d1-a of deleted Debugger d1 still exists (Running, deleted at 2026-11-25T00:00:00Z, node Some(\"node-1\"))".into(),
     );
-    assert!(!awaits_gc(&deleted), "its node's turn, not the collector's");
+    assert!(
+        !awaits_gc(&deleted),
+        "its node's turn, past the bound, not the collector's"
+    );
+    let just_deleted = violation(
+        PODS_GONE,
+        "pod d1-a of deleted Debugger d1 still exists (Running, deleted 3 s ago, its node's turn)"
+            .into(),
+    );
+    assert!(awaits_gc(&just_deleted), "deleted late by the collector");
     let ready = violation(READY_CLAIM, "pod d1-a not deleted yet)".into());
     assert!(!awaits_gc(&ready));
+}
+
+#[test]
+fn a_pod_deleted_within_the_bound_is_its_nodes_turn_and_one_deleted_before_is_late() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let deleted = |ago: i64, grace: i64| {
+        let mut p = Pod::default();
+        p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(now - ago + grace).unwrap(),
+        ));
+        p.metadata.deletion_grace_period_seconds = Some(grace);
+        pod_state(&p)
+    };
+    // Deleted 5 s ago with a 30 s grace: deletionTimestamp is 25 s ahead.
+    assert!(deleted(5, 30).ends_with(NODES_TURN), "{}", deleted(5, 30));
+    assert!(
+        !deleted(25, 30).ends_with(NODES_TURN),
+        "{}",
+        deleted(25, 30)
+    );
+    assert!(!deleted(25, 0).ends_with(NODES_TURN));
 }
