@@ -39,9 +39,8 @@ use watch::Update;
 /// Where the pod runs, from the environment the operator sets.
 struct Environment {
     namespace: String,
-    pod: String,
     debugger: Option<String>,
-    /// Own pod and its addresses, from `POD_IPS` and `POD_IP`.
+    /// Own pod name and addresses, from `POD_NAME`, `POD_IPS` and `POD_IP`.
     me: Me,
 }
 
@@ -61,11 +60,10 @@ impl Environment {
         Environment {
             namespace,
             me: Me::new(
-                pod.clone(),
+                pod,
                 var(env::POD_IPS).as_deref(),
                 var(env::POD_IP).as_deref(),
             ),
-            pod,
             debugger: var(env::DEBUGGER_NAME),
         }
     }
@@ -228,7 +226,7 @@ impl Probing {
 /// Runs until SIGINT/SIGTERM.
 pub async fn run(pinger: String) -> ExitCode {
     let envr = Environment::read();
-    tracing::info!(pinger = %pinger, namespace = %envr.namespace, pod = %envr.pod, addresses = ?envr.me.ips, debugger = ?envr.debugger, "following the Pinger");
+    tracing::info!(pinger = %pinger, namespace = %envr.namespace, pod = %envr.me.pod, addresses = ?envr.me.ips, debugger = ?envr.debugger, "following the Pinger");
     let client = connect().await;
     let (tx, mut updates) = mpsc::channel(256);
     tokio::spawn(watch::pinger(
@@ -238,22 +236,21 @@ pub async fn run(pinger: String) -> ExitCode {
     ));
     tokio::spawn(watch::own_pod(
         Api::<kube::core::PartialObjectMeta<Pod>>::namespaced(client.clone(), &envr.namespace),
-        envr.pod.clone(),
+        envr.me.pod.clone(),
         tx.clone(),
     ));
     drop(tx);
 
-    let me = envr.me.clone();
-    let include = Include::for_pod(&me);
+    let include = Include::for_pod(&envr.me);
     let icmp = Arc::new(Icmp::default());
     let knobs = Knobs::from(&PingerSpec::default());
     let (report_tx, mut reports) = mpsc::unbounded_channel();
     let mut probing = Probing {
-        engine: Engine::new(settings(&knobs, &icmp), report_tx, seed(&envr.pod), None),
+        engine: Engine::new(settings(&knobs, &icmp), report_tx, seed(&envr.me.pod), None),
         knobs,
         metrics: Arc::new(Metrics::default()),
         gate: Gate::new(Policy::default()),
-        publisher: Publisher::new(client.clone(), &envr.namespace, &envr.pod),
+        publisher: Publisher::new(client.clone(), &envr.namespace, &envr.me.pod),
         icmp,
         last_invalid: Vec::new(),
     };
@@ -290,7 +287,7 @@ pub async fn run(pinger: String) -> ExitCode {
         switch_pod_watch(&mut pod_watch, &mut state, envr.debugger.as_deref(), |d| {
             PodWatch::start(&client, &envr.namespace, d, include)
         });
-        let spec = probing.follow(&state, &me, &pinger);
+        let spec = probing.follow(&state, &envr.me, &pinger);
         // No endpoint until the Pinger is known: its port is not yet.
         let serving = state.spec.as_ref().map_or(
             PingerSpec {
