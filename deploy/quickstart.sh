@@ -40,6 +40,12 @@ kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=
 
 echo "==> applying the samples (config/samples)"
 kubectl apply -f config/samples/pinger.yaml -f config/samples/debugger_daemonset.yaml 2>&1 | quiet
+# The operator creates the Debugger's DaemonSet a moment after the apply:
+# rollout status needs it to exist.
+for _ in $(seq 1 60); do
+    kubectl -n default get daemonset/node-check >/dev/null 2>&1 && break
+    sleep 1
+done
 kubectl -n default rollout status daemonset/node-check --timeout=180s 2>&1 | quiet
 # One run now; the sample's schedule (spec.runAt) stays as it is.
 kubectl combo run node-check -n default 2>&1 | quiet
