@@ -79,6 +79,13 @@ pub fn create_pod_netns(uid: &str, node_index: u32, ip: &str) -> Result<()> {
         "eth0",
     ])?;
     run(&["ip", "-n", &ns, "link", "set", "eth0", "up"])?;
+    // A pod deleted earlier may have had this address: the node's bridge
+    // still holds its MAC for it as REACHABLE for up to 45 s and would send
+    // the new pod's first packets to that gone MAC. Forget it, as a CNI
+    // plugin's gratuitous ARP makes the node do.
+    run(&[
+        "ip", "-n", &node_ns, "neigh", "flush", "to", ip, "dev", "cbr0",
+    ])?;
     run(&[
         "ip",
         "-n",
