@@ -114,26 +114,12 @@ pub fn seen(pod: &Pod) -> Option<(Key, String, Option<Seen>)> {
     ))
 }
 
-/// Every address of a pod: each of `status.podIPs` (both of a dual-stack
-/// pod), or `status.podIP` when that list is empty; entries that are no
-/// address are skipped, repeats kept once, in the order given.
+/// Every address of a pod, as the pinger reads them too.
 fn addresses(status: &PodStatus) -> Vec<IpAddr> {
-    let mut given: Vec<&str> = status
-        .pod_ips
-        .iter()
-        .flatten()
-        .map(|p| p.ip.as_str())
-        .collect();
-    if given.is_empty() {
-        given.extend(status.pod_ip.as_deref());
-    }
-    let mut out: Vec<IpAddr> = Vec::new();
-    for ip in given.into_iter().filter_map(|ip| ip.parse().ok()) {
-        if !out.contains(&ip) {
-            out.push(ip);
-        }
-    }
-    out
+    peers::pod_addresses(
+        status.pod_ips.iter().flatten().map(|p| p.ip.as_str()),
+        status.pod_ip.as_deref(),
+    )
 }
 
 impl Groups {

@@ -61,9 +61,61 @@ pub fn parse(value: &str) -> (Vec<IpAddr>, Vec<String>) {
     (ips, bad)
 }
 
+/// Every address of a pod: each entry of its `status.podIPs` that is an
+/// address (both of a dual-stack pod), repeats kept once, in the order
+/// given; `status.podIP` when no entry is one. The operator's lists and the
+/// pinger's own view of the pods read a pod through this, so both probe
+/// the same addresses.
+pub fn pod_addresses<'a>(
+    pod_ips: impl IntoIterator<Item = &'a str>,
+    pod_ip: Option<&str>,
+) -> Vec<IpAddr> {
+    let mut out: Vec<IpAddr> = Vec::new();
+    for ip in pod_ips.into_iter().filter_map(|ip| ip.trim().parse().ok()) {
+        if !out.contains(&ip) {
+            out.push(ip);
+        }
+    }
+    if out.is_empty() {
+        out.extend(pod_ip.and_then(|ip| ip.trim().parse::<IpAddr>().ok()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ips(all: &[&str]) -> Vec<IpAddr> {
+        all.iter().map(|s| s.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_pod_is_probed_on_each_of_its_pod_ips_or_else_its_pod_ip() {
+        let dual = ["10.0.0.2", "fd00::2"];
+        assert_eq!(
+            pod_addresses(dual, Some("10.0.0.2")),
+            ips(&["10.0.0.2", "fd00::2"])
+        );
+        // Order as given, repeats once.
+        assert_eq!(
+            pod_addresses(["fd00::2", "10.0.0.2", "fd00::2"], None),
+            ips(&["fd00::2", "10.0.0.2"])
+        );
+        // An API server that fills only podIP (or a pod just scheduled).
+        assert_eq!(pod_addresses([], Some("10.0.0.3")), ips(&["10.0.0.3"]));
+        // Entries that are no address are skipped; with none left, podIP.
+        assert_eq!(
+            pod_addresses(["pending", "10.0.0.300"], Some("10.0.0.4")),
+            ips(&["10.0.0.4"])
+        );
+        assert_eq!(
+            pod_addresses(["x", "fd00::5"], Some("10.0.0.5")),
+            ips(&["fd00::5"])
+        );
+        assert!(pod_addresses([], None).is_empty());
+        assert!(pod_addresses([], Some("")).is_empty());
+    }
 
     #[test]
     fn a_list_reads_back_as_written_in_address_order() {

@@ -8,6 +8,7 @@
 
 use std::net::IpAddr;
 
+use combo_api::peers;
 use serde_json::Value;
 
 use super::peers::Me;
@@ -114,24 +115,16 @@ pub fn rows(table: &Value, cols: Columns) -> Vec<Row> {
         .collect()
 }
 
-/// The addresses of `row`: every one of its included Pod's
-/// `status.podIPs`, or, without an included Pod or addresses there, its IP
-/// cell `ip`.
+/// The addresses of `row`: those of its included Pod's `status.podIPs`
+/// or, without an included Pod or an address there, its IP cell `ip`.
 fn addresses(row: &Value, ip: &str) -> Vec<IpAddr> {
-    let listed: Vec<IpAddr> = row
+    let listed = row
         .pointer("/object/status/podIPs")
         .and_then(Value::as_array)
-        .map(|all| {
-            all.iter()
-                .filter_map(|p| p.get("ip")?.as_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    if listed.is_empty() {
-        ip.parse().into_iter().collect()
-    } else {
-        listed
-    }
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("ip")?.as_str());
+    peers::pod_addresses(listed, Some(ip))
 }
 
 /// `"2/2"`: every one of a positive number is ready.
