@@ -44,17 +44,7 @@ pub async fn write(
         }
         let limit = attempt_timeout(attempt);
         let run_at = pending.summary.run_at.clone();
-        let error = match tokio::time::timeout(
-            limit,
-            publisher.apply(
-                &pending.owner,
-                &pending.summary,
-                &pending.sources,
-                &pending.history,
-            ),
-        )
-        .await
-        {
+        let error = match apply_within(publisher, &pending, limit).await {
             Ok(Ok(())) => {
                 tracing::info!(debugger = %pending.owner.name, %run_at, attempt, "report written");
                 return Written::Landed(attempt);
@@ -73,6 +63,25 @@ pub async fn write(
             retry_in_ms = pause.as_millis() as u64, "report write failed");
         tokio::time::sleep(pause).await;
     }
+}
+
+/// One attempt to apply `pending`, given at most `limit`; `Err` when the
+/// API server did not answer in time.
+async fn apply_within(
+    publisher: &Publisher,
+    pending: &Pending,
+    limit: Duration,
+) -> Result<Result<(), kube::Error>, tokio::time::error::Elapsed> {
+    tokio::time::timeout(
+        limit,
+        publisher.apply(
+            &pending.owner,
+            &pending.summary,
+            &pending.sources,
+            &pending.history,
+        ),
+    )
+    .await
 }
 
 /// How long a stopping runner tries to write a result still pending: one
@@ -112,17 +121,7 @@ impl Writer {
             return false;
         };
         let run_at = pending.summary.run_at.clone();
-        match tokio::time::timeout(
-            limit,
-            self.publisher.apply(
-                &pending.owner,
-                &pending.summary,
-                &pending.sources,
-                &pending.history,
-            ),
-        )
-        .await
-        {
+        match apply_within(&self.publisher, &pending, limit).await {
             Ok(Ok(())) => {
                 tracing::info!(%run_at, "report written before stopping");
                 true
