@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 
 use combo_api::report::{node_label_value, report_name};
 use combo_testkit::suite::Case;
-use support::Tree;
+use support::{err_of, parse_yaml, Tree};
 
 /// What a shell would create if any of these strings reached one.
 const MARKER: &str = "pwned";
@@ -60,21 +60,6 @@ fn script_named(dir: &Path, name: &[u8], body: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// The err message of `item` in `category` of a YAML summary.
-fn err_of(y: &serde_yaml::Value, category: &str, item: &str) -> Option<String> {
-    y[category][item]["err"].as_str().map(str::to_string)
-}
-
-fn parse_yaml(out: &Output) -> serde_yaml::Value {
-    serde_yaml::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "yaml output ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// Problems of a `--once` table: a line that is not the header, a row of
 /// `category`, the blank line, the run line or an errlog line, and any
 /// control character but the newlines.
@@ -96,19 +81,23 @@ fn table_problems(table: &str, category: &str) -> Vec<String> {
     problems
 }
 
-/// The newest errlog of `category`.
-fn errlog(t: &Tree, category: &str) -> String {
-    let logs = t.list(&format!("{category}/errlog"));
-    let newest = logs.last().expect("an errlog was written");
-    t.read(&format!("{category}/errlog/{newest}"))
+/// Records `case`: no input handled when a problem concerns them all
+/// (`shared`), else each input without a problem of its own.
+fn record(case: Case, inputs: usize, shared: &[String], problems: &[String]) {
+    let failed = problems.len() - shared.len();
+    let handled = if shared.is_empty() {
+        inputs - failed
+    } else {
+        0
+    };
+    case.done(handled as u64, 0);
 }
 
-#[test]
-fn hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run() {
-    let t = Tree::new("hostile-output");
-    let long_message = "m".repeat(7000);
-    // (what a line holds, its item, the message the summary must show).
-    let lines: Vec<(&str, String, Option<String>)> = vec![
+/// What each line of the hostile script of
+/// [`hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run`]
+/// holds, its item, and the message the summary must show.
+fn output_cases(long_message: &str) -> Vec<(&'static str, String, Option<String>)> {
+    vec![
         (
             "bytes that are not UTF-8",
             "bad\u{FFFD}item".into(),
@@ -132,28 +121,50 @@ fn hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run() {
         (
             "a message of 7,000 bytes",
             "longmsg".into(),
-            Some(long_message.clone()),
+            Some(long_message.to_string()),
         ),
         (
             "a line of 9,000 bytes (plain output)",
             "overlong".into(),
             None,
         ),
-    ];
-    t.script(
-        "svc/hostile.sh",
-        &[
-            r"printf 'err bad\377item msg \376\375 end\n'",
-            &format!(
-                r"printf '%s\n' 'err $(touch {MARKER}-a) `touch {MARKER}-b`;touch {MARKER}-c'"
-            ),
-            r"printf 'err cr one\rtwo\033[2J\n'",
-            &format!("echo 'err {} cut'", "i".repeat(300)),
-            &format!("echo 'err longmsg {long_message}'"),
-            &format!("echo 'err overlong {}'", "o".repeat(9000)),
-        ]
-        .join("\n"),
-    );
+    ]
+}
+
+/// The script printing the lines of [`output_cases`].
+fn hostile_output_script(long_message: &str) -> String {
+    [
+        r"printf 'err bad\377item msg \376\375 end\n'",
+        &format!(r"printf '%s\n' 'err $(touch {MARKER}-a) `touch {MARKER}-b`;touch {MARKER}-c'"),
+        r"printf 'err cr one\rtwo\033[2J\n'",
+        &format!("echo 'err {} cut'", "i".repeat(300)),
+        &format!("echo 'err longmsg {long_message}'"),
+        &format!("echo 'err overlong {}'", "o".repeat(9000)),
+    ]
+    .join("\n")
+}
+
+/// A problem for each run that did not exit 1 (items failed).
+fn exit_problems(outs: &[&Output]) -> Vec<String> {
+    outs.iter()
+        .filter(|o| o.status.code() != Some(1))
+        .map(|o| {
+            format!(
+                "exit {:?}: {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run() {
+    let t = Tree::new("hostile-output");
+    let long_message = "m".repeat(7000);
+    // (what a line holds, its item, the message the summary must show).
+    let lines = output_cases(&long_message);
+    t.script("svc/hostile.sh", &hostile_output_script(&long_message));
     let case = Case::new(
         "bad input",
         "runner: hostile script output (invalid UTF-8, shell metacharacters, control characters, long lines)",
@@ -165,26 +176,16 @@ fn hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run() {
     let y = parse_yaml(&yaml);
     let j: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json output");
     let table_text = String::from_utf8_lossy(&table.stdout).into_owned();
-    let log = errlog(&t, "svc");
+    let log = t.errlog("svc");
     let shared = [
         table_problems(&table_text, "svc"),
         markers(t.path()),
-        [&yaml, &json, &table]
-            .iter()
-            .filter(|o| o.status.code() != Some(1))
-            .map(|o| {
-                format!(
-                    "exit {:?}: {}",
-                    o.status,
-                    String::from_utf8_lossy(&o.stderr)
-                )
-            })
-            .collect(),
+        exit_problems(&[&yaml, &json, &table]),
     ]
     .concat();
     let mut problems = shared.clone();
     for (what, item, want) in &lines {
-        let from_yaml = err_of(&y, "svc", item);
+        let from_yaml = err_of(&y, "svc", item).map(str::to_string);
         let from_json = j["svc"][item.as_str()]["err"].as_str().map(str::to_string);
         let in_log = want
             .as_ref()
@@ -195,13 +196,7 @@ fn hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run() {
             ));
         }
     }
-    let failed = problems.len() - shared.len();
-    let handled = if shared.is_empty() {
-        lines.len() - failed
-    } else {
-        0
-    };
-    case.done(handled as u64, 0);
+    record(case, lines.len(), &shared, &problems);
     assert!(problems.is_empty(), "{problems:#?}\ntable:\n{table_text}");
     assert_eq!(
         y["svc"].as_mapping().map(|m| m.len()),
@@ -210,13 +205,11 @@ fn hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run() {
     );
 }
 
-#[test]
-fn hostile_script_file_names_run_as_they_are_and_stay_one_line() {
-    let t = Tree::new("hostile-names");
-    let disk = t.join("disk");
-    // (file name, its item); each script exits with its index + 3 and
-    // prints a hostile stderr line.
-    let names: Vec<(Vec<u8>, String)> = vec![
+/// The script file names of
+/// [`hostile_script_file_names_run_as_they_are_and_stay_one_line`], each
+/// with its item.
+fn hostile_names() -> Vec<(Vec<u8>, String)> {
+    vec![
         (b"a\nb.sh".to_vec(), "a\u{FFFD}b".into()),
         (b"bad\xffname.sh".to_vec(), "bad\u{FFFD}name".into()),
         (
@@ -232,7 +225,29 @@ fn hostile_script_file_names_run_as_they_are_and_stay_one_line() {
             format!("x;touch {MARKER}-f"),
         ),
         (b"tab\tand space.sh".to_vec(), "tab\u{FFFD}and space".into()),
-    ];
+    ]
+}
+
+/// Whether each line of an errlog is one of its fields, a blank line or
+/// the hostile stderr line the scripts print.
+fn errlog_lines_known(log: &str) -> bool {
+    log.lines().all(|l| {
+        l.is_empty()
+            || ["# ", "=== script: ", "exit code: ", "duration: ", "item: ", "err: ", "--- "]
+                .iter()
+                .any(|p| l.starts_with(p))
+            // The captured stderr, kept as the script wrote it.
+            || l.starts_with("$(touch")
+    })
+}
+
+#[test]
+fn hostile_script_file_names_run_as_they_are_and_stay_one_line() {
+    let t = Tree::new("hostile-names");
+    let disk = t.join("disk");
+    // (file name, its item); each script exits with its index + 3 and
+    // prints a hostile stderr line.
+    let names = hostile_names();
     for (i, (name, _)) in names.iter().enumerate() {
         script_named(
             &disk,
@@ -252,7 +267,7 @@ fn hostile_script_file_names_run_as_they_are_and_stay_one_line() {
     let table = once(&t, "table", &[]);
     let y = parse_yaml(&yaml);
     let table_text = String::from_utf8_lossy(&table.stdout).into_owned();
-    let log = errlog(&t, "disk");
+    let log = t.errlog("disk");
     let mut shared = [table_problems(&table_text, "disk"), markers(t.path())].concat();
     if yaml.status.code() != Some(1) || table.status.code() != Some(1) {
         shared.push(format!(
@@ -262,15 +277,7 @@ fn hostile_script_file_names_run_as_they_are_and_stay_one_line() {
             String::from_utf8_lossy(&yaml.stderr)
         ));
     }
-    let log_lines_known = log.lines().all(|l| {
-        l.is_empty()
-            || ["# ", "=== script: ", "exit code: ", "duration: ", "item: ", "err: ", "--- "]
-                .iter()
-                .any(|p| l.starts_with(p))
-            // The captured stderr, kept as the script wrote it.
-            || l.starts_with("$(touch")
-    });
-    if !log_lines_known {
+    if !errlog_lines_known(&log) {
         shared.push(format!("an errlog line split from its field:\n{log}"));
     }
     let mut problems = shared.clone();
@@ -282,7 +289,7 @@ fn hostile_script_file_names_run_as_they_are_and_stay_one_line() {
             disk.display(),
             String::from_utf8_lossy(name).replace(['\n', '\t'], "\u{FFFD}")
         );
-        if got.as_deref() != Some(want.as_str()) || !log.contains(&shown) {
+        if got != Some(want.as_str()) || !log.contains(&shown) {
             problems.push(format!(
                 "{:?}: item {item:?} has {got:?}, want {want:?}; errlog names it {}",
                 String::from_utf8_lossy(name),
@@ -290,13 +297,7 @@ fn hostile_script_file_names_run_as_they_are_and_stay_one_line() {
             ));
         }
     }
-    let failed = problems.len() - shared.len();
-    let handled = if shared.is_empty() {
-        names.len() - failed
-    } else {
-        0
-    };
-    case.done(handled as u64, 0);
+    record(case, names.len(), &shared, &problems);
     assert!(
         problems.is_empty(),
         "{problems:#?}\ntable:\n{table_text}\nerrlog:\n{log}"
@@ -327,7 +328,7 @@ fn a_node_name_with_odd_characters_reaches_scripts_verbatim_and_names_a_bounded_
         // falls back to the host name, and a newline ends the err line.
         if !node.is_empty() && !node.contains('\n') {
             let y = parse_yaml(&once(&t, "yaml", &[("NODE_NAME", node)]));
-            let got = err_of(&y, "svc", "node");
+            let got = err_of(&y, "svc", "node").map(str::to_string);
             if got != Some(format!("name={node}")) {
                 node_problems.push(format!("the script saw {got:?}"));
             }

@@ -2,11 +2,7 @@
 
 mod support;
 
-use support::{alive, once_yaml, runner, Tree};
-
-fn err_of<'a>(y: &'a serde_yaml::Value, cat: &str, item: &str) -> Option<&'a str> {
-    y[cat][item]["err"].as_str()
-}
+use support::{alive, err_of, once_as, once_table, once_yaml, runner, stop_mid_run, Tree};
 
 fn has_item(y: &serde_yaml::Value, cat: &str, item: &str) -> bool {
     y[cat].get(item).is_some()
@@ -49,16 +45,10 @@ fn scripts_get_node_run_category_and_host_root_in_their_environment() {
         "svc/env.sh",
         "echo \"err env $NODE_NAME|$RUN_ID|$CATEGORY|$HOST_ROOT\"",
     );
-    let out = runner(
-        &[
-            "--once",
-            "--output",
-            "json",
-            "--scripts",
-            t.path().to_str().unwrap(),
-            "--host-root",
-            "/host",
-        ],
+    let out = once_as(
+        "json",
+        t.path(),
+        &["--host-root", "/host"],
         &[("NODE_NAME", "node-7")],
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -81,9 +71,8 @@ fn a_non_zero_exit_without_err_line_becomes_an_item_named_after_the_script() {
     assert_eq!(code, 1);
     assert!(has_item(&y, "disk", "sda"));
     assert_eq!(err_of(&y, "disk", "broken"), Some("exit 4: df: no table"));
-    let logs = t.list("disk/errlog");
-    assert_eq!(logs.len(), 1);
-    let log = t.read(&format!("disk/errlog/{}", logs[0]));
+    assert_eq!(t.list("disk/errlog").len(), 1);
+    let log = t.errlog("disk");
     assert!(log.contains("disk/broken.sh"), "{log}");
     assert!(
         log.contains("item: broken\nerr: exit 4: df: no table"),
@@ -123,8 +112,7 @@ fn a_timeout_kills_the_script_with_its_forked_child_and_the_others_finish() {
         .parse()
         .expect("the script forked a child");
     assert!(!alive(child), "forked child {child} survived the timeout");
-    let logs = t.list("net/errlog");
-    let log = t.read(&format!("net/errlog/{}", logs[0]));
+    let log = t.errlog("net");
     assert!(
         log.contains("exit code: killed after timeout of 1s"),
         "{log}"
@@ -141,8 +129,7 @@ fn huge_output_is_capped_in_the_errlog_and_items_after_it_still_count() {
     let (code, y, _) = once_yaml(t.path(), &[]);
     assert_eq!(code, 1);
     assert_eq!(err_of(&y, "mem", "late"), Some("found after the flood"));
-    let logs = t.list("mem/errlog");
-    let log = t.read(&format!("mem/errlog/{}", logs[0]));
+    let log = t.errlog("mem");
     assert!(
         log.contains("[output capped at 65536 of 300032 bytes]"),
         "stdout cap"
@@ -310,7 +297,7 @@ fn configmap_keys_run_in_their_category_with_an_item_prefix() {
 fn the_table_shows_one_row_per_item_and_the_failure_count() {
     let t = Tree::new("table");
     t.script("disk/a.sh", "echo 'ok sda1'; echo 'err sdb1 disk full'");
-    let out = runner(&["--once", "--scripts", t.path().to_str().unwrap()], &[]);
+    let out = once_table(t.path());
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "CATEGORY  ITEM  STATUS  MESSAGE");
@@ -366,58 +353,6 @@ fn in_cluster_mode_outside_a_pod_is_one_line_and_exit_two() {
         stderr.starts_with("combo-runner: environment variable NODE_NAME is not set"),
         "{stderr}"
     );
-}
-
-/// Starts `combo-runner --once` on a script that records its pid and its
-/// child's and sleeps, sends `signal` once both pids are written, and
-/// returns how long the runner took to exit after it, and its status.
-fn stop_mid_run(t: &Tree, signal: nix::sys::signal::Signal) -> (std::time::Duration, Option<i32>) {
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
-    let dir = t.path().display().to_string();
-    t.script(
-        "disk/slow.sh",
-        &format!(
-            "echo 'err early boom'\n\
-             sleep 60 & echo $! > {dir}/child.pid.new\n\
-             echo $$ > {dir}/script.pid.new\n\
-             mv {dir}/child.pid.new {dir}/child.pid; mv {dir}/script.pid.new {dir}/script.pid\n\
-             wait"
-        ),
-    );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_combo-runner"))
-        .args(["--once", "--timeout", "120", "--scripts", &dir])
-        .arg("--state-dir")
-        .arg(t.join("state"))
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("combo-runner starts");
-    let started = Instant::now();
-    while !(t.join("script.pid").exists() && t.join("child.pid").exists()) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the script did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let sent = Instant::now();
-    nix::sys::signal::kill(pid, signal).expect("signal sent");
-    // Polled, so a runner that ignores the signal fails the test after
-    // 20 s instead of hanging it; the bound checked is the one promised.
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if sent.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            break child.wait().expect("wait");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    (sent.elapsed(), status.code())
 }
 
 #[test]

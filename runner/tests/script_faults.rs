@@ -6,11 +6,7 @@
 mod support;
 
 use combo_testkit::suite::Case;
-use support::{alive, once_yaml, Tree};
-
-fn err_of<'a>(y: &'a serde_yaml::Value, cat: &str, item: &str) -> Option<&'a str> {
-    y[cat][item]["err"].as_str()
-}
+use support::{alive, err_of, once_yaml, Tree};
 
 fn pid_in(t: &Tree, rel: &str) -> u32 {
     t.read(rel)

@@ -7,7 +7,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::scripts::{iface, klog_append, run_full, scripts_dir, state};
+use support::scripts::{klog_append, run_full, scripts_dir, state, up};
 use support::Tree;
 
 /// Every default script, as `<category>/<file>`.
@@ -121,13 +121,7 @@ fn the_runner_keeps_each_script_state_so_problems_are_reported_once() {
     let scripts = copy_scripts(&t, &["svc/kernlog.sh", "net/counters.sh", "mem/oom.sh"]);
     let h = Tree::new("once-host");
     let host = h.path().to_str().unwrap();
-    iface(
-        &h,
-        "eth0",
-        "0x1003",
-        "up",
-        &[("rx_errors", 400), ("rx_packets", 1000)],
-    );
+    up(&h, "eth0", &[("rx_errors", 400), ("rx_packets", 1000)]);
     h.file("proc/vmstat", "oom_kill 9\n", 0o644);
     klog_append(
         &t,
@@ -139,29 +133,16 @@ fn the_runner_keeps_each_script_state_so_problems_are_reported_once() {
     let log = t.join("kmsg");
     let state_dir = t.join("state");
     let once = || {
-        let out = support::runner(
-            &[
-                "--once",
-                "--output",
-                "yaml",
-                "--scripts",
-                scripts.to_str().unwrap(),
-                "--state-dir",
-                state_dir.to_str().unwrap(),
-            ],
+        let out = support::once_as(
+            "yaml",
+            &scripts,
+            &["--state-dir", state_dir.to_str().unwrap()],
             &[
                 ("HOST_ROOT", host),
                 ("KERNEL_LOG_FILE", log.to_str().unwrap()),
             ],
         );
-        let y: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{e}: {}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        (out.status.code(), y)
+        (out.status.code(), support::parse_yaml(&out))
     };
     // First run: every counting check records its baseline and skips.
     let (code, y) = once();
@@ -181,13 +162,7 @@ fn the_runner_keeps_each_script_state_so_problems_are_reported_once() {
     }
     // Faults between two runs: reported by the next run only.
     klog_append(&t, &["INFO: task b:2 blocked for more than 120 seconds."]);
-    iface(
-        &h,
-        "eth0",
-        "0x1003",
-        "up",
-        &[("rx_errors", 450), ("rx_packets", 2000)],
-    );
+    up(&h, "eth0", &[("rx_errors", 450), ("rx_packets", 2000)]);
     h.file("proc/vmstat", "oom_kill 10\n", 0o644);
     let (code, y) = once();
     assert_eq!(code, Some(1), "{y:?}");

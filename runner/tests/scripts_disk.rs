@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::scripts::{err, ok, run, run_full, skipped, skips, state};
+use support::scripts::{err, ok, run, run_full, skipped, skipped_by, skips, Stateful};
 use support::Tree;
 
 /// A node with an ext4 `/`, an xfs `/var`, a bind mount and pseudo
@@ -109,10 +109,9 @@ fn disk_busyness_and_await_are_judged_since_the_previous_run() {
             0o644,
         );
     };
-    let st = state(&t, "b");
-    let env = [("STATE_DIR", st.as_str())];
+    let st = Stateful::new(&t, "b", &[]);
     stats(1000, 10_000, 50_000, 100_000);
-    let s = skips("disk/busy.sh", t.path(), &env);
+    let s = st.skips("disk/busy.sh", &[]);
     skipped(&s, "busy:sda", "baseline recorded");
     skipped(&s, "await:sda", "baseline recorded");
     assert_eq!(
@@ -122,7 +121,7 @@ fn disk_busyness_and_await_are_judged_since_the_previous_run() {
     );
     // 100 s later: busy 95 s of them, 1000 I/Os of 600 ms each.
     stats(1100, 11_000, 650_000, 195_000);
-    let items = run("disk/busy.sh", t.path(), &env);
+    let items = st.run("disk/busy.sh", &[]);
     err(
         &items,
         "busy:sda",
@@ -134,15 +133,13 @@ fn disk_busyness_and_await_are_judged_since_the_previous_run() {
         "600 ms per I/O on average over 1000 I/Os",
     );
     stats(1200, 12_000, 660_000, 200_000);
-    let items = run("disk/busy.sh", t.path(), &env);
+    let items = st.run("disk/busy.sh", &[]);
     ok(&items, "busy:sda");
     ok(&items, "await:sda");
     stats(1300, 13_000, 1_260_000, 295_000);
-    let items = run(
+    let items = st.run(
         "disk/busy.sh",
-        t.path(),
         &[
-            ("STATE_DIR", st.as_str()),
             ("DISK_BUSY_MAX_PERCENT", "96"),
             ("DISK_AWAIT_MAX_MS", "700"),
         ],
@@ -154,11 +151,7 @@ fn disk_busyness_and_await_are_judged_since_the_previous_run() {
 #[test]
 fn raid_arrays_and_controllers() {
     let t = Tree::new("raid");
-    skipped(
-        &skips("disk/raid.sh", t.path(), &[]),
-        "raid",
-        "no software (md) array",
-    );
+    skipped_by("disk/raid.sh", t.path(), "raid", "no software (md) array");
     t.file(
         "proc/mdstat",
         "Personalities : [raid1]\n\

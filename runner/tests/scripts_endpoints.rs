@@ -6,16 +6,37 @@ mod support;
 
 use std::net::TcpListener;
 
-use support::scripts::{err, host_netns, ok, run, run_full, skipped, skips};
+use support::scripts::{err, host_netns, ok, run, run_full, skipped, skips, Items};
 use support::Tree;
 
-#[test]
-fn kubelet_healthz_runtime_socket_and_apiserver() {
-    let t = Tree::new("kubelet");
-    let healthy = support::http_once("200 OK", "ok", 1);
-    let env = [("SVC_KUBELET_HEALTHZ", healthy.as_str())];
+/// Runs `svc/kubelet.sh` on `t` with `env`.
+fn kubelet(t: &Tree, env: &[(&str, &str)]) -> Items {
+    run("svc/kubelet.sh", t.path(), env)
+}
+
+/// Runs `svc/kubelet.sh` on `t` with the kubelet's healthz at `addr`.
+fn kubelet_healthz_at(t: &Tree, addr: &str) -> Items {
+    kubelet(t, &[("SVC_KUBELET_HEALTHZ", addr)])
+}
+
+/// Runs `svc/kubelet.sh` on `t` with the API server at `addr`
+/// (`host:port`).
+fn apiserver_at(t: &Tree, addr: &str) -> Items {
+    let (host, port) = addr.split_once(':').unwrap();
+    kubelet(
+        t,
+        &[
+            ("KUBERNETES_SERVICE_HOST", host),
+            ("KUBERNETES_SERVICE_PORT", port),
+        ],
+    )
+}
+
+/// On a machine that is no node every item is skipped, also where a
+/// kubelet left directories behind; then a node without hostNetwork.
+fn kubelet_checks_skip_off_a_node_and_without_host_network(t: &Tree, env: &[(&str, &str)]) {
     // Not a node: every item skipped.
-    let (items, s) = run_full("svc/kubelet.sh", t.path(), &env);
+    let (items, s) = run_full("svc/kubelet.sh", t.path(), env);
     assert!(items.is_empty(), "{items:?}");
     skipped(&s, "kubelet-healthz", "not a Kubernetes node");
     skipped(&s, "runtime-socket", "not a Kubernetes node");
@@ -23,47 +44,21 @@ fn kubelet_healthz_runtime_socket_and_apiserver() {
     // What a kubelet leaves behind on a machine that is no node.
     std::fs::create_dir_all(t.join("var/lib/kubelet/device-plugins")).unwrap();
     skipped(
-        &skips("svc/kubelet.sh", t.path(), &env),
+        &skips("svc/kubelet.sh", t.path(), env),
         "runtime-socket",
         "not a Kubernetes node",
     );
     std::fs::create_dir_all(t.join("var/lib/kubelet/pki")).unwrap();
     skipped(
-        &skips("svc/kubelet.sh", t.path(), &env),
+        &skips("svc/kubelet.sh", t.path(), env),
         "kubelet-healthz",
         "needs hostNetwork",
     );
-    host_netns(&t);
-    let sock = t.join("run/containerd/containerd.sock");
-    std::fs::create_dir_all(sock.parent().unwrap()).unwrap();
-    let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let items = run("svc/kubelet.sh", t.path(), &env);
-    ok(&items, "kubelet-healthz");
-    ok(&items, "runtime-socket");
-    let sick = support::http_once("500 Internal Server Error", "[-]syncloop failed", 1);
-    err(
-        &run(
-            "svc/kubelet.sh",
-            t.path(),
-            &[("SVC_KUBELET_HEALTHZ", sick.as_str())],
-        ),
-        "kubelet-healthz",
-        "healthz answered HTTP/1.1 500 Internal Server Error: [-]syncloop failed",
-    );
-    let closed = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
-    err(
-        &run(
-            "svc/kubelet.sh",
-            t.path(),
-            &[("SVC_KUBELET_HEALTHZ", closed.as_str())],
-        ),
-        "kubelet-healthz",
-        "no answer from http://",
-    );
-    // The kubelet of this node names its runtime endpoint: that one counts.
+}
+
+/// Two kubelets, of node-1 and node-2, each naming its runtime endpoint:
+/// the one of this node counts.
+fn runtime_socket_of_this_nodes_kubelet(t: &Tree) {
     t.file(
         "proc/4321/cmdline",
         "/usr/bin/kubelet\0--container-runtime-endpoint\0unix:///node-1/containerd.sock\0--hostname-override=node-1\0",
@@ -74,11 +69,7 @@ fn kubelet_healthz_runtime_socket_and_apiserver() {
         "/usr/bin/kubelet\0--container-runtime-endpoint=unix:///run/containerd/containerd.sock\0--hostname-override\0node-2\0",
         0o644,
     );
-    let items = run(
-        "svc/kubelet.sh",
-        t.path(),
-        &[("SVC_KUBELET_HEALTHZ", ""), ("NODE_NAME", "node-1")],
-    );
+    let items = kubelet(t, &[("SVC_KUBELET_HEALTHZ", ""), ("NODE_NAME", "node-1")]);
     err(
         &items,
         "runtime-socket",
@@ -89,48 +80,49 @@ fn kubelet_healthz_runtime_socket_and_apiserver() {
         "empty SVC_KUBELET_HEALTHZ: {items:?}"
     );
     ok(
-        &run(
-            "svc/kubelet.sh",
-            t.path(),
-            &[("SVC_KUBELET_HEALTHZ", ""), ("NODE_NAME", "node-2")],
-        ),
+        &kubelet(t, &[("SVC_KUBELET_HEALTHZ", ""), ("NODE_NAME", "node-2")]),
         "runtime-socket",
     );
-    let api = support::http_once("200 OK", "ok", 1);
-    let (host, port) = api.split_once(':').unwrap();
-    ok(
-        &run(
-            "svc/kubelet.sh",
-            t.path(),
-            &[
-                ("KUBERNETES_SERVICE_HOST", host),
-                ("KUBERNETES_SERVICE_PORT", port),
-            ],
-        ),
-        "apiserver",
-    );
-    let (host, port) = closed.split_once(':').unwrap();
+}
+
+#[test]
+fn kubelet_healthz_runtime_socket_and_apiserver() {
+    let t = Tree::new("kubelet");
+    let healthy = support::http_once("200 OK", "ok", 1);
+    let env = [("SVC_KUBELET_HEALTHZ", healthy.as_str())];
+    kubelet_checks_skip_off_a_node_and_without_host_network(&t, &env);
+    host_netns(&t);
+    let sock = t.join("run/containerd/containerd.sock");
+    std::fs::create_dir_all(sock.parent().unwrap()).unwrap();
+    let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let items = kubelet(&t, &env);
+    ok(&items, "kubelet-healthz");
+    ok(&items, "runtime-socket");
+    let sick = support::http_once("500 Internal Server Error", "[-]syncloop failed", 1);
     err(
-        &run(
-            "svc/kubelet.sh",
-            t.path(),
-            &[
-                ("KUBERNETES_SERVICE_HOST", host),
-                ("KUBERNETES_SERVICE_PORT", port),
-            ],
-        ),
+        &kubelet_healthz_at(&t, &sick),
+        "kubelet-healthz",
+        "healthz answered HTTP/1.1 500 Internal Server Error: [-]syncloop failed",
+    );
+    let closed = support::closed_port();
+    err(
+        &kubelet_healthz_at(&t, &closed),
+        "kubelet-healthz",
+        "no answer from http://",
+    );
+    runtime_socket_of_this_nodes_kubelet(&t);
+    let api = support::http_once("200 OK", "ok", 1);
+    ok(&apiserver_at(&t, &api), "apiserver");
+    err(
+        &apiserver_at(&t, &closed),
         "apiserver",
         "no TCP connection to the API server",
     );
 }
 
-#[test]
-fn dns_passes_the_runner_dns_lines_through() {
-    let t = Tree::new("dns");
-    t.file("etc/resolv.conf", "search x\nnameserver 127.0.0.1\n", 0o644);
-    let skipped_without = skips("net/dns.sh", t.path(), &[]);
-    skipped(&skipped_without, "dns", "no COMBO_RUNNER");
-    let args = t.join("args");
+/// A stand-in `combo-runner` in `fakebin` that appends its arguments to
+/// the tree's `args` file and answers as `combo-runner dns` does; its path.
+fn fake_runner(t: &Tree) -> String {
     t.script(
         "fakebin/fake-runner",
         &format!(
@@ -139,37 +131,53 @@ fn dns_passes_the_runner_dns_lines_through() {
                *--server*) echo 'err dns:10.96.0.10/udp SERVFAIL'; echo 'ok dns:10.96.0.10/tcp' ;;\n\
                *) echo 'ok dns:127.0.0.1/udp'; echo 'ok dns:127.0.0.1/tcp' ;;\n\
              esac",
-            args.display()
+            t.join("args").display()
         ),
     );
-    let runner = t.join("fakebin/fake-runner");
-    let runner = runner.to_str().unwrap();
+    t.join("fakebin/fake-runner").to_str().unwrap().to_string()
+}
+
+/// The arguments the fake runner was called with since the last call,
+/// one call a line.
+fn runner_calls(t: &Tree) -> String {
+    let calls = t.read("args");
+    std::fs::remove_file(t.join("args")).unwrap();
+    calls
+}
+
+#[test]
+fn dns_passes_the_runner_dns_lines_through() {
+    let t = Tree::new("dns");
+    t.file("etc/resolv.conf", "search x\nnameserver 127.0.0.1\n", 0o644);
+    let skipped_without = skips("net/dns.sh", t.path(), &[]);
+    skipped(&skipped_without, "dns", "no COMBO_RUNNER");
+    let runner = fake_runner(&t);
+    let dns = |extra: &[(&str, &str)]| {
+        let mut env = vec![("COMBO_RUNNER", runner.as_str())];
+        env.extend_from_slice(extra);
+        run_full("net/dns.sh", t.path(), &env)
+    };
     let conf = t.join("etc/resolv.conf");
-    let items = run("net/dns.sh", t.path(), &[("COMBO_RUNNER", runner)]);
+    let items = dns(&[]).0;
     ok(&items, "dns:127.0.0.1/udp");
     ok(&items, "dns:127.0.0.1/tcp");
     assert_eq!(
-        t.read("args").trim(),
+        runner_calls(&t).trim(),
         format!(
             "dns --name kubernetes.default.svc.cluster.local --resolv-conf {}",
             conf.display()
         ),
         "the node's own resolvers: any answer will do"
     );
-    std::fs::remove_file(&args).unwrap();
-    let items = run(
-        "net/dns.sh",
-        t.path(),
-        &[
-            ("COMBO_RUNNER", runner),
-            ("NET_DNS_NAME", "example.org"),
-            ("NET_CLUSTER_DNS", "10.96.0.10"),
-        ],
-    );
+    let items = dns(&[
+        ("NET_DNS_NAME", "example.org"),
+        ("NET_CLUSTER_DNS", "10.96.0.10"),
+    ])
+    .0;
     err(&items, "dns:10.96.0.10/udp", "SERVFAIL");
     ok(&items, "dns:10.96.0.10/tcp");
     assert_eq!(
-        t.read("args").lines().collect::<Vec<_>>(),
+        runner_calls(&t).lines().collect::<Vec<_>>(),
         [
             format!(
                 "dns --name example.org --resolv-conf {} --must-exist",
@@ -178,12 +186,7 @@ fn dns_passes_the_runner_dns_lines_through() {
             "dns --name example.org --server 10.96.0.10 --must-exist".to_string(),
         ]
     );
-    std::fs::remove_file(&args).unwrap();
-    run(
-        "net/dns.sh",
-        t.path(),
-        &[("COMBO_RUNNER", runner), ("NET_DNS_TRANSPORTS", "udp")],
-    );
+    dns(&[("NET_DNS_TRANSPORTS", "udp")]);
     assert_eq!(
         t.read("args").trim(),
         format!(
@@ -196,26 +199,14 @@ fn dns_passes_the_runner_dns_lines_through() {
         "fakebin/fake-runner",
         "echo 'error: unrecognized subcommand dns' >&2; exit 2",
     );
-    skipped(
-        &skips("net/dns.sh", t.path(), &[("COMBO_RUNNER", runner)]),
-        "dns",
-        "unrecognized subcommand",
-    );
+    skipped(&dns(&[]).1, "dns", "unrecognized subcommand");
     t.script(
         "fakebin/fake-runner",
         "echo 'cannot open socket' >&2; exit 1",
     );
-    err(
-        &run("net/dns.sh", t.path(), &[("COMBO_RUNNER", runner)]),
-        "dns",
-        "exited 1: cannot open socket",
-    );
+    err(&dns(&[]).0, "dns", "exited 1: cannot open socket");
     t.file("etc/resolv.conf", "search x\n", 0o644);
-    err(
-        &run("net/dns.sh", t.path(), &[("COMBO_RUNNER", runner)]),
-        "nameservers",
-        "no nameserver",
-    );
+    err(&dns(&[]).0, "nameservers", "no nameserver");
 }
 
 #[test]
@@ -223,11 +214,7 @@ fn storage_endpoints_accept_connections() {
     let t = Tree::new("storage");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let open = listener.local_addr().unwrap().to_string();
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    let closed = support::closed_port();
     assert!(run("net/storage.sh", t.path(), &[]).is_empty());
     let targets = format!("{open} {closed}");
     let items = run(

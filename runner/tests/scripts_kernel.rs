@@ -4,112 +4,126 @@
 
 mod support;
 
-use support::scripts::{err, klog_append, ok, run, run_full, skipped, skips, state};
+use support::scripts::{err, klog_append, ok, run, skipped, skipped_by, skips, Stateful};
 use support::Tree;
+
+/// A problem in the kernel log: (script, item, item skipped on the first
+/// run, injected line, err text).
+type KlogCase = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// The problems each kernel log check reports.
+const KLOG_CASES: [KlogCase; 9] = [
+    (
+        "disk/ioerrors.sh",
+        "io:sdb",
+        "io-errors",
+        "blk_update_request: I/O error, dev sdb, sector 1234 op 0x0:(READ) flags 0x0",
+        "1 I/O error line(s) in the kernel log since the previous run, last: blk_update_request",
+    ),
+    (
+        "disk/ioerrors.sh",
+        "fs:sda1",
+        "fs-errors",
+        "EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0",
+        "1 filesystem error line(s)",
+    ),
+    (
+        "svc/kernlog.sh",
+        "hung-tasks",
+        "hung-tasks",
+        "INFO: task jbd2/sda1-8:312 blocked for more than 120 seconds.",
+        "1 hung task line(s)",
+    ),
+    (
+        "svc/kernlog.sh",
+        "soft-lockups",
+        "soft-lockups",
+        "watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/1:2:1234]",
+        "CPU#1 stuck",
+    ),
+    (
+        "svc/kernlog.sh",
+        "oops",
+        "oops",
+        "BUG: kernel NULL pointer dereference, address: 0000000000000008",
+        "1 oops line(s)",
+    ),
+    (
+        "svc/kernlog.sh",
+        "oops",
+        "oops",
+        "Oops: 0002 [#1] SMP PTI",
+        "last: Oops: 0002",
+    ),
+    (
+        "net/kernlog.sh",
+        "unregister-netdevice",
+        "unregister-netdevice",
+        "unregister_netdevice: waiting for eth0 to become free. Usage count = 1",
+        "waiting for eth0",
+    ),
+    (
+        "net/kernlog.sh",
+        "conntrack-full",
+        "conntrack-full",
+        "nf_conntrack: nf_conntrack: table full, dropping packet",
+        "conntrack table full",
+    ),
+    (
+        "mem/oom.sh",
+        "oom-kills",
+        "oom-kills",
+        "Out of memory: Killed process 4242 (java) total-vm:9000kB, anon-rss:100kB",
+        "1 OOM kill(s) since the previous run, last: Out of memory: Killed process 4242 (java)",
+    ),
+];
+
+/// Runs `script` on a kernel log holding `line` since boot, then logged
+/// again, then after a reboot: reported once in the run after each time it
+/// was logged.
+fn reports_once((script, item, first, line, text): KlogCase) {
+    let t = Tree::new("klog");
+    // The same problem logged before the first run: since boot, never reported.
+    klog_append(&t, &["Linux version 6.1", line]);
+    let log = t.join("kmsg");
+    let st = Stateful::new(&t, "s", &[("KERNEL_LOG_FILE", log.to_str().unwrap())]);
+    let (items, s) = st.run_full(script, &[]);
+    assert!(items.is_empty(), "{script}: first run {items:?}");
+    skipped(&s, first, "baseline recorded; counting from the next run");
+    let (items, s) = st.run_full(script, &[]);
+    assert!(s.is_empty(), "{script}: {s:?}");
+    assert!(
+        items.values().all(Option::is_none),
+        "{script}: nothing new: {items:?}"
+    );
+    klog_append(&t, &["eth0: link up", line]);
+    let items = st.run(script, &[]);
+    err(&items, item, text);
+    let others = items.iter().filter(|(_, e)| e.is_some()).count();
+    assert_eq!(others, 1, "{script}: only {item} fails: {items:?}");
+    let items = st.run(script, &[]);
+    assert!(
+        items.values().all(Option::is_none),
+        "{script}: {item} is not reported twice: {items:?}"
+    );
+    // After a reboot the whole log of the new boot is new, even with
+    // sequence numbers below the position reached.
+    t.file("proc/sys/kernel/random/boot_id", "b2\n", 0o644);
+    t.file("kmsg", "", 0o644);
+    klog_append(&t, &[line]);
+    err(&st.run(script, &[]), item, text);
+}
 
 #[test]
 fn kernel_log_checks_report_a_problem_once_in_the_run_after_it_was_logged() {
-    // (script, item, item skipped on the first run, injected line, err text)
-    let cases = [
-        (
-            "disk/ioerrors.sh",
-            "io:sdb",
-            "io-errors",
-            "blk_update_request: I/O error, dev sdb, sector 1234 op 0x0:(READ) flags 0x0",
-            "1 I/O error line(s) in the kernel log since the previous run, last: blk_update_request",
-        ),
-        (
-            "disk/ioerrors.sh",
-            "fs:sda1",
-            "fs-errors",
-            "EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0",
-            "1 filesystem error line(s)",
-        ),
-        (
-            "svc/kernlog.sh",
-            "hung-tasks",
-            "hung-tasks",
-            "INFO: task jbd2/sda1-8:312 blocked for more than 120 seconds.",
-            "1 hung task line(s)",
-        ),
-        (
-            "svc/kernlog.sh",
-            "soft-lockups",
-            "soft-lockups",
-            "watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/1:2:1234]",
-            "CPU#1 stuck",
-        ),
-        (
-            "svc/kernlog.sh",
-            "oops",
-            "oops",
-            "BUG: kernel NULL pointer dereference, address: 0000000000000008",
-            "1 oops line(s)",
-        ),
-        (
-            "svc/kernlog.sh",
-            "oops",
-            "oops",
-            "Oops: 0002 [#1] SMP PTI",
-            "last: Oops: 0002",
-        ),
-        (
-            "net/kernlog.sh",
-            "unregister-netdevice",
-            "unregister-netdevice",
-            "unregister_netdevice: waiting for eth0 to become free. Usage count = 1",
-            "waiting for eth0",
-        ),
-        (
-            "net/kernlog.sh",
-            "conntrack-full",
-            "conntrack-full",
-            "nf_conntrack: nf_conntrack: table full, dropping packet",
-            "conntrack table full",
-        ),
-        (
-            "mem/oom.sh",
-            "oom-kills",
-            "oom-kills",
-            "Out of memory: Killed process 4242 (java) total-vm:9000kB, anon-rss:100kB",
-            "1 OOM kill(s) since the previous run, last: Out of memory: Killed process 4242 (java)",
-        ),
-    ];
-    for (script, item, first, line, text) in cases {
-        let t = Tree::new("klog");
-        // The same problem logged before the first run: since boot, never reported.
-        klog_append(&t, &["Linux version 6.1", line]);
-        let st = state(&t, "s");
-        let log = t.join("kmsg");
-        let env = [
-            ("STATE_DIR", st.as_str()),
-            ("KERNEL_LOG_FILE", log.to_str().unwrap()),
-        ];
-        let (items, s) = run_full(script, t.path(), &env);
-        assert!(items.is_empty(), "{script}: first run {items:?}");
-        skipped(&s, first, "baseline recorded; counting from the next run");
-        let (items, s) = run_full(script, t.path(), &env);
-        assert!(s.is_empty(), "{script}: {s:?}");
-        assert!(
-            items.values().all(Option::is_none),
-            "{script}: nothing new: {items:?}"
-        );
-        klog_append(&t, &["eth0: link up", line]);
-        let items = run(script, t.path(), &env);
-        err(&items, item, text);
-        let others = items.iter().filter(|(_, e)| e.is_some()).count();
-        assert_eq!(others, 1, "{script}: only {item} fails: {items:?}");
-        let items = run(script, t.path(), &env);
-        assert!(
-            items.values().all(Option::is_none),
-            "{script}: {item} is not reported twice: {items:?}"
-        );
-        // After a reboot the whole log of the new boot is new, even with
-        // sequence numbers below the position reached.
-        t.file("proc/sys/kernel/random/boot_id", "b2\n", 0o644);
-        t.file("kmsg", "", 0o644);
-        klog_append(&t, &[line]);
-        err(&run(script, t.path(), &env), item, text);
+    for case in KLOG_CASES {
+        reports_once(case);
     }
 }
 
@@ -117,11 +131,10 @@ fn kernel_log_checks_report_a_problem_once_in_the_run_after_it_was_logged() {
 fn kernel_log_checks_take_thresholds_and_skip_without_state_or_log() {
     let t = Tree::new("klog-env");
     klog_append(&t, &["booted"]);
-    let st = state(&t, "s");
     let log = t.join("kmsg");
     let log = log.to_str().unwrap();
-    let env = [("STATE_DIR", st.as_str()), ("KERNEL_LOG_FILE", log)];
-    run_full("disk/ioerrors.sh", t.path(), &env);
+    let st = Stateful::new(&t, "s", &[("KERNEL_LOG_FILE", log)]);
+    st.run_full("disk/ioerrors.sh", &[]);
     klog_append(
         &t,
         &[
@@ -130,15 +143,7 @@ fn kernel_log_checks_take_thresholds_and_skip_without_state_or_log() {
             "XFS (dm-0): metadata I/O error in \"xfs_trans_read_buf_map\" at daddr 0x1 len 8 error 5",
         ],
     );
-    let items = run(
-        "disk/ioerrors.sh",
-        t.path(),
-        &[
-            ("STATE_DIR", st.as_str()),
-            ("KERNEL_LOG_FILE", log),
-            ("DISK_IO_ERRORS_MAX", "1"),
-        ],
-    );
+    let items = st.run("disk/ioerrors.sh", &[("DISK_IO_ERRORS_MAX", "1")]);
     ok(&items, "io-errors");
     err(&items, "fs:dm-0", "metadata I/O error");
     // No STATE_DIR (a runner without it): skipped, never a since-boot red.
@@ -147,14 +152,7 @@ fn kernel_log_checks_take_thresholds_and_skip_without_state_or_log() {
     let s = skips("mem/oom.sh", t.path(), &[("KERNEL_LOG_FILE", log)]);
     skipped(&s, "oom-kills", "no STATE_DIR");
     // An unreadable log.
-    let s = skips(
-        "svc/kernlog.sh",
-        t.path(),
-        &[
-            ("STATE_DIR", st.as_str()),
-            ("KERNEL_LOG_FILE", "/nonexistent"),
-        ],
-    );
+    let s = st.skips("svc/kernlog.sh", &[("KERNEL_LOG_FILE", "/nonexistent")]);
     skipped(&s, "hung-tasks", "kernel log not readable");
     skipped(&s, "oops", "KERNEL_LOG_FILE overrides");
 }
@@ -167,7 +165,7 @@ fn pressure_checks_take_thresholds_and_skip_without_psi() {
         ("mem/psi.sh", "psi:memory"),
         ("disk/psi.sh", "psi:io"),
     ] {
-        skipped(&skips(script, t.path(), &[]), item, "kernel without PSI");
+        skipped_by(script, t.path(), item, "kernel without PSI");
     }
     let psi = "some avg10=55.00 avg60=10.00 avg300=1.00 total=1000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
     for r in ["cpu", "memory", "io"] {

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::scripts::{err, ok, run, skipped, skips, state};
+use support::scripts::{err, ok, run, skipped, skipped_by, skips, Stateful};
 use support::Tree;
 
 /// `/proc/meminfo` with these sizes (kB), and a `/proc/vmstat`.
@@ -56,37 +56,31 @@ fn mem_checks_find_low_memory_and_heavy_swap() {
 fn oom_kills_count_the_vmstat_counter_since_the_previous_run() {
     let t = Tree::new("oom");
     meminfo(&t, 8_000_000, 4_000_000, 0, 0); // oom_kill 3 since boot
-    let st = state(&t, "oom");
-    let env = [
-        ("STATE_DIR", st.as_str()),
-        ("KERNEL_LOG_FILE", "/nonexistent"),
-    ];
+    let st = Stateful::new(&t, "oom", &[("KERNEL_LOG_FILE", "/nonexistent")]);
     skipped(
-        &skips("mem/oom.sh", t.path(), &env),
+        &st.skips("mem/oom.sh", &[]),
         "oom-kills",
         "baseline recorded",
     );
-    ok(&run("mem/oom.sh", t.path(), &env), "oom-kills");
+    ok(&st.run("mem/oom.sh", &[]), "oom-kills");
     t.file("proc/vmstat", "nr_free_pages 100\noom_kill 5\n", 0o644);
     err(
-        &run("mem/oom.sh", t.path(), &env),
+        &st.run("mem/oom.sh", &[]),
         "oom-kills",
         "2 OOM kill(s) since the previous run",
     );
-    ok(&run("mem/oom.sh", t.path(), &env), "oom-kills");
+    ok(&st.run("mem/oom.sh", &[]), "oom-kills");
     t.file("proc/vmstat", "oom_kill 7\n", 0o644);
-    let relaxed = [
-        ("STATE_DIR", st.as_str()),
-        ("KERNEL_LOG_FILE", "/nonexistent"),
-        ("MEM_OOM_KILLS_MAX", "2"),
-    ];
-    ok(&run("mem/oom.sh", t.path(), &relaxed), "oom-kills");
+    ok(
+        &st.run("mem/oom.sh", &[("MEM_OOM_KILLS_MAX", "2")]),
+        "oom-kills",
+    );
 }
 
 #[test]
 fn ecc_errors_are_counted_since_the_previous_run() {
     let t = Tree::new("ecc");
-    skipped(&skips("mem/ecc.sh", t.path(), &[]), "ecc", "no EDAC");
+    skipped_by("mem/ecc.sh", t.path(), "ecc", "no EDAC");
     let mc = |ce: u32, ue: u32| {
         t.file(
             "sys/devices/system/edac/mc/mc0/ce_count",
@@ -99,34 +93,25 @@ fn ecc_errors_are_counted_since_the_previous_run() {
             0o644,
         );
     };
-    let st = state(&t, "e");
-    let env = [("STATE_DIR", st.as_str())];
+    let st = Stateful::new(&t, "e", &[]);
     mc(500, 1);
-    skipped(
-        &skips("mem/ecc.sh", t.path(), &env),
-        "ecc:mc0",
-        "baseline recorded",
-    );
-    ok(&run("mem/ecc.sh", t.path(), &env), "ecc:mc0");
+    skipped(&st.skips("mem/ecc.sh", &[]), "ecc:mc0", "baseline recorded");
+    ok(&st.run("mem/ecc.sh", &[]), "ecc:mc0");
     mc(500, 2);
     err(
-        &run("mem/ecc.sh", t.path(), &env),
+        &st.run("mem/ecc.sh", &[]),
         "ecc:mc0",
         "1 uncorrected memory error(s)",
     );
     mc(530, 2);
     err(
-        &run("mem/ecc.sh", t.path(), &env),
+        &st.run("mem/ecc.sh", &[]),
         "ecc:mc0",
         "30 corrected memory errors",
     );
     mc(560, 2);
     ok(
-        &run(
-            "mem/ecc.sh",
-            t.path(),
-            &[("STATE_DIR", st.as_str()), ("MEM_ECC_CE_MAX", "30")],
-        ),
+        &st.run("mem/ecc.sh", &[("MEM_ECC_CE_MAX", "30")]),
         "ecc:mc0",
     );
 }
@@ -176,9 +161,5 @@ fn memory_modules_speed_vendor_and_size() {
         "fakebin/dmidecode",
         "echo '/sys/firmware/dmi/tables/smbios_entry_point: Permission denied' >&2; exit 1",
     );
-    skipped(
-        &skips("mem/dimm.sh", t.path(), &[]),
-        "dimm:vendor",
-        "Permission denied",
-    );
+    skipped_by("mem/dimm.sh", t.path(), "dimm:vendor", "Permission denied");
 }

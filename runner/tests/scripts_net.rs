@@ -4,13 +4,14 @@
 mod support;
 
 use support::scripts::{
-    err, host_netns, iface, ok, run, run_full, skipped, skips, state, ROUTE_HEADER,
+    err, host_netns, iface, ok, run, run_full, skipped, skipped_by, skips, up, Stateful,
+    ROUTE_HEADER,
 };
 use support::Tree;
 
 /// A physical interface: a device, an MTU, a speed and a duplex.
 fn phys(t: &Tree, name: &str, mtu: u32, speed: &str, duplex: &str) {
-    iface(t, name, "0x1003", "up", &[]);
+    up(t, name, &[]);
     let base = format!("sys/class/net/{name}");
     t.file(&format!("{base}/device/vendor"), "0x8086\n", 0o644);
     t.file(&format!("{base}/mtu"), &format!("{mtu}\n"), 0o644);
@@ -21,11 +22,9 @@ fn phys(t: &Tree, name: &str, mtu: u32, speed: &str, duplex: &str) {
 #[test]
 fn net_checks_pass_on_a_healthy_node() {
     let t = Tree::new("net-ok");
-    iface(
+    up(
         &t,
         "eth0",
-        "0x1003",
-        "up",
         &[
             ("rx_packets", 10000),
             ("tx_packets", 10000),
@@ -49,11 +48,9 @@ fn net_checks_pass_on_a_healthy_node() {
 #[test]
 fn net_checks_find_down_links_and_a_missing_default_route() {
     let t = Tree::new("net-bad");
-    iface(
+    up(
         &t,
         "eth0",
-        "0x1003",
-        "up",
         &[
             ("rx_errors", 400),
             ("tx_errors", 200),
@@ -89,33 +86,28 @@ fn net_checks_find_down_links_and_a_missing_default_route() {
 fn net_counters_count_errors_and_drops_since_the_previous_run() {
     let t = Tree::new("counters");
     // Many errors since boot: not reported.
-    iface(
+    up(
         &t,
         "eth0",
-        "0x1003",
-        "up",
         &[
             ("rx_errors", 400),
             ("rx_packets", 100000),
             ("rx_dropped", 9000),
         ],
     );
-    iface(&t, "veth1", "0x1003", "up", &[("rx_errors", 5)]);
-    let st = state(&t, "c");
-    let env = [("STATE_DIR", st.as_str())];
-    let (items, s) = run_full("net/counters.sh", t.path(), &env);
+    up(&t, "veth1", &[("rx_errors", 5)]);
+    let st = Stateful::new(&t, "c", &[]);
+    let (items, s) = st.run_full("net/counters.sh", &[]);
     assert!(items.is_empty(), "{items:?}");
     skipped(&s, "errors:eth0", "baseline recorded");
     skipped(&s, "drops:eth0", "baseline recorded");
     assert!(!s.contains_key("errors:veth1"), "veth ignored: {s:?}");
-    let items = run("net/counters.sh", t.path(), &env);
+    let items = st.run("net/counters.sh", &[]);
     ok(&items, "errors:eth0");
     ok(&items, "drops:eth0");
-    iface(
+    up(
         &t,
         "eth0",
-        "0x1003",
-        "up",
         &[
             ("rx_errors", 420),
             ("tx_errors", 5),
@@ -123,7 +115,7 @@ fn net_counters_count_errors_and_drops_since_the_previous_run() {
             ("rx_dropped", 9500),
         ],
     );
-    let items = run("net/counters.sh", t.path(), &env);
+    let items = st.run("net/counters.sh", &[]);
     err(
         &items,
         "errors:eth0",
@@ -134,28 +126,21 @@ fn net_counters_count_errors_and_drops_since_the_previous_run() {
         "drops:eth0",
         "500 packets dropped of 10500 since the previous run (4.8%, limit 1%)",
     );
-    let items = run("net/counters.sh", t.path(), &env);
+    let items = st.run("net/counters.sh", &[]);
     ok(&items, "errors:eth0");
     ok(&items, "drops:eth0");
-    iface(
+    up(
         &t,
         "eth0",
-        "0x1003",
-        "up",
         &[
             ("rx_errors", 440),
             ("rx_packets", 120000),
             ("rx_dropped", 9600),
         ],
     );
-    let items = run(
+    let items = st.run(
         "net/counters.sh",
-        t.path(),
-        &[
-            ("STATE_DIR", st.as_str()),
-            ("NET_ERRORS_MAX", "20"),
-            ("NET_DROPS_MIN", "1000"),
-        ],
+        &[("NET_ERRORS_MAX", "20"), ("NET_DROPS_MIN", "1000")],
     );
     ok(&items, "errors:eth0");
     ok(&items, "drops:eth0");
@@ -168,8 +153,9 @@ fn conntrack_usage_in_the_node_network_namespace() {
     let t = Tree::new("conntrack");
     t.file("proc/sys/net/netfilter/nf_conntrack_count", "900\n", 0o644);
     t.file("proc/sys/net/netfilter/nf_conntrack_max", "1000\n", 0o644);
-    skipped(
-        &skips("net/conntrack.sh", t.path(), &[]),
+    skipped_by(
+        "net/conntrack.sh",
+        t.path(),
         "conntrack",
         "needs hostNetwork",
     );
@@ -188,8 +174,9 @@ fn conntrack_usage_in_the_node_network_namespace() {
         "conntrack",
     );
     std::fs::remove_file(t.join("proc/sys/net/netfilter/nf_conntrack_count")).unwrap();
-    skipped(
-        &skips("net/conntrack.sh", t.path(), &[]),
+    skipped_by(
+        "net/conntrack.sh",
+        t.path(),
         "conntrack",
         "nf_conntrack not loaded",
     );
@@ -198,18 +185,14 @@ fn conntrack_usage_in_the_node_network_namespace() {
 #[test]
 fn mtu_speed_and_duplex_of_physical_interfaces() {
     let t = Tree::new("mtu");
-    skipped(
-        &skips("net/mtu.sh", t.path(), &[]),
-        "mtu",
-        "no physical interface",
-    );
+    skipped_by("net/mtu.sh", t.path(), "mtu", "no physical interface");
     phys(&t, "eth0", 1500, "1000", "full");
     phys(&t, "eth1", 1500, "100", "full");
     phys(&t, "eth2", 9000, "10000", "half");
     phys(&t, "eth3", 1500, "-1", "unknown");
-    iface(&t, "br0", "0x1003", "up", &[]);
+    up(&t, "br0", &[]);
     t.file("sys/class/net/br0/mtu", "1400\n", 0o644);
-    iface(&t, "veth9", "0x1003", "up", &[]);
+    up(&t, "veth9", &[]);
     let items = run("net/mtu.sh", t.path(), &[]);
     ok(&items, "mtu:eth0");
     err(
@@ -244,8 +227,9 @@ fn mtu_speed_and_duplex_of_physical_interfaces() {
 #[test]
 fn bonding_slaves_aggregation_speeds_and_modes() {
     let t = Tree::new("bond");
-    skipped(
-        &skips("net/bonding.sh", t.path(), &[]),
+    skipped_by(
+        "net/bonding.sh",
+        t.path(),
         "bonding",
         "no bonding interface",
     );
@@ -332,8 +316,9 @@ fn ip_conflicts_from_ipv6_dad_and_arping() {
         "echo '2: eth0    inet 10.0.0.5/24 brd 10.0.0.255 scope global eth0\\       valid_lft forever'\n\
          echo '3: eth1    inet 10.0.0.6/24 brd 10.0.0.255 scope global eth1\\       valid_lft forever'",
     );
-    skipped(
-        &skips("net/ipconflict.sh", t.path(), &[]),
+    skipped_by(
+        "net/ipconflict.sh",
+        t.path(),
         "ipv4-conflict",
         "needs hostNetwork",
     );

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::scripts::{err, ok, run, run_full, skipped, skips, state};
+use support::scripts::{err, ok, run, run_full, skipped, skipped_by, skips, Stateful};
 use support::Tree;
 
 /// Fake systemd reached through nsenter: `failed` lists failed units,
@@ -110,14 +110,13 @@ fn kubelet_and_runtime_restarts_are_counted_since_the_previous_run() {
         t.file("restarts/kubelet", &format!("{k}\n"), 0o644);
         t.file("restarts/containerd", &format!("{c}\n"), 0o644);
     };
-    let st = state(&t, "r");
-    let env = [("STATE_DIR", st.as_str())];
+    let st = Stateful::new(&t, "r", &[]);
     n(40, 3);
-    let s = skips("svc/restarts.sh", t.path(), &env);
+    let s = st.skips("svc/restarts.sh", &[]);
     skipped(&s, "restarts:kubelet", "baseline recorded");
     skipped(&s, "restarts:container-runtime", "baseline recorded");
     n(45, 4);
-    let items = run("svc/restarts.sh", t.path(), &env);
+    let items = st.run("svc/restarts.sh", &[]);
     err(
         &items,
         "restarts:kubelet",
@@ -125,11 +124,11 @@ fn kubelet_and_runtime_restarts_are_counted_since_the_previous_run() {
     );
     ok(&items, "restarts:container-runtime");
     n(45, 7);
-    let items = run("svc/restarts.sh", t.path(), &env);
+    let items = st.run("svc/restarts.sh", &[]);
     ok(&items, "restarts:kubelet");
     err(&items, "restarts:container-runtime", "restarted 3 times");
     let none = Tree::new("restarts-none");
-    let s = skips("svc/restarts.sh", none.path(), &env);
+    let s = skips("svc/restarts.sh", none.path(), &[("STATE_DIR", st.dir())]);
     skipped(&s, "restarts:kubelet", "host systemd not reachable");
 }
 
@@ -177,11 +176,7 @@ fn pid_and_file_limits() {
 #[test]
 fn temperatures_from_thermal_zones_and_hwmon() {
     let t = Tree::new("thermal");
-    skipped(
-        &skips("svc/thermal.sh", t.path(), &[]),
-        "temp",
-        "no thermal zone",
-    );
+    skipped_by("svc/thermal.sh", t.path(), "temp", "no thermal zone");
     t.file("sys/class/hwmon/hwmon0/name", "k10temp\n", 0o644);
     t.file("sys/class/hwmon/hwmon0/temp1_input", "50000\n", 0o644);
     ok(&run("svc/thermal.sh", t.path(), &[]), "temp:k10temp");
@@ -227,10 +222,9 @@ fn cpu_usage_since_the_previous_run_load_and_model() {
         "processor\t: 0\nmodel name\t: Xeon A\n\nprocessor\t: 1\nmodel name\t: Xeon A\n",
         0o644,
     );
-    let st = state(&t, "cpu");
-    let env = [("STATE_DIR", st.as_str())];
+    let st = Stateful::new(&t, "cpu", &[]);
     at(1000, 1000, 1000);
-    let (items, s) = run_full("svc/cpu.sh", t.path(), &env);
+    let (items, s) = st.run_full("svc/cpu.sh", &[]);
     skipped(&s, "cpu:usage", "baseline recorded");
     err(
         &items,
@@ -239,26 +233,17 @@ fn cpu_usage_since_the_previous_run_load_and_model() {
     );
     assert_eq!(items.get("cpu:model"), Some(&None));
     at(1030, 2000, 1000);
-    skipped(
-        &skips("svc/cpu.sh", t.path(), &env),
-        "cpu:usage",
-        "fewer than 60s",
-    );
+    skipped(&st.skips("svc/cpu.sh", &[]), "cpu:usage", "fewer than 60s");
     at(1100, 20_600, 1_100);
     err(
-        &run("svc/cpu.sh", t.path(), &env),
+        &st.run("svc/cpu.sh", &[]),
         "cpu:usage",
         "CPUs 99% busy on average over the 100s since the previous run (limit 95%)",
     );
     at(1200, 21_600, 10_100);
-    let items = run(
+    let items = st.run(
         "svc/cpu.sh",
-        t.path(),
-        &[
-            ("STATE_DIR", st.as_str()),
-            ("SVC_LOAD_MAX_PER_CPU", "5"),
-            ("SVC_CPU_MODEL", "Xeon B*"),
-        ],
+        &[("SVC_LOAD_MAX_PER_CPU", "5"), ("SVC_CPU_MODEL", "Xeon B*")],
     );
     ok(&items, "cpu:usage");
     ok(&items, "cpu:load");
@@ -272,11 +257,7 @@ fn cpu_usage_since_the_previous_run_load_and_model() {
         "processor\t: 0\nmodel name\t: Xeon A\n\nprocessor\t: 1\nmodel name\t: Xeon C\n",
         0o644,
     );
-    err(
-        &run("svc/cpu.sh", t.path(), &env),
-        "cpu:model",
-        "different models",
-    );
+    err(&st.run("svc/cpu.sh", &[]), "cpu:model", "different models");
 }
 
 #[test]
@@ -293,8 +274,9 @@ fn clock_sync_from_timedatectl_chrony_or_timesyncd() {
         "NTPSynchronized=no",
     );
     t.script("fakebin/timedatectl", "exit 1");
-    skipped(
-        &skips("svc/clock.sh", t.path(), &[]),
+    skipped_by(
+        "svc/clock.sh",
+        t.path(),
         "clock-sync",
         "no timedatectl, chronyc or timesyncd",
     );

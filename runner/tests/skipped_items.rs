@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{once_yaml, runner, Tree};
+use support::{once_as, once_table, once_yaml, Tree};
 
 #[test]
 fn a_run_with_only_skips_exits_zero_and_shows_each_reason() {
@@ -42,7 +42,7 @@ fn the_table_marks_skips_and_counts_them_apart() {
         "net/links.sh",
         "echo 'skip eth0 no host network'; echo 'err eth1 link down'; echo 'ok eth2'",
     );
-    let out = runner(&["--once", "--scripts", t.path().to_str().unwrap()], &[]);
+    let out = once_table(t.path());
     assert_eq!(out.status.code(), Some(1), "the err still fails the run");
     let text = String::from_utf8_lossy(&out.stdout);
     let row = |item: &str| {
@@ -75,7 +75,7 @@ fn the_errlog_names_failed_items_only() {
     );
     let logs = t.list("svc/errlog");
     assert_eq!(logs.len(), 1, "{logs:?}");
-    let log = t.read(&format!("svc/errlog/{}", logs[0]));
+    let log = t.errlog("svc");
     assert!(log.contains("item: failed-units"), "{log}");
     assert!(!log.contains("item: kubelet"), "{log}");
 }
@@ -84,16 +84,7 @@ fn the_errlog_names_failed_items_only() {
 fn json_output_carries_skip_as_a_field_of_the_item() {
     let t = Tree::new("skip-json");
     t.script("custom/probe.sh", "echo 'skip gpu no GPU on this node'");
-    let out = runner(
-        &[
-            "--once",
-            "--output",
-            "json",
-            "--scripts",
-            t.path().to_str().unwrap(),
-        ],
-        &[],
-    );
+    let out = once_as("json", t.path(), &[], &[]);
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(

@@ -64,6 +64,13 @@ impl Tree {
         std::fs::read_to_string(self.0.join(rel)).unwrap_or_default()
     }
 
+    /// The newest errlog of `category` (of scripts at the tree's top).
+    pub fn errlog(&self, category: &str) -> String {
+        let logs = self.list(&format!("{category}/errlog"));
+        let newest = logs.last().expect("an errlog was written");
+        self.read(&format!("{category}/errlog/{newest}"))
+    }
+
     /// Names of the entries of a directory of the tree, sorted.
     pub fn list(&self, rel: &str) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(self.0.join(rel))
@@ -100,26 +107,101 @@ pub fn runner(args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("combo-runner starts")
 }
 
-/// Runs `combo-runner --once --output yaml --scripts <dir> ...` and parses
-/// the summary.
-pub fn once_yaml(dir: &Path, extra: &[&str]) -> (i32, serde_yaml::Value, Output) {
+/// Runs `combo-runner --once --output <output> --scripts <dir> ...` with
+/// extra environment.
+pub fn once_as(output: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
     let mut args = vec![
         "--once",
         "--output",
-        "yaml",
+        output,
         "--scripts",
         dir.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let out = runner(&args, &[]);
-    let yaml: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap_or_else(|e| {
+    runner(&args, env)
+}
+
+/// Runs `combo-runner --once --scripts <dir>`, which prints the table.
+pub fn once_table(dir: &Path) -> Output {
+    runner(&["--once", "--scripts", dir.to_str().unwrap()], &[])
+}
+
+/// The summary a `--output yaml` run printed.
+pub fn parse_yaml(out: &Output) -> serde_yaml::Value {
+    serde_yaml::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "yaml output ({e}): {}\nstderr: {}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
-    });
-    (out.status.code().unwrap_or(-1), yaml, out)
+    })
+}
+
+/// Runs `combo-runner --once --output yaml --scripts <dir> ...` and parses
+/// the summary.
+pub fn once_yaml(dir: &Path, extra: &[&str]) -> (i32, serde_yaml::Value, Output) {
+    let out = once_as("yaml", dir, extra, &[]);
+    (out.status.code().unwrap_or(-1), parse_yaml(&out), out)
+}
+
+/// The err message of `item` in `category` of a summary.
+pub fn err_of<'a>(y: &'a serde_yaml::Value, category: &str, item: &str) -> Option<&'a str> {
+    y[category][item]["err"].as_str()
+}
+
+/// Starts `combo-runner --once` on a script that records its pid and its
+/// child's and sleeps, sends `signal` once both pids are written, and
+/// returns how long the runner took to exit after it, and its status.
+pub fn stop_mid_run(
+    t: &Tree,
+    signal: nix::sys::signal::Signal,
+) -> (std::time::Duration, Option<i32>) {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = t.path().display().to_string();
+    t.script(
+        "disk/slow.sh",
+        &format!(
+            "echo 'err early boom'\n\
+             sleep 60 & echo $! > {dir}/child.pid.new\n\
+             echo $$ > {dir}/script.pid.new\n\
+             mv {dir}/child.pid.new {dir}/child.pid; mv {dir}/script.pid.new {dir}/script.pid\n\
+             wait"
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_combo-runner"))
+        .args(["--once", "--timeout", "120", "--scripts", &dir])
+        .arg("--state-dir")
+        .arg(t.join("state"))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("combo-runner starts");
+    let started = Instant::now();
+    while !(t.join("script.pid").exists() && t.join("child.pid").exists()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the script did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let sent = Instant::now();
+    nix::sys::signal::kill(pid, signal).expect("signal sent");
+    // Polled, so a runner that ignores the signal fails the test after
+    // 20 s instead of hanging it; the bound checked is the one promised.
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if sent.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    (sent.elapsed(), status.code())
 }
 
 /// Whether a process is still alive after a moment to die: SIGKILL lands
@@ -143,6 +225,12 @@ fn alive_now(pid: u32) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// A loopback address where nothing listens (a port bound, then freed).
+pub fn closed_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
 }
 
 /// Serves one HTTP answer to each of `n` connections on a loopback port.

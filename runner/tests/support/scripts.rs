@@ -78,6 +78,50 @@ pub fn run_full(rel: &str, root: &Path, env: &[(&str, &str)]) -> (Items, Skips) 
     (items, skips)
 }
 
+/// Runs of default scripts on one fixture tree that keep their state in one
+/// directory (STATE_DIR) from run to run, as the runner's runs do; `env` is
+/// set in every run, and a run's own settings after it.
+pub struct Stateful<'a> {
+    root: &'a Path,
+    dir: String,
+    env: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> Stateful<'a> {
+    /// Runs on `t` with a fresh state directory `state/<name>` of it.
+    pub fn new(t: &'a Tree, name: &str, env: &[(&'a str, &'a str)]) -> Self {
+        Stateful {
+            root: t.path(),
+            dir: state(t, name),
+            env: env.to_vec(),
+        }
+    }
+
+    /// The state directory.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// Runs `scripts/<rel>` with the state directory, `env` and then
+    /// `extra` set, like [`run_full`].
+    pub fn run_full(&self, rel: &str, extra: &[(&str, &str)]) -> (Items, Skips) {
+        let mut env = vec![("STATE_DIR", self.dir.as_str())];
+        env.extend_from_slice(&self.env);
+        env.extend_from_slice(extra);
+        run_full(rel, self.root, &env)
+    }
+
+    /// Like [`Stateful::run_full`], the ok/err items.
+    pub fn run(&self, rel: &str, extra: &[(&str, &str)]) -> Items {
+        self.run_full(rel, extra).0
+    }
+
+    /// Like [`Stateful::run_full`], the skipped items.
+    pub fn skips(&self, rel: &str, extra: &[(&str, &str)]) -> Skips {
+        self.run_full(rel, extra).1
+    }
+}
+
 /// Runs `scripts/<rel>` and returns its ok/err items.
 pub fn run(rel: &str, root: &Path, env: &[(&str, &str)]) -> Items {
     run_full(rel, root, env).0
@@ -94,6 +138,12 @@ pub fn skipped(s: &Skips, item: &str, contains: &str) {
         .get(item)
         .unwrap_or_else(|| panic!("{item} should be skipped: {s:?}"));
     assert!(why.contains(contains), "{item}: {why:?} lacks {contains:?}");
+}
+
+/// Asserts that `scripts/<rel>`, run on `root` without settings, skipped
+/// `item` with a reason containing `contains`.
+pub fn skipped_by(rel: &str, root: &Path, item: &str, contains: &str) {
+    skipped(&skips(rel, root, &[]), item, contains);
 }
 
 /// Asserts that `item` is ok.
@@ -140,6 +190,12 @@ pub fn iface(t: &Tree, name: &str, flags: &str, state: &str, stats: &[(&str, u64
             .unwrap_or(0);
         t.file(&format!("{base}/statistics/{s}"), &format!("{v}\n"), 0o644);
     }
+}
+
+/// An interface that is up (flags 0x1003) with statistics counters
+/// (`stats`, the others 0), as [`iface`].
+pub fn up(t: &Tree, name: &str, stats: &[(&str, u64)]) {
+    iface(t, name, "0x1003", "up", stats);
 }
 
 /// A fresh state directory for one script (STATE_DIR), as a string.
