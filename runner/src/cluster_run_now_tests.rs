@@ -1,10 +1,9 @@
 //! Run-now requests of a runner in a pod (docs/runner.md, "Run now"),
 //! against the stand-in API server.
 
-use super::tests::{debugger, identity, list, until};
+use super::tests::{debugger, identity, list, patches, report_read_back, runner_args, until};
 use super::*;
 use crate::testdir::TestDir;
-use clap::Parser;
 use combo_testkit::stand_in::{Answer, StandIn};
 use serde_json::json;
 
@@ -42,16 +41,6 @@ fn asking(asked: &str) -> serde_json::Value {
     dbg
 }
 
-fn runner_args(scripts: &TestDir) -> Args {
-    Args::parse_from([
-        "combo-runner",
-        "--scripts",
-        scripts.path().to_str().unwrap(),
-        "--state-dir",
-        scripts.path().join(".state").to_str().unwrap(),
-    ])
-}
-
 #[tokio::test]
 async fn a_run_now_request_runs_once_and_its_report_records_it_beside_the_last_scheduled_run() {
     let scripts = TestDir::new("run-now");
@@ -70,17 +59,14 @@ async fn a_run_now_request_runs_once_and_its_report_records_it_beside_the_last_s
         client,
         std::future::pending(),
     ));
-    let patches = || {
-        seen.requests()
-            .into_iter()
-            .filter(|r| r.method == "PATCH" && r.uri.contains("/debuggerreports/"))
-            .collect::<Vec<_>>()
-    };
-    until("the request's run is reported", || !patches().is_empty()).await;
+    until("the request's run is reported", || {
+        !patches(&seen).is_empty()
+    })
+    .await;
     // Time for a second run, if the request were taken twice.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     runner.abort();
-    let written = patches();
+    let written = patches(&seen);
     assert_eq!(written.len(), 1, "one run for one request");
     let body: serde_json::Value = serde_json::from_str(&written[0].body).unwrap();
     assert_eq!(body["spec"]["runAt"], asked);
@@ -109,12 +95,7 @@ async fn a_restarted_runner_does_not_run_a_request_its_report_records() {
         client,
         std::future::pending(),
     ));
-    until("the runner reads its report back", || {
-        seen.requests()
-            .iter()
-            .any(|r| r.method == "GET" && r.uri.contains("/debuggerreports/"))
-    })
-    .await;
+    report_read_back(&seen).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     runner.abort();
     assert!(

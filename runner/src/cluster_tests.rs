@@ -1,10 +1,12 @@
 use super::*;
 use crate::testdir::TestDir;
 use clap::Parser;
-use combo_testkit::stand_in::{Answer, StandIn};
+use combo_testkit::stand_in::{Answer, Request, StandIn};
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 pub(super) fn debugger(run_at: serde_json::Value) -> serde_json::Value {
     json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger",
@@ -43,11 +45,9 @@ fn bytes(v: serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-#[tokio::test]
-async fn malformed_debuggers_and_reports_are_errors_and_the_next_good_one_runs() {
-    let scripts = TestDir::new("malformed");
-    scripts.script("disk/ok.sh", "exit 0");
-    let run_at = "2026-11-24T06:00:00Z";
+/// A stand-in API server whose Debugger and report of this node are
+/// malformed before they are good; the Debugger's good `runAt` is `run_at`.
+fn malformed_then_good(run_at: &'static str) -> (Client, StandIn) {
     let not_found = json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
             "reason": "NotFound", "code": 404, "message": "not found"});
     // The Debugger: first a list whose item has fields of the wrong
@@ -71,17 +71,10 @@ async fn malformed_debuggers_and_reports_are_errors_and_the_next_good_one_runs()
     // This node's report: first not JSON, then a runAt that is no time.
     let reads = Script::new(vec![
         Some((200, b"\x00\xff garbage".to_vec())),
-        Some((
-            200,
-            bytes(
-                json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
-                    "metadata": {"name": "dbg.node-1", "namespace": "ops"},
-                    "spec": {"debugger": "dbg", "node": "node-1", "runAt": "yesterday"}}),
-            ),
-        )),
+        Some((200, bytes(report(json!("yesterday"))))),
         Some((404, bytes(not_found.clone()))),
     ]);
-    let (client, seen) = StandIn::answering(move |r| {
+    StandIn::answering(move |r| {
         let (method, uri) = (r.method.as_str(), r.uri.as_str());
         if uri.contains("/debuggers?") && uri.contains("watch=true") {
             watches.next()
@@ -90,30 +83,32 @@ async fn malformed_debuggers_and_reports_are_errors_and_the_next_good_one_runs()
         } else if uri.contains("/debuggerreports/") && method == "GET" {
             reads.next()
         } else if uri.contains("/debuggerreports/") {
-            Answer::Json(
-                200,
-                json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
-                        "metadata": {"name": "dbg.node-1", "namespace": "ops"},
-                        "spec": {"debugger": "dbg", "node": "node-1", "runAt": run_at}}),
-            )
+            Answer::Json(200, report(json!(run_at)))
         } else {
             Answer::Json(404, not_found.clone())
         }
-    });
-    let args = Args::parse_from([
-        "combo-runner",
-        "--scripts",
-        scripts.path().to_str().unwrap(),
-        "--state-dir",
-        scripts.path().join(".state").to_str().unwrap(),
-    ]);
-    let id = Identity {
-        node: "node-1".into(),
-        pod: "runner-x".into(),
-        namespace: "ops".into(),
-        debugger: "dbg".into(),
-    };
-    let runner = tokio::spawn(serve(args, id, client, std::future::pending()));
+    })
+}
+
+/// This node's (node-1's) report of a run of `run_at`.
+fn report(run_at: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerReport",
+            "metadata": {"name": "dbg.node-1", "namespace": "ops"},
+            "spec": {"debugger": "dbg", "node": "node-1", "runAt": run_at}})
+}
+
+#[tokio::test]
+async fn malformed_debuggers_and_reports_are_errors_and_the_next_good_one_runs() {
+    let scripts = TestDir::new("malformed");
+    scripts.script("disk/ok.sh", "exit 0");
+    let run_at = "2026-11-24T06:00:00Z";
+    let (client, seen) = malformed_then_good(run_at);
+    let runner = tokio::spawn(serve(
+        runner_args(&scripts),
+        identity("node-1"),
+        client,
+        std::future::pending(),
+    ));
     let written = async {
         loop {
             let patch = seen
@@ -196,34 +191,69 @@ pub(super) async fn until(what: &str, mut done: impl FnMut() -> bool) {
         .unwrap_or_else(|_| panic!("{what}"));
 }
 
-#[tokio::test]
-async fn an_idle_runner_stops_as_soon_as_it_is_told() {
-    let scripts = TestDir::new("stop-idle");
-    scripts.script("disk/ok.sh", "exit 0");
-    // An empty runAt in a DaemonSet: nothing to run, ever.
-    let (client, seen) = holding(debugger(json!("")));
-    let args = Args::parse_from([
+/// The arguments of a runner on `scripts`, keeping its state beside them.
+pub(super) fn runner_args(scripts: &TestDir) -> Args {
+    Args::parse_from([
         "combo-runner",
         "--scripts",
         scripts.path().to_str().unwrap(),
         "--state-dir",
         scripts.path().join(".state").to_str().unwrap(),
-    ]);
-    let (tx, rx) = tokio::sync::oneshot::channel::<Stop>();
-    let runner = tokio::spawn(serve(args, identity("node-1"), client, async move {
-        rx.await.unwrap()
-    }));
+    ])
+}
+
+/// Waits until the runner has read its report back from `seen`.
+pub(super) async fn report_read_back(seen: &StandIn) {
     until("the runner reads its report back", || {
         seen.requests()
             .iter()
             .any(|r| r.method == "GET" && r.uri.contains("/debuggerreports/"))
     })
     .await;
+}
+
+/// The reports the runner wrote to `seen`.
+pub(super) fn patches(seen: &StandIn) -> Vec<Request> {
+    seen.requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && r.uri.contains("/debuggerreports/"))
+        .collect()
+}
+
+/// A runner of `node` on `scripts` that stops when told by the sender.
+fn stoppable(
+    scripts: &TestDir,
+    node: &str,
+    client: Client,
+) -> (oneshot::Sender<Stop>, JoinHandle<Stop>) {
+    let (tx, rx) = oneshot::channel::<Stop>();
+    let runner = tokio::spawn(serve(
+        runner_args(scripts),
+        identity(node),
+        client,
+        async move { rx.await.unwrap() },
+    ));
+    (tx, runner)
+}
+
+/// Tells the runner to stop, as SIGTERM does; what it returned, within 10 s.
+async fn stop(tx: oneshot::Sender<Stop>, runner: JoinHandle<Stop>, what: &str) -> Stop {
     tx.send(Stop::Term).unwrap();
-    let stopped = tokio::time::timeout(Duration::from_secs(10), runner)
+    tokio::time::timeout(Duration::from_secs(10), runner)
         .await
-        .expect("the idle runner stopped")
-        .unwrap();
+        .expect(what)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_idle_runner_stops_as_soon_as_it_is_told() {
+    let scripts = TestDir::new("stop-idle");
+    scripts.script("disk/ok.sh", "exit 0");
+    // An empty runAt in a DaemonSet: nothing to run, ever.
+    let (client, seen) = holding(debugger(json!("")));
+    let (tx, runner) = stoppable(&scripts, "node-1", client);
+    report_read_back(&seen).await;
+    let stopped = stop(tx, runner, "the idle runner stopped").await;
     assert_eq!(stopped, Stop::Term);
     assert!(
         !seen.requests().iter().any(|r| r.method == "PATCH"),
@@ -245,17 +275,7 @@ async fn a_result_waiting_for_its_spread_offset_is_written_when_the_runner_stops
         .find(|n| publish::spread_delay(n, window) > Duration::from_secs(6))
         .unwrap();
     let (client, seen) = holding(dbg);
-    let args = Args::parse_from([
-        "combo-runner",
-        "--scripts",
-        scripts.path().to_str().unwrap(),
-        "--state-dir",
-        scripts.path().join(".state").to_str().unwrap(),
-    ]);
-    let (tx, rx) = tokio::sync::oneshot::channel::<Stop>();
-    let runner = tokio::spawn(serve(args, identity(&node), client, async move {
-        rx.await.unwrap()
-    }));
+    let (tx, runner) = stoppable(&scripts, &node, client);
     let errlog = scripts.path().join("disk/errlog/20200101T000000Z.log");
     until("the run ends", || errlog.exists()).await;
     // The result goes to the writer right after its errlog.
@@ -265,17 +285,9 @@ async fn a_result_waiting_for_its_spread_offset_is_written_when_the_runner_stops
         "the writer waits for the node's offset"
     );
     let asked = std::time::Instant::now();
-    tx.send(Stop::Term).unwrap();
-    let stopped = tokio::time::timeout(Duration::from_secs(10), runner)
-        .await
-        .expect("the runner stopped")
-        .unwrap();
+    let stopped = stop(tx, runner, "the runner stopped").await;
     assert_eq!(stopped, Stop::Term);
-    let patches: Vec<_> = seen
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "PATCH" && r.uri.contains("/debuggerreports/"))
-        .collect();
+    let patches = patches(&seen);
     assert_eq!(patches.len(), 1, "the pending result is written once");
     assert!(
         asked.elapsed() < Duration::from_secs(6),

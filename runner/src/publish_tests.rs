@@ -1,6 +1,5 @@
 use super::*;
-use combo_api::ItemResult;
-use combo_api::{DebuggerReport, DebuggerReportSpec};
+use combo_api::{DebuggerReport, DebuggerReportSpec, ItemResult};
 use combo_testkit::stand_in::{Answer, Request, StandIn};
 
 fn owner() -> Owner {
@@ -8,6 +7,11 @@ fn owner() -> Owner {
         name: "dbg".into(),
         uid: "uid-1".into(),
     }
+}
+
+/// The apply body of node-1's report in `ops`, owned by [`owner`].
+fn node_1_body(result: &NodeSummary, sources: &Sources, history: &History) -> serde_json::Value {
+    apply_body("ops", "node-1", &owner(), result, sources, history)
 }
 
 #[test]
@@ -22,14 +26,7 @@ fn the_apply_body_is_this_nodes_report_owned_by_its_debugger() {
         .entry("disk".into())
         .or_default()
         .insert("sda".into(), ItemResult::err("full"));
-    let b = apply_body(
-        "ops",
-        "node-1",
-        &owner(),
-        &result,
-        &Sources::default(),
-        &History::default(),
-    );
+    let b = node_1_body(&result, &Sources::default(), &History::default());
     assert_eq!(b["apiVersion"], "kubecombo.io/v1");
     assert_eq!(b["kind"], "DebuggerReport");
     assert_eq!(b["metadata"]["name"], "dbg.node-1");
@@ -108,14 +105,7 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
             scripts: vec![many(Category::Net, "counters"), lone(category, lone_item)],
         };
         let summary = crate::report::summary(&report);
-        let b = apply_body(
-            "ops",
-            "node-1",
-            &owner(),
-            &summary,
-            &Sources::of(&report),
-            &History::default(),
-        );
+        let b = node_1_body(&summary, &Sources::of(&report), &History::default());
         let cat = category.as_str();
         assert_eq!(
             b["spec"]["categories"][cat][lone_item]["err"], "timeout after 60s",
@@ -186,14 +176,7 @@ fn the_report_records_what_the_node_ran_in_its_annotations_and_reads_it_back() {
         run_at: "2026-11-22T07:10:00Z".into(),
         ..Default::default()
     };
-    let b = apply_body(
-        "ops",
-        "node-1",
-        &owner(),
-        &result,
-        &Sources::default(),
-        &history,
-    );
+    let b = node_1_body(&result, &Sources::default(), &history);
     let a = &b["metadata"]["annotations"];
     assert_eq!(a["kubecombo.io/scheduled-run"], "2026-11-20T00:00:00Z");
     assert_eq!(a["kubecombo.io/run-now-done"], "2026-11-22T07:10:00Z");
@@ -205,14 +188,7 @@ fn the_report_records_what_the_node_ran_in_its_annotations_and_reads_it_back() {
             ..history
         }
     );
-    let none = apply_body(
-        "ops",
-        "node-1",
-        &owner(),
-        &result,
-        &Sources::default(),
-        &History::default(),
-    );
+    let none = node_1_body(&result, &Sources::default(), &History::default());
     assert_eq!(none["metadata"]["annotations"], serde_json::json!({}));
 }
 
