@@ -35,7 +35,7 @@ use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary, WorkloadType,
 };
 use combo_runner::publish::{
-    attempt_timeout, retry_pause, spawn_writer, spread_delay, Owner, Pending, Publisher,
+    attempt_timeout, retry_pause, spawn_writer, spread_delay, Owner, Pending,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -138,6 +138,19 @@ struct Figures {
 }
 
 impl Figures {
+    /// The cost between two readings of the counters, with the summary
+    /// ConfigMap `cm` as the run left it.
+    fn between(seconds: Option<f64>, before: Counters, after: Counters, cm: &ConfigMap) -> Self {
+        let (keys, cm_bytes) = cm_size(cm);
+        Figures {
+            seconds,
+            etcd_bytes: after.etcd_wal_bytes - before.etcd_wal_bytes,
+            apiserver_cpu: after.apiserver_cpu - before.apiserver_cpu,
+            cm_bytes,
+            keys,
+        }
+    }
+
     fn line(&self, n: usize, what: &str, data_bytes: usize, watch: &str, target: &str) -> String {
         let time = match self.seconds {
             Some(s) => format!("{s:.1} s{target}"),
@@ -164,10 +177,10 @@ fn json_len<T: serde::Serialize>(v: &T) -> usize {
     serde_json::to_vec(v).unwrap().len()
 }
 
-/// The N results as per-node DebuggerReports, written by the runner's writer.
-async fn reports(client: &kube::Client, n: usize, limit: Duration) {
-    let ns = cluster::Ns::new(client, "reports-bench").await;
-    let dbgs: Api<Debugger> = Api::namespaced(client.clone(), &ns.name);
+/// The Debugger the reports belong to, named `bench`, once the operator's
+/// first writes (workload, empty summary, status) are done: they are not
+/// part of the run. Its owner reference and its summary ConfigMap's name.
+async fn settled_debugger(dbgs: &Api<Debugger>, cms: &Api<ConfigMap>) -> (Owner, String) {
     let mut dbg = Debugger::new(
         "bench",
         DebuggerSpec {
@@ -176,32 +189,54 @@ async fn reports(client: &kube::Client, n: usize, limit: Duration) {
             ..DebuggerSpec::default()
         },
     );
-    dbg.metadata.namespace = Some(ns.name.clone());
+    dbg.metadata.namespace = dbgs.namespace().map(str::to_string);
     let dbg = dbgs
         .create(&PostParams::default(), &dbg)
         .await
         .expect("Debugger created (operator installed?)");
     let owner = Owner::of(&dbg).expect("a created Debugger has a uid");
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
     let cm_name = dbg.spec.summary_name("bench");
-    // The operator's first writes (workload, empty summary, status) are not
-    // part of the run.
     while cms.get_opt(&cm_name).await.unwrap().is_none() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     tokio::time::sleep(Duration::from_secs(5)).await;
+    (owner, cm_name)
+}
+
+/// Seconds from `t0` until the Debugger `bench` counts `n` completed nodes
+/// and its summary ConfigMap `n` keys; `None` if not within `limit`.
+async fn seconds_to_complete(
+    dbgs: &Api<Debugger>,
+    cms: &Api<ConfigMap>,
+    cm_name: &str,
+    n: usize,
+    t0: Instant,
+    limit: Duration,
+) -> Option<f64> {
+    while t0.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let d = dbgs.get("bench").await.unwrap();
+        if d.status.as_ref().map_or(0, |s| s.completed_nodes) as usize != n {
+            continue;
+        }
+        if cm_size(&cms.get(cm_name).await.unwrap()).0 == n {
+            return Some(t0.elapsed().as_secs_f64());
+        }
+    }
+    None
+}
+
+/// The N results as per-node DebuggerReports, written by the runner's writer.
+async fn reports(client: &kube::Client, n: usize, limit: Duration) {
+    let ns = cluster::Ns::new(client, "reports-bench").await;
+    let dbgs: Api<Debugger> = Api::namespaced(client.clone(), &ns.name);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
+    let (owner, cm_name) = settled_debugger(&dbgs, &cms).await;
 
     let counting = Arc::new(AtomicBool::new(false));
     let updates = count_updates(dbgs.clone(), "bench", counting.clone());
     let writers: Vec<_> = (0..n)
-        .map(|i| {
-            spawn_writer(Publisher::new(
-                client.clone(),
-                ns.name.clone(),
-                format!("node-{i}"),
-                "none".into(),
-            ))
-        })
+        .map(|i| spawn_writer(cluster::publisher(client, &ns.name, &format!("node-{i}"))))
         .collect();
     tokio::time::sleep(Duration::from_secs(2)).await;
 
@@ -218,18 +253,7 @@ async fn reports(client: &kube::Client, n: usize, limit: Duration) {
         })
         .expect("writer runs");
     }
-    let mut seconds = None;
-    while t0.elapsed() < limit {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let d = dbgs.get("bench").await.unwrap();
-        if d.status.as_ref().map_or(0, |s| s.completed_nodes) as usize != n {
-            continue;
-        }
-        if cm_size(&cms.get(&cm_name).await.unwrap()).0 == n {
-            seconds = Some(t0.elapsed().as_secs_f64());
-            break;
-        }
-    }
+    let seconds = seconds_to_complete(&dbgs, &cms, &cm_name, n, t0, limit).await;
     // Writes the operator still owes (its 2 s coalescing window) belong
     // to the run.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -237,20 +261,14 @@ async fn reports(client: &kube::Client, n: usize, limit: Duration) {
     counting.store(false, Ordering::SeqCst);
     drop(writers);
 
-    let (keys, cm_bytes) = cm_size(&cms.get(&cm_name).await.unwrap());
+    let cm = cms.get(&cm_name).await.unwrap();
     let list = Api::<DebuggerReport>::namespaced(client.clone(), &ns.name)
         .list(&ListParams::default())
         .await
         .unwrap()
         .items;
     let report_bytes: usize = list.iter().map(json_len).sum();
-    let figures = Figures {
-        seconds,
-        etcd_bytes: after.etcd_wal_bytes - before.etcd_wal_bytes,
-        apiserver_cpu: after.apiserver_cpu - before.apiserver_cpu,
-        cm_bytes,
-        keys,
-    };
+    let figures = Figures::between(seconds, before, after, &cm);
     let u = updates.load(Ordering::SeqCst);
     let target = match n {
         1000 => " (target <= 10 s)",
@@ -343,14 +361,7 @@ async fn shared_configmap(client: &kube::Client, n: usize, limit: Duration) {
         t.abort();
     }
     let after = counters(client).await;
-    let (keys, cm_bytes) = cm_size(&cms.get(&name).await.unwrap());
-    let figures = Figures {
-        seconds,
-        etcd_bytes: after.etcd_wal_bytes - before.etcd_wal_bytes,
-        apiserver_cpu: after.apiserver_cpu - before.apiserver_cpu,
-        cm_bytes,
-        keys,
-    };
+    let figures = Figures::between(seconds, before, after, &cms.get(&name).await.unwrap());
     println!(
         "{}",
         figures.line(
@@ -359,7 +370,7 @@ async fn shared_configmap(client: &kube::Client, n: usize, limit: Duration) {
             data_bytes,
             &format!(
                 "~{} (estimate: one status write per key, to {n} runners)",
-                keys * n
+                figures.keys * n
             ),
             ""
         )

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use combo_api::report::report_name;
 use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
-use combo_runner::publish::{spawn_writer, Owner, Pending, Publisher};
+use combo_runner::publish::{spawn_writer, Owner, Pending};
 use combo_runner::report::Sources;
 use kube::api::{ListParams, PostParams};
 use kube::Api;
@@ -30,15 +30,12 @@ fn summary(node: usize, run_at: &str) -> NodeSummary {
     s
 }
 
-#[tokio::test]
-#[ignore = "needs a control plane: COMBO_E2E_DIR"]
-async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
-    let client = cluster::admin_client().await;
-    let ns = cluster::Ns::new(&client, "runner-writers").await;
-    // A Debugger without a workload (its scripts ConfigMap does not
-    // exist: ConfigMapNotFound), so no pod runs and the operator keeps its
-    // reports (it deletes those of a Debugger that selects no node): the
-    // reports need a live owner, or the garbage collector removes them.
+/// A Debugger without a workload (its scripts ConfigMap does not exist:
+/// ConfigMapNotFound), so no pod runs and the operator keeps its reports
+/// (it deletes those of a Debugger that selects no node): the reports need
+/// a live owner, or the garbage collector removes them. Its owner
+/// reference.
+async fn debugger_without_workload(client: &kube::Client, ns: &str) -> Owner {
     let mut dbg = Debugger::new(
         "many",
         DebuggerSpec {
@@ -47,24 +44,58 @@ async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
             ..DebuggerSpec::default()
         },
     );
-    dbg.metadata.namespace = Some(ns.name.clone());
-    let dbg = Api::<Debugger>::namespaced(client.clone(), &ns.name)
+    dbg.metadata.namespace = Some(ns.to_string());
+    let dbg = Api::<Debugger>::namespaced(client.clone(), ns)
         .create(&PostParams::default(), &dbg)
         .await
         .expect("Debugger created");
-    let owner = Owner::of(&dbg).expect("a created Debugger has a uid");
+    Owner::of(&dbg).expect("a created Debugger has a uid")
+}
+
+/// The report of `node-<i>`: written by its runner only, owned by `owner`,
+/// of the run `run_at`, with its one failed item.
+fn check_report(reports: &[DebuggerReport], i: usize, owner: &Owner, run_at: &str) {
+    let name = report_name("many", &format!("node-{i}"));
+    let r = reports
+        .iter()
+        .find(|r| r.metadata.name.as_deref() == Some(name.as_str()))
+        .unwrap_or_else(|| panic!("{name} missing"));
+    assert_eq!(r.spec.run_at, run_at, "node-{i}");
+    assert_eq!(r.spec.failed_items, 1);
+    assert_eq!(
+        r.spec.summary().failed().next().unwrap().2,
+        format!("node {i}")
+    );
+    let managers: Vec<String> = r
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(
+        managers,
+        [format!("combo-runner/node-{i}")],
+        "one writer per report"
+    );
+    let owners = r.metadata.owner_references.clone().unwrap_or_default();
+    assert_eq!(owners.len(), 1);
+    assert_eq!(owners[0].uid, owner.uid);
+}
+
+#[tokio::test]
+#[ignore = "needs a control plane: COMBO_E2E_DIR"]
+async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
+    let client = cluster::admin_client().await;
+    let ns = cluster::Ns::new(&client, "runner-writers").await;
+    let owner = debugger_without_workload(&client, &ns.name).await;
 
     // Each runner hands its result to the background writer it runs in a
     // pod, all at the same moment, as at the end of a timestamp run.
     let started = std::time::Instant::now();
     let writers: Vec<_> = (0..WRITERS)
         .map(|i| {
-            let tx = spawn_writer(Publisher::new(
-                client.clone(),
-                ns.name.clone(),
-                format!("node-{i}"),
-                "none".into(),
-            ));
+            let tx = spawn_writer(cluster::publisher(&client, &ns.name, &format!("node-{i}")));
             tx.send(Pending {
                 owner: owner.clone(),
                 summary: summary(i, "2026-11-22T06:00:00Z"),
@@ -91,13 +122,7 @@ async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
     drop(writers);
 
     // A node writing again changes its own report only.
-    let again = Publisher::new(
-        client.clone(),
-        ns.name.clone(),
-        "node-0".into(),
-        "none".into(),
-    );
-    again
+    cluster::publisher(&client, &ns.name, "node-0")
         .apply(
             &owner,
             &summary(0, "2026-11-22T07:00:00Z"),
@@ -109,37 +134,12 @@ async fn two_hundred_runners_apply_their_reports_at_once_and_nothing_is_lost() {
     let reports = api.list(&ListParams::default()).await.unwrap().items;
     assert_eq!(reports.len(), WRITERS, "one report per node");
     for i in 0..WRITERS {
-        let name = report_name("many", &format!("node-{i}"));
-        let r = reports
-            .iter()
-            .find(|r| r.metadata.name.as_deref() == Some(name.as_str()))
-            .unwrap_or_else(|| panic!("{name} missing"));
         let want = if i == 0 {
             "2026-11-22T07:00:00Z"
         } else {
             "2026-11-22T06:00:00Z"
         };
-        assert_eq!(r.spec.run_at, want, "node-{i}");
-        assert_eq!(r.spec.failed_items, 1);
-        assert_eq!(
-            r.spec.summary().failed().next().unwrap().2,
-            format!("node {i}")
-        );
-        let managers: Vec<String> = r
-            .metadata
-            .managed_fields
-            .iter()
-            .flatten()
-            .filter_map(|m| m.manager.clone())
-            .collect();
-        assert_eq!(
-            managers,
-            [format!("combo-runner/node-{i}")],
-            "one writer per report"
-        );
-        let owners = r.metadata.owner_references.clone().unwrap_or_default();
-        assert_eq!(owners.len(), 1);
-        assert_eq!(owners[0].uid, owner.uid);
+        check_report(&reports, i, &owner, want);
     }
     ns.delete_and_wait().await;
 }

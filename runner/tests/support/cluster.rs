@@ -2,8 +2,11 @@
 //! `tests/e2e/cluster.sh up DIR`) for the runner's cluster tests and
 //! benchmark.
 
+#![allow(dead_code, reason = "each test or benchmark uses a different subset")]
+
 use std::path::PathBuf;
 
+use combo_runner::publish::Publisher;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -24,6 +27,12 @@ pub async fn admin_client() -> Client {
         .await
         .expect("kubeconfig valid");
     Client::try_from(cfg).expect("client")
+}
+
+/// The publisher of `node`'s report in `ns` a runner uses, of a pod that
+/// does not exist (`none`).
+pub fn publisher(client: &Client, ns: &str, node: &str) -> Publisher {
+    Publisher::new(client.clone(), ns.into(), node.into(), "none".into())
 }
 
 /// A namespace for one test, deleted (in the background) when dropped.
