@@ -172,17 +172,19 @@ fn field(s: BoxedStrategy<Value>) -> impl Strategy<Value = Option<Value>> {
 
 /// One generated Pinger spec.
 pub fn spec() -> impl Strategy<Value = Value> {
+    // `ping` and `dns`; `tcpPing` and `udpPing`.
+    let hosts = || field(list(host().boxed(), host_ok().boxed()));
+    let host_ports = || {
+        field(list(
+            host_port().boxed(),
+            host_ok().prop_map(|h| format!("{h}:53")).boxed(),
+        ))
+    };
     let targets = (
-        field(list(host().boxed(), host_ok().boxed())),
-        field(list(
-            host_port().boxed(),
-            host_ok().prop_map(|h| format!("{h}:53")).boxed(),
-        )),
-        field(list(
-            host_port().boxed(),
-            host_ok().prop_map(|h| format!("{h}:53")).boxed(),
-        )),
-        field(list(host().boxed(), host_ok().boxed())),
+        hosts(),
+        host_ports(),
+        host_ports(),
+        hosts(),
         field(list(
             dns_server().boxed(),
             Just("127.0.0.1".to_string()).boxed(),
