@@ -1,13 +1,19 @@
 //! The model of the model-based test
 //! (docs/testing.md, "Model-based test"): what a user has made in one
 //! namespace, the actions a user may take next, and the `Ready` reason each
-//! Debugger should end up with.
+//! Debugger should end up with. This file holds the actions and the specs
+//! they write; `plan_state.rs` what the user has made and what follows.
 //! Pure: no cluster, so its own tests need none.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::{json, Value};
+
+#[path = "plan_state.rs"]
+mod state;
+
+pub use state::Model;
 
 /// Names a Debugger may give its summary ConfigMap or its scripts
 /// ConfigMap; also a Pinger reference.
@@ -218,200 +224,6 @@ pub fn pinger_json(bad_dns: Option<&str>) -> Value {
     })
 }
 
-/// A user ConfigMap: its data, and whether it holds scripts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UserConfigMap {
-    pub data: BTreeMap<String, String>,
-    pub scripts: bool,
-}
-
-/// One Debugger as the model knows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModelDebugger {
-    pub spec: Spec,
-    /// Its summary ConfigMap was a user's ConfigMap that the user then
-    /// deleted: until the Debugger's next edit, the operator may not
-    /// have looked again, so `InvalidSpec` is allowed as well.
-    pub summary_unsure: bool,
-}
-
-/// What the user has made in the namespace of one sequence.
-#[derive(Clone, Debug, Default)]
-pub struct Model {
-    /// The user's ConfigMaps that exist.
-    pub configmaps: BTreeMap<String, UserConfigMap>,
-    /// The Pingers that exist: name -> the IP address in `dns`, if any.
-    pub pingers: BTreeMap<String, Option<String>>,
-    pub debuggers: BTreeMap<String, ModelDebugger>,
-    /// Debuggers the user deleted.
-    pub deleted: BTreeSet<String>,
-    /// ConfigMap names the user made or the operator may have made (every
-    /// summary name a Debugger gave): never made again by the user.
-    cm_taken: BTreeSet<String>,
-    pinger_taken: BTreeSet<String>,
-    next_name: u32,
-    next_debugger: u32,
-}
-
-impl Model {
-    /// The model after `action`.
-    pub fn apply(&mut self, action: &Action) {
-        match action {
-            Action::CreateConfigMap { name, data } | Action::EditConfigMap { name, data } => {
-                self.cm_taken.insert(name.clone());
-                let scripts = data.contains_key(SCRIPT_KEY);
-                self.configmaps.insert(
-                    name.clone(),
-                    UserConfigMap {
-                        data: data.clone(),
-                        scripts,
-                    },
-                );
-            }
-            Action::DeleteConfigMap { name } => {
-                self.configmaps.remove(name);
-                for (d, m) in &mut self.debuggers {
-                    if m.spec.summary_name(d) == *name {
-                        m.summary_unsure = true;
-                    }
-                }
-            }
-            Action::CreatePinger { name, bad_dns } | Action::EditPinger { name, bad_dns } => {
-                self.pinger_taken.insert(name.clone());
-                self.pingers.insert(name.clone(), bad_dns.clone());
-            }
-            Action::DeletePinger { name } => {
-                self.pingers.remove(name);
-            }
-            Action::CreateDebugger { name, spec } => {
-                self.cm_taken.insert(spec.summary_name(name));
-                self.debuggers.insert(
-                    name.clone(),
-                    ModelDebugger {
-                        spec: spec.clone(),
-                        summary_unsure: false,
-                    },
-                );
-            }
-            Action::EditDebugger { name, change } => {
-                if let Some(m) = self.debuggers.get_mut(name) {
-                    m.spec.apply(change);
-                    // The edit makes the operator look at the summary again.
-                    m.summary_unsure = false;
-                    self.cm_taken.insert(m.spec.summary_name(name));
-                }
-            }
-            Action::DeleteDebugger { name } => {
-                self.debuggers.remove(name);
-                self.deleted.insert(name.clone());
-            }
-            Action::RestartOperator => {}
-        }
-    }
-
-    /// The `Ready` reasons Debugger `name` may show once the operator has
-    /// caught up. A spec that is wrong by itself (`categories: []`, a name
-    /// over 63 characters, a reference enabled without a name, its summary
-    /// ConfigMap named as its scripts ConfigMap) gives `InvalidSpec` alone.
-    /// Otherwise any one of the problems with what exists may be reported
-    /// (which first is the operator's choice): a summary ConfigMap the
-    /// user made (`InvalidSpec`), a missing Pinger or scripts ConfigMap,
-    /// a selector matching no node. With none, `WorkloadReady`,
-    /// `WorkloadNotReady`, or `RollingOut` (a new template replacing the
-    /// pods of a Ready DaemonSet).
-    pub fn expected(&self, name: &str) -> BTreeSet<&'static str> {
-        let Some(d) = self.debuggers.get(name) else {
-            return BTreeSet::new();
-        };
-        let spec = &d.spec;
-        let summary = spec.summary_name(name);
-        let invalid = name.len() > MAX_NAME
-            || spec.categories == Categories::Empty
-            || spec.scripts == Ref::Unnamed
-            || spec.pinger == Ref::Unnamed
-            || spec.scripts == Ref::Named(summary.clone());
-        if invalid {
-            return BTreeSet::from([INVALID_SPEC]);
-        }
-        let mut problems = BTreeSet::new();
-        if self.configmaps.contains_key(&summary) || d.summary_unsure {
-            problems.insert(INVALID_SPEC);
-        }
-        if let Ref::Named(p) = &spec.pinger {
-            if !self.pingers.contains_key(p) {
-                problems.insert(PINGER_NOT_FOUND);
-            }
-        }
-        if let Ref::Named(cm) = &spec.scripts {
-            if !self.configmaps.contains_key(cm) {
-                problems.insert(CONFIG_MAP_NOT_FOUND);
-            }
-        }
-        if spec.nodes == Nodes::None {
-            problems.insert(NO_NODES_SELECTED);
-        }
-        if problems.is_empty() || (d.summary_unsure && problems.len() == 1) {
-            // With the user's summary ConfigMap deleted, the operator may
-            // not have looked again: InvalidSpec, or what follows.
-            problems.extend([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT]);
-        }
-        problems
-    }
-
-    /// Whether the model expects Debugger `name` to be reconciled into
-    /// its workload: no problem at all.
-    pub fn runs(&self, name: &str) -> bool {
-        self.expected(name) == BTreeSet::from([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT])
-    }
-
-    /// A name no object of the sequence has had: `<prefix>-<n>`.
-    pub fn fresh(&mut self, prefix: &str) -> String {
-        self.next_name += 1;
-        format!("{prefix}-{}", self.next_name)
-    }
-
-    /// ConfigMap names the user may make now: a new one, a scripts
-    /// ConfigMap a Debugger names but that does not exist, or the default
-    /// summary name of the next Debugger (a collision to come).
-    pub fn cm_names(&mut self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .debuggers
-            .values()
-            .filter_map(|d| match &d.spec.scripts {
-                Ref::Named(n) if !self.cm_taken.contains(n) => Some(n.clone()),
-                _ => None,
-            })
-            .collect();
-        let next_summary = format!("d{}-summary", self.next_debugger + 1);
-        if !self.cm_taken.contains(&next_summary) {
-            names.push(next_summary);
-        }
-        names.push(self.fresh("cm"));
-        names
-    }
-
-    /// Pinger names the user may make now: one a Debugger names that
-    /// does not exist, or a new one.
-    pub fn pinger_names(&mut self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .debuggers
-            .values()
-            .filter_map(|d| match &d.spec.pinger {
-                Ref::Named(p) if !self.pinger_taken.contains(p) => Some(p.clone()),
-                _ => None,
-            })
-            .collect();
-        names.push(self.fresh("p"));
-        names
-    }
-
-    /// The name of the next Debugger: `d<n>`.
-    pub fn next_debugger(&mut self) -> String {
-        self.next_debugger += 1;
-        format!("d{}", self.next_debugger)
-    }
-}
-
 /// The key of a scripts ConfigMap's one script.
 pub const SCRIPT_KEY: &str = "hello.sh";
 
@@ -465,91 +277,5 @@ impl fmt::Display for Action {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn debugger(spec: Spec) -> Action {
-        Action::CreateDebugger {
-            name: "d1".into(),
-            spec,
-        }
-    }
-
-    fn plain() -> Spec {
-        Spec {
-            workload: Workload::DaemonSet,
-            nodes: Nodes::One(1),
-            scripts: Ref::Off,
-            pinger: Ref::Off,
-            categories: Categories::Default,
-            summary: None,
-        }
-    }
-
-    #[test]
-    fn collisions_with_the_users_configmaps_are_invalid_specs() {
-        let mut m = Model::default();
-        let data = BTreeMap::from([("note".to_string(), "x".to_string())]);
-        m.apply(&Action::CreateConfigMap {
-            name: "d1-summary".into(),
-            data,
-        });
-        m.apply(&debugger(plain()));
-        assert_eq!(m.expected("d1"), BTreeSet::from([INVALID_SPEC]));
-        // Deleted by the user: the operator may not have looked again.
-        m.apply(&Action::DeleteConfigMap {
-            name: "d1-summary".into(),
-        });
-        assert!(m.expected("d1").contains(INVALID_SPEC));
-        assert!(m.expected("d1").contains(WORKLOAD_READY));
-        m.apply(&Action::EditDebugger {
-            name: "d1".into(),
-            change: Change::Nodes(Nodes::None),
-        });
-        assert_eq!(m.expected("d1"), BTreeSet::from([NO_NODES_SELECTED]));
-
-        let mut own = Model::default();
-        own.apply(&debugger(Spec {
-            scripts: Ref::Named("s".into()),
-            summary: Some("s".into()),
-            ..plain()
-        }));
-        assert_eq!(own.expected("d1"), BTreeSet::from([INVALID_SPEC]));
-    }
-
-    #[test]
-    fn missing_objects_give_any_of_their_reasons() {
-        let mut m = Model::default();
-        m.apply(&debugger(Spec {
-            scripts: Ref::Named("s".into()),
-            pinger: Ref::Named("p".into()),
-            ..plain()
-        }));
-        assert_eq!(
-            m.expected("d1"),
-            BTreeSet::from([PINGER_NOT_FOUND, CONFIG_MAP_NOT_FOUND])
-        );
-        m.apply(&Action::CreatePinger {
-            name: "p".into(),
-            bad_dns: Some("10.1.2.3".into()),
-        });
-        assert_eq!(m.expected("d1"), BTreeSet::from([CONFIG_MAP_NOT_FOUND]));
-        assert!(!m.runs("d1"));
-    }
-
-    #[test]
-    fn a_selector_patch_replaces_the_old_selector() {
-        let spec = Spec {
-            nodes: Nodes::One(2),
-            ..plain()
-        };
-        assert_eq!(
-            spec.json()["selector"],
-            json!({"kubernetes.io/hostname": "node-2"})
-        );
-        assert_eq!(
-            Change::Nodes(Nodes::None).patch()["selector"]["kubernetes.io/hostname"],
-            Value::Null
-        );
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;
