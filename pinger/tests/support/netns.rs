@@ -2,9 +2,12 @@
 
 use std::fs::File;
 use std::future::Future;
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
 
+use combo_testkit::leftovers;
 use nix::sched::{setns, CloneFlags};
 
 /// A network namespace with `lo` up; deleted on drop.
@@ -15,14 +18,20 @@ pub struct Netns {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// Namespaces are `kcpt-<pid>-<n>`; those of test processes killed before
+/// their drop are removed by the next process's first namespace.
+const PREFIX: &str = "kcpt-";
+static SWEEP: Once = Once::new();
+
 impl Netns {
     /// Makes a fresh namespace. Needs root (the test environment runs as root).
     pub fn new() -> Self {
-        let name = format!(
-            "kcpt-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        SWEEP.call_once(|| {
+            for gone in leftovers::orphans_in(Path::new("/var/run/netns"), PREFIX) {
+                let _ = Command::new("ip").args(["netns", "del", &gone]).status();
+            }
+        });
+        let name = leftovers::own_name(PREFIX, &NEXT.fetch_add(1, Ordering::Relaxed).to_string());
         run(&["ip", "netns", "add", &name]);
         let ns = Netns { name };
         ns.exec(&["ip", "link", "set", "lo", "up"]);

@@ -4,8 +4,8 @@
 //! and writes what it scrapes to a single-node `victoria-metrics`;
 //! `vmalert` evaluates rule files on that and notifies a receiver in the
 //! test. Each listens on 127.0.0.1 only, keeps its data in a directory of
-//! the stack's, and is killed by its pid when dropped
-//! (docs/testing.md#kubernetes-discovery-end-to-end).
+//! the stack's, and is killed by its pid when dropped, or with the test
+//! process when that is killed first (docs/testing.md#kubernetes-discovery-end-to-end).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _, Result};
+use combo_testkit::leftovers;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::PostParams;
@@ -117,19 +118,26 @@ impl Daemon {
     /// Starts `name` with `args` and `-httpListenAddr` on a free loopback
     /// port, and waits until its `/health` answers.
     async fn start(name: &'static str, args: &[String], dir: &Path) -> Result<Self> {
+        let installed = std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(name).is_file()));
+        if !installed {
+            bail!("{name}: install Debian's package victoria-metrics (tests/deps.sh does)");
+        }
         let port = free_port()?;
         let log = dir.join(format!("{name}.log"));
         let out = std::fs::File::create(&log)?;
-        let child = Command::new(name)
+        // Killed with the test even when the test is killed before its
+        // drop: util-linux's setpriv sets the parent-death signal and execs
+        // `name`, a child of the test's thread, which lives as long.
+        let child = Command::new("setpriv")
+            .args(["--pdeathsig", "KILL", "--", name])
             .args(args)
             .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
             .spawn()
-            .with_context(|| {
-                format!("{name}: install Debian's package victoria-metrics (tests/deps.sh does)")
-            })?;
+            .context("setpriv: install Debian's package util-linux (tests/deps.sh does)")?;
         let daemon = Daemon {
             name,
             child,
@@ -253,12 +261,17 @@ impl Victoria {
     /// A directory for a stack (and for what its scrape config names,
     /// such as a token).
     pub fn dir() -> Result<PathBuf> {
-        let dir = std::env::temp_dir().join(format!(
-            "kc-victoria-{:x}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_nanos()
-        ));
+        const DIR_PREFIX: &str = "kc-victoria-";
+        let tmp = std::env::temp_dir();
+        // Stacks of test processes killed before their drop: their
+        // processes died with them (see Daemon::start), their files stay.
+        for gone in leftovers::orphans_in(&tmp, DIR_PREFIX) {
+            let _ = std::fs::remove_dir_all(tmp.join(gone));
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos();
+        let dir = tmp.join(leftovers::own_name(DIR_PREFIX, &format!("{nanos:x}")));
         std::fs::create_dir_all(&dir)?;
         Ok(dir)
     }
