@@ -1,6 +1,9 @@
-//! The control plane going away under running Debuggers (docs/testing.md,
-//! "Fault tests"): the procedure shared by the outage tests of simulated
-//! nodes (`tests/outage.rs`) and of real nodes (`tests/real_outage.rs`).
+//! The control plane going away under running Debuggers
+//! (docs/testing.md, "Fault tests"): the procedure shared by the outage
+//! tests of simulated nodes (`tests/outage.rs`) and of real nodes
+//! (`tests/real_outage.rs`). This file holds the procedure;
+//! `outage/target.rs` the TCP target, `outage/pingers.rs` what the pingers
+//! saw and `outage/survivors.rs` the pods that must survive.
 //!
 //! [`outage`] stops one process of the control plane (`cluster.sh stop DIR
 //! NAME`) with a run of a Debugger due in the middle of the outage, starts it
@@ -11,22 +14,25 @@
 //! while the control plane was away, counted the failed probes in its
 //! metrics and records the episode once the API server is back.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{ensure, Context as _, Result};
-use combo_api::keys;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 
 use crate::fixtures::{documents, DebuggerBuilder, PingerBuilder};
-use crate::{
-    client, cluster_dir, events, pod_process, repo_root, running_and_ready, scrape, set_run_at,
-    wait_for, wait_run_within, workload_nodes, OPERATOR_LABELS, OPERATOR_NAMESPACE,
-};
+use crate::{client, cluster_dir, repo_root, set_run_at, wait_for, wait_run_within};
+
+mod pingers;
+mod survivors;
+mod target;
+
+use pingers::{pingers_after, pingers_before};
+use survivors::Survivors;
+pub use target::TcpTarget;
 
 /// `cluster.sh stop|start DIR NAME`: stops or starts one process of the
 /// control plane (`kube-apiserver`, `etcd`, ...).
@@ -75,68 +81,6 @@ const METRICS_PORT: u16 = 9467;
 /// (docs/pinger.md, "The budget"), with slack.
 const EVENT_GAP: Duration = Duration::from_secs(35);
 
-/// A TCP port on the cluster's bridge address that accepts connections
-/// until [`TcpTarget::stop`] and refuses them until [`TcpTarget::start`].
-pub struct TcpTarget {
-    /// Where it listens.
-    pub addr: SocketAddr,
-    accepting: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl TcpTarget {
-    /// Listens on the address the API server listens on, on a free port:
-    /// every pod of a simulated or a real node reaches it
-    /// (docs/testing.md, "Network plan").
-    pub async fn bind() -> Result<Self> {
-        let kubeconfig = std::fs::read_to_string(crate::kubeconfig())?;
-        let host = kubeconfig
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("server: https://"))
-            .and_then(|s| s.rsplit_once(':'))
-            .map(|(h, _)| h.to_string())
-            .context("server in kubeconfig")?;
-        let listener = tokio::net::TcpListener::bind((host.as_str(), 0)).await?;
-        let addr = listener.local_addr()?;
-        Ok(TcpTarget {
-            addr,
-            accepting: Some(Self::accept(listener)),
-        })
-    }
-
-    fn accept(listener: tokio::net::TcpListener) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            while let Ok((conn, _)) = listener.accept().await {
-                drop(conn);
-            }
-        })
-    }
-
-    /// Closes the listener: connections are refused from now on.
-    pub async fn stop(&mut self) {
-        if let Some(task) = self.accepting.take() {
-            task.abort();
-            let _ = task.await;
-        }
-    }
-
-    /// Listens again on the same address.
-    pub async fn start(&mut self) -> Result<()> {
-        if self.accepting.is_none() {
-            let listener = tokio::net::TcpListener::bind(self.addr).await?;
-            self.accepting = Some(Self::accept(listener));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for TcpTarget {
-    fn drop(&mut self) {
-        if let Some(task) = self.accepting.take() {
-            task.abort();
-        }
-    }
-}
-
 /// The Pinger and the DaemonSet Debugger [`PROBING`] that runs it on every
 /// node, probing `target` over TCP once a second.
 pub fn probing_yaml(target: SocketAddr) -> String {
@@ -152,303 +96,15 @@ pub fn probing_yaml(target: SocketAddr) -> String {
     ])
 }
 
-/// The running, ready pods of the pods in `ns` that `labels` selects.
-async fn ready_pods(c: &Client, ns: &str, labels: &str) -> Result<Vec<Pod>> {
+/// The pods in `ns` that `labels` selects, except those being deleted.
+async fn live_pods(c: &Client, ns: &str, labels: &str) -> Result<Vec<Pod>> {
     let lp = ListParams::default().labels(labels);
     Ok(Api::<Pod>::namespaced(c.clone(), ns)
         .list(&lp)
         .await?
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none() && running_and_ready(p))
-        .collect())
-}
-
-/// The pinger's TCP probes of `target` that failed, and whether the target
-/// is up, from its metrics.
-fn tcp_probes(text: &str, target: SocketAddr) -> (f64, Option<f64>) {
-    let value = |l: &str| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-    let series = format!(r#"kind="tcp",target="{target}""#);
-    let failed = text
-        .lines()
-        .filter(|l| l.starts_with("combo_pinger_probes_total{") && l.contains(&series))
-        .filter(|l| !l.contains(r#"result="ok""#))
-        .filter_map(value)
-        .sum();
-    let up = text
-        .lines()
-        .find(|l| l.starts_with(&format!("combo_pinger_target_up{{{series}}}")))
-        .and_then(value);
-    (failed, up)
-}
-
-/// The Events matching `fields` whose message names `target`.
-async fn events_naming(
-    c: &Client,
-    ns: &str,
-    fields: &str,
-    target: SocketAddr,
-) -> Result<Vec<Event>> {
-    let target = target.to_string();
-    let mut found = events(c, ns, fields).await?;
-    found.retain(|e| e.message.as_deref().unwrap_or_default().contains(&target));
-    Ok(found)
-}
-
-/// UIDs of the `ProbeRecovered` Events on `pod` that name `target`.
-async fn recoveries(
-    c: &Client,
-    ns: &str,
-    pod: &str,
-    target: SocketAddr,
-) -> Result<BTreeSet<String>> {
-    let fields = format!("involvedObject.name={pod},reason=ProbeRecovered");
-    Ok(events_naming(c, ns, &fields, target)
-        .await?
-        .into_iter()
-        .filter_map(|e| e.metadata.uid)
-        .collect())
-}
-
-/// What the pinger pods are before an outage: pod name -> (the pod, failed
-/// probes so far, ProbeRecovered Events so far).
-type PingerState = BTreeMap<String, (Pod, f64, BTreeSet<String>)>;
-
-/// What tells whether a pod got an Event about `target`: each such
-/// Event's UID with its counts (a repeat patches the series).
-async fn target_events(
-    c: &Client,
-    ns: &str,
-    pod: &str,
-    target: SocketAddr,
-) -> Result<BTreeSet<(String, Option<i32>, Option<i32>)>> {
-    let fields = format!("involvedObject.name={pod}");
-    Ok(events_naming(c, ns, &fields, target)
-        .await?
-        .into_iter()
-        .map(|e| {
-            (
-                e.metadata.uid.unwrap_or_default(),
-                e.count,
-                e.series.and_then(|s| s.count),
-            )
-        })
-        .collect())
-}
-
-/// Waits until the target is up in every pinger's metrics and no pinger
-/// has recorded an Event about it for [`EVENT_GAP`], and returns their
-/// state. A pinger's Events about one target are at least 30 s apart
-/// (docs/pinger.md, "The budget"): a recent one (the previous case's
-/// recovery) would hold the outage's failure back until the outage is
-/// over.
-async fn pingers_before(c: &Client, ns: &str, target: SocketAddr) -> Result<PingerState> {
-    let want = workload_nodes().len();
-    let probing = keys::debugger_selector(PROBING);
-    let all_up = || async {
-        let pods = ready_pods(c, ns, &probing).await?;
-        Ok::<_, anyhow::Error>(
-            pods.len() == want
-                && pods.iter().all(|p| {
-                    scrape(p, METRICS_PORT).is_ok_and(|t| tcp_probes(&t, target).1 == Some(1.0))
-                }),
-        )
-    };
-    let quiet = std::time::Instant::now();
-    loop {
-        wait_for(
-            Duration::from_secs(180),
-            "every pinger probing its target up",
-            &all_up,
-        )
-        .await?;
-        let mut seen = BTreeMap::new();
-        for pod in ready_pods(c, ns, &probing).await? {
-            let name = pod.name_any();
-            seen.insert(name.clone(), target_events(c, ns, &name, target).await?);
-        }
-        tokio::time::sleep(EVENT_GAP).await;
-        let mut same = all_up().await?;
-        for (name, before) in &seen {
-            same &= target_events(c, ns, name, target).await? == *before;
-        }
-        if same {
-            break;
-        }
-        ensure!(
-            quiet.elapsed() < Duration::from_secs(300),
-            "the pingers kept recording Events about {target} for 5 minutes before the outage"
-        );
-    }
-    let mut state = PingerState::new();
-    for pod in ready_pods(c, ns, &probing).await? {
-        let name = pod.name_any();
-        let failed = tcp_probes(&scrape(&pod, METRICS_PORT)?, target).0;
-        let seen = recoveries(c, ns, &name, target).await?;
-        state.insert(name, (pod, failed, seen));
-    }
-    Ok(state)
-}
-
-/// After an outage of `down` during which the target refused: every
-/// pinger counted the failed probes and records the episode (a new
-/// `ProbeRecovered` Event follows only a failure it reported).
-async fn pingers_after(
-    c: &Client,
-    ns: &str,
-    target: SocketAddr,
-    down: Duration,
-    before: &PingerState,
-) -> Result<()> {
-    for (name, (pod, failed, seen)) in before {
-        // One probe a second, each refused: at least half the outage's.
-        let least = failed + (down.as_secs() / 2) as f64;
-        let now = tcp_probes(&scrape(pod, METRICS_PORT)?, target).0;
-        ensure!(
-            now >= least,
-            "the pinger of {name} counted {} failed probes during the outage, expected at least {}",
-            now - failed,
-            least - failed
-        );
-        eprintln!(
-            "outage: pinger of {name} counted {} failed probes of {target} in a {down:?} outage",
-            now - failed
-        );
-        wait_for(
-            Duration::from_secs(180),
-            &format!("a new ProbeRecovered Event for {target} on {name}"),
-            || async { Ok(!recoveries(c, ns, name, target).await?.is_subset(seen)) },
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// One pod as an outage must leave it: its UID, each container's restart
-/// count, and the pid of each of the project's processes it runs.
-#[derive(Debug, PartialEq)]
-struct PodState {
-    uid: String,
-    restarts: BTreeMap<String, i32>,
-    pids: BTreeMap<&'static str, i32>,
-}
-
-/// pod name -> [`PodState`] of the running pods in `ns` that
-/// `labels` selects; `binaries` are the project's binaries each runs (one
-/// per container). Fails when fewer than `want` pods run or a process is
-/// not found.
-async fn pod_states(
-    c: &Client,
-    ns: &str,
-    labels: &str,
-    binaries: &[&'static str],
-    want: usize,
-) -> Result<BTreeMap<String, PodState>> {
-    // Running, not necessarily ready: what a pod reports of its readiness
-    // may lag behind the API server's return, its processes do not.
-    let pods: Vec<Pod> = Api::<Pod>::namespaced(c.clone(), ns)
-        .list(&ListParams::default().labels(labels))
-        .await?
-        .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .collect();
-    ensure!(
-        pods.len() >= want,
-        "{} running pods of {labels} in {ns}, expected {want}",
-        pods.len()
-    );
-    let mut out = BTreeMap::new();
-    for pod in pods {
-        let name = pod.name_any();
-        let restarts = pod
-            .status
-            .iter()
-            .flat_map(|s| s.container_statuses.iter().flatten())
-            .map(|cs| (cs.name.clone(), cs.restart_count))
-            .collect();
-        let mut pids = BTreeMap::new();
-        for binary in binaries {
-            let pid = pod_process(binary, &pod)
-                .with_context(|| format!("the {binary} process of pod {ns}/{name}"))?;
-            pids.insert(*binary, pid);
-        }
-        let uid = pod.metadata.uid.clone().context("pod uid")?;
-        out.insert(
-            name,
-            PodState {
-                uid,
-                restarts,
-                pids,
-            },
-        );
-    }
-    Ok(out)
-}
-
-/// The operator's, the runners' and the pingers' pods, in that order.
-struct Survivors {
-    groups: Vec<(String, BTreeMap<String, PodState>)>,
-}
-
-impl Survivors {
-    async fn read(c: &Client, ns: &str, debugger: &str) -> Result<Self> {
-        let nodes = workload_nodes().len();
-        Ok(Survivors {
-            groups: vec![
-                (
-                    "the operator".to_string(),
-                    pod_states(
-                        c,
-                        OPERATOR_NAMESPACE,
-                        OPERATOR_LABELS,
-                        &[keys::BIN_OPERATOR],
-                        1,
-                    )
-                    .await?,
-                ),
-                (
-                    format!("the runners of {debugger}"),
-                    pod_states(
-                        c,
-                        ns,
-                        &keys::debugger_selector(debugger),
-                        &[keys::BIN_RUNNER],
-                        nodes,
-                    )
-                    .await?,
-                ),
-                (
-                    format!("the runners and pingers of {PROBING}"),
-                    pod_states(
-                        c,
-                        ns,
-                        &keys::debugger_selector(PROBING),
-                        &[keys::BIN_RUNNER, keys::BIN_PINGER],
-                        nodes,
-                    )
-                    .await?,
-                ),
-            ],
-        })
-    }
-
-    /// Each group's pods that changed between `self` and `after`: another
-    /// pod, a container restarted, a process replaced.
-    fn changes(&self, after: &Survivors) -> Vec<String> {
-        let mut out = Vec::new();
-        for ((what, before), (_, now)) in self.groups.iter().zip(&after.groups) {
-            for (pod, state) in before {
-                match now.get(pod) {
-                    Some(s) if s == state => {}
-                    other => out.push(format!("{what}: pod {pod} was {state:?}, now {other:?}")),
-                }
-            }
-            for pod in now.keys().filter(|p| !before.contains_key(*p)) {
-                out.push(format!("{what}: a new pod {pod}"));
-            }
-        }
-        out
-    }
+        .collect())
 }
 
 /// Stops `process` for `down`, with a run of Debugger `debugger` due in the
