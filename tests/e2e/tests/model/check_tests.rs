@@ -1,8 +1,10 @@
 //! The checker on made-up snapshots: each failure the operator once
 //! had (docs/testing.md, "Model-based test") is caught.
 
+use super::rules::{pod_state, NODES_TURN};
 use super::*;
-use crate::plan::{Action, Categories, Nodes, Ref, Spec};
+use crate::plan::{Action, Categories, Nodes, Ref, Spec, Workload};
+use combo_api::keys;
 use serde_json::json;
 
 fn node(i: usize) -> Node {

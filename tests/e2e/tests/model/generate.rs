@@ -1,6 +1,6 @@
-//! Generated sequences of the model-based test (docs/testing.md,
-//! "Model-based test"): each action is chosen from the model of what the
-//! user has made so far, from a seeded generator. Pure.
+//! Generated sequences of the model-based test
+//! (docs/testing.md, "Model-based test"): each action is chosen from the
+//! model of what the user has made so far, from a seeded generator. Pure.
 
 use std::collections::BTreeMap;
 
@@ -92,44 +92,8 @@ fn next_action(m: &mut Model, rng: &mut Rng, nodes: usize) -> Action {
         w(!pingers.is_empty(), 2),
     ]);
     match choice {
-        0 => {
-            let base = m.next_debugger();
-            // Over 63 characters: refused as a label value.
-            let name = if rng.below(12) == 0 {
-                format!("{base}-{}", "l".repeat(MAX_NAME))
-            } else {
-                base
-            };
-            let spec = Spec {
-                workload: workload(rng),
-                nodes: node_choice(rng, nodes),
-                scripts: Ref::Off,
-                pinger: Ref::Off,
-                categories: categories(rng),
-                summary: None,
-            };
-            let mut spec = spec;
-            spec.scripts = scripts_ref(m, rng);
-            spec.pinger = pinger_ref(m, rng);
-            spec.summary = summary_choice(m, rng, &spec);
-            Action::CreateDebugger { name, spec }
-        }
-        1 => {
-            let name = rng.pick(&debuggers);
-            let spec = m.debuggers[&name].spec.clone();
-            let change = match rng.weighted(&[4, 3, 3, 3, 1, 3]) {
-                0 => Change::Workload(match spec.workload {
-                    Workload::DaemonSet => Workload::Pod,
-                    Workload::Pod => Workload::DaemonSet,
-                }),
-                1 => Change::Nodes(node_choice(rng, nodes)),
-                2 => Change::Scripts(scripts_ref(m, rng)),
-                3 => Change::Pinger(pinger_ref(m, rng)),
-                4 => Change::Categories(categories(rng)),
-                _ => Change::Summary(summary_choice(m, rng, &spec)),
-            };
-            Action::EditDebugger { name, change }
-        }
+        0 => create_debugger(m, rng, nodes),
+        1 => edit_debugger(m, rng, nodes, &debuggers),
         2 => Action::DeleteDebugger {
             name: rng.pick(&debuggers),
         },
@@ -137,42 +101,15 @@ fn next_action(m: &mut Model, rng: &mut Rng, nodes: usize) -> Action {
             let names = m.cm_names();
             let name = rng.pick(&names);
             let scripts = rng.below(3) != 0;
-            let data = if scripts {
-                script_data(rng)
-            } else {
-                note_data(rng)
-            };
+            let data = configmap_data(rng, scripts);
             Action::CreateConfigMap { name, data }
         }
         4 => {
             let name = rng.pick(&cms);
-            let data = if m.configmaps[&name].scripts {
-                script_data(rng)
-            } else {
-                note_data(rng)
-            };
+            let data = configmap_data(rng, m.configmaps[&name].scripts);
             Action::EditConfigMap { name, data }
         }
-        5 => {
-            // Mostly one a Debugger uses: a deletion mid-run.
-            let used: Vec<String> = cms
-                .iter()
-                .filter(|c| {
-                    m.debuggers.iter().any(|(d, x)| {
-                        x.spec.scripts == Ref::Named(c.to_string()) || x.spec.summary_name(d) == **c
-                    })
-                })
-                .cloned()
-                .collect();
-            let from = if !used.is_empty() && rng.below(4) != 0 {
-                used
-            } else {
-                cms
-            };
-            Action::DeleteConfigMap {
-                name: rng.pick(&from),
-            }
-        }
+        5 => delete_configmap(m, rng, cms),
         6 => {
             let names = m.pinger_names();
             Action::CreatePinger {
@@ -188,21 +125,93 @@ fn next_action(m: &mut Model, rng: &mut Rng, nodes: usize) -> Action {
             };
             Action::EditPinger { name, bad_dns: bad }
         }
-        _ => {
-            let used: Vec<String> = pingers
-                .iter()
-                .filter(|p| {
-                    m.debuggers
-                        .values()
-                        .any(|d| d.spec.pinger == Ref::Named(p.to_string()))
-                })
-                .cloned()
-                .collect();
-            let from = if used.is_empty() { pingers } else { used };
-            Action::DeletePinger {
-                name: rng.pick(&from),
-            }
-        }
+        _ => delete_pinger(m, rng, pingers),
+    }
+}
+
+/// A ConfigMap's data: a script, or a note.
+fn configmap_data(rng: &mut Rng, scripts: bool) -> BTreeMap<String, String> {
+    if scripts {
+        script_data(rng)
+    } else {
+        note_data(rng)
+    }
+}
+
+fn create_debugger(m: &mut Model, rng: &mut Rng, nodes: usize) -> Action {
+    let base = m.next_debugger();
+    // Over 63 characters: refused as a label value.
+    let name = if rng.below(12) == 0 {
+        format!("{base}-{}", "l".repeat(MAX_NAME))
+    } else {
+        base
+    };
+    let mut spec = Spec {
+        workload: workload(rng),
+        nodes: node_choice(rng, nodes),
+        scripts: Ref::Off,
+        pinger: Ref::Off,
+        categories: categories(rng),
+        summary: None,
+    };
+    spec.scripts = scripts_ref(m, rng);
+    spec.pinger = pinger_ref(m, rng);
+    spec.summary = summary_choice(m, rng, &spec);
+    Action::CreateDebugger { name, spec }
+}
+
+fn edit_debugger(m: &mut Model, rng: &mut Rng, nodes: usize, debuggers: &[String]) -> Action {
+    let name = rng.pick(debuggers);
+    let spec = m.debuggers[&name].spec.clone();
+    let change = match rng.weighted(&[4, 3, 3, 3, 1, 3]) {
+        0 => Change::Workload(match spec.workload {
+            Workload::DaemonSet => Workload::Pod,
+            Workload::Pod => Workload::DaemonSet,
+        }),
+        1 => Change::Nodes(node_choice(rng, nodes)),
+        2 => Change::Scripts(scripts_ref(m, rng)),
+        3 => Change::Pinger(pinger_ref(m, rng)),
+        4 => Change::Categories(categories(rng)),
+        _ => Change::Summary(summary_choice(m, rng, &spec)),
+    };
+    Action::EditDebugger { name, change }
+}
+
+/// Mostly one a Debugger uses: a deletion mid-run.
+fn delete_configmap(m: &Model, rng: &mut Rng, cms: Vec<String>) -> Action {
+    let used: Vec<String> = cms
+        .iter()
+        .filter(|c| {
+            m.debuggers.iter().any(|(d, x)| {
+                x.spec.scripts == Ref::Named(c.to_string()) || x.spec.summary_name(d) == **c
+            })
+        })
+        .cloned()
+        .collect();
+    let from = if !used.is_empty() && rng.below(4) != 0 {
+        used
+    } else {
+        cms
+    };
+    Action::DeleteConfigMap {
+        name: rng.pick(&from),
+    }
+}
+
+/// One a Debugger uses, when there is one.
+fn delete_pinger(m: &Model, rng: &mut Rng, pingers: Vec<String>) -> Action {
+    let used: Vec<String> = pingers
+        .iter()
+        .filter(|p| {
+            m.debuggers
+                .values()
+                .any(|d| d.spec.pinger == Ref::Named(p.to_string()))
+        })
+        .cloned()
+        .collect();
+    let from = if used.is_empty() { pingers } else { used };
+    Action::DeletePinger {
+        name: rng.pick(&from),
     }
 }
 
@@ -313,143 +322,5 @@ pub fn restarts(seed: u64, n: usize, restarts: usize) -> BTreeMap<usize, usize> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    #[test]
-    fn the_same_seed_gives_the_same_sequences() {
-        for i in 0..50 {
-            let a = sequence(7, i, 3);
-            assert_eq!(a, sequence(7, i, 3));
-            assert!((3..=6).contains(&a.len()), "{a:?}");
-        }
-        assert_ne!(
-            (0..20).map(|i| sequence(7, i, 3)).collect::<Vec<_>>(),
-            (0..20).map(|i| sequence(8, i, 3)).collect::<Vec<_>>()
-        );
-    }
-
-    #[test]
-    fn restarts_go_to_distinct_sequences_spread_over_the_run() {
-        let r = restarts(3, 200, 2);
-        assert_eq!(r.len(), 2);
-        let k: Vec<usize> = r.keys().copied().collect();
-        assert!(k[0] < 100 && k[1] >= 100, "{k:?}");
-        assert_eq!(restarts(3, 1, 2).len(), 1);
-        assert!(restarts(3, 10, 0).is_empty());
-    }
-
-    /// What the issue asks the sequences to hold, counted over a default
-    /// run: each must come up.
-    #[test]
-    fn two_hundred_sequences_hold_every_kind_of_action_and_collision() {
-        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-        for seed in [1, 20261124] {
-            for i in 0..200 {
-                let mut m = Model::default();
-                for a in sequence(seed, i, 3) {
-                    let before = m.clone();
-                    m.apply(&a);
-                    let kind = match &a {
-                        Action::CreateConfigMap { .. } => "create ConfigMap",
-                        Action::EditConfigMap { .. } => "edit ConfigMap",
-                        Action::DeleteConfigMap { name } => {
-                            if before
-                                .debuggers
-                                .values()
-                                .any(|d| d.spec.scripts == Ref::Named(name.clone()))
-                            {
-                                *seen.entry("delete a scripts ConfigMap in use").or_default() += 1;
-                            }
-                            "delete ConfigMap"
-                        }
-                        Action::CreatePinger { bad_dns, .. } => {
-                            if bad_dns.is_some() {
-                                *seen.entry("Pinger with an IP in dns").or_default() += 1;
-                            }
-                            "create Pinger"
-                        }
-                        Action::EditPinger { .. } => "edit Pinger",
-                        Action::DeletePinger { name } => {
-                            if before
-                                .debuggers
-                                .values()
-                                .any(|d| d.spec.pinger == Ref::Named(name.clone()))
-                            {
-                                *seen.entry("delete a Pinger in use").or_default() += 1;
-                            }
-                            "delete Pinger"
-                        }
-                        Action::CreateDebugger { .. } => "create Debugger",
-                        Action::EditDebugger {
-                            name,
-                            change: Change::Workload(_),
-                        } => {
-                            if before.runs(name) && m.runs(name) {
-                                *seen.entry("switch a running Debugger").or_default() += 1;
-                            }
-                            "switch workload"
-                        }
-                        Action::EditDebugger { .. } => "edit Debugger",
-                        Action::DeleteDebugger { name } => {
-                            if before.runs(name) {
-                                *seen.entry("delete a running Debugger").or_default() += 1;
-                            }
-                            "delete Debugger"
-                        }
-                        Action::RestartOperator => "restart",
-                    };
-                    *seen.entry(kind).or_default() += 1;
-                    for (name, d) in &m.debuggers {
-                        let summary = d.spec.summary_name(name);
-                        if before.configmaps.contains_key(&summary)
-                            && m.configmaps.contains_key(&summary)
-                        {
-                            *seen.entry("summary is a user ConfigMap").or_default() += 1;
-                        }
-                        if d.spec.scripts == Ref::Named(summary) {
-                            *seen.entry("summary is its scripts ConfigMap").or_default() += 1;
-                        }
-                        if name.len() > MAX_NAME {
-                            *seen.entry("name over 63").or_default() += 1;
-                        }
-                        if d.spec.nodes == Nodes::None {
-                            *seen.entry("selector matches no node").or_default() += 1;
-                        }
-                        if m.runs(name) {
-                            *seen.entry("a Debugger that should run").or_default() += 1;
-                        }
-                    }
-                }
-            }
-        }
-        for kind in [
-            "create ConfigMap",
-            "edit ConfigMap",
-            "delete ConfigMap",
-            "create Pinger",
-            "edit Pinger",
-            "delete Pinger",
-            "create Debugger",
-            "switch workload",
-            "edit Debugger",
-            "delete Debugger",
-            "delete a scripts ConfigMap in use",
-            "Pinger with an IP in dns",
-            "delete a Pinger in use",
-            "summary is a user ConfigMap",
-            "summary is its scripts ConfigMap",
-            "name over 63",
-            "selector matches no node",
-            "a Debugger that should run",
-            "switch a running Debugger",
-            "delete a running Debugger",
-        ] {
-            assert!(
-                seen.get(kind).copied().unwrap_or_default() >= 5,
-                "{kind}: {seen:#?}"
-            );
-        }
-    }
-}
+#[path = "generate_tests.rs"]
+mod tests;
