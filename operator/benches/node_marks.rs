@@ -5,13 +5,14 @@
 //! `cargo bench -p combo-operator --bench node_marks`
 //! (docs/benchmarks.md#node-marks-at-5000-nodes).
 
+#[path = "support/fixture.rs"]
+mod fixture;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
-use combo_api::{Category, Debugger, DebuggerReportSpec, DebuggerSpec, ItemResult};
-use combo_operator::aggregate::NodeReport;
+use combo_api::{Category, Debugger, DebuggerSpec};
 use combo_operator::node_marks::{plan, Inputs, MarksPlan, NodeMarks, Wanted};
 use combo_operator::reports::NodeReports;
 use k8s_openapi::api::core::v1::{Node, Taint};
@@ -35,33 +36,10 @@ fn debugger() -> Debugger {
 /// The default scripts' 34 items over four categories, `/var` failing on
 /// the nodes `failing` picks.
 fn reports(failing: impl Fn(usize) -> bool) -> NodeReports {
-    (0..NODES)
-        .map(|i| {
-            let node = format!("worker-{i:05}.example.internal");
-            let mut spec = DebuggerReportSpec {
-                debugger: "node-check".into(),
-                node: node.clone(),
-                run_at: "2026-01-01T06:00:00Z".into(),
-                finished_at: "2026-01-01T06:00:02Z".into(),
-                ..DebuggerReportSpec::default()
-            };
-            for (cat, n) in [("disk", 8), ("net", 11), ("mem", 6), ("svc", 9)] {
-                let items = spec.categories.entry(cat.into()).or_default();
-                for k in 0..n {
-                    items.insert(format!("{cat}-item-{k}"), ItemResult::ok());
-                }
-            }
-            if failing(i) {
-                let disk = spec.categories.get_mut("disk").unwrap();
-                disk.insert("/var".into(), ItemResult::err("97% used (above 90%)"));
-                spec.failed_items = 1;
-            }
-            (
-                node.clone(),
-                Arc::new(NodeReport::new(format!("node-check.{node}"), spec)),
-            )
-        })
-        .collect()
+    let categories = [("disk", 8), ("net", 11), ("mem", 6), ("svc", 9)];
+    fixture::reports(NODES, &categories, |i, cat| {
+        (cat == "disk" && failing(i)).then_some("/var")
+    })
 }
 
 fn land(nodes: &mut BTreeMap<String, NodeMarks>, p: &MarksPlan) {

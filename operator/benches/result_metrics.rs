@@ -6,11 +6,13 @@
 //! already. Prints; `cargo bench -p combo-operator --bench result_metrics`
 //! (docs/benchmarks.md#operator-result-metrics-at-5000-nodes).
 
-use std::sync::Arc;
+#[path = "support/fixture.rs"]
+mod fixture;
+
 use std::time::Instant;
 
-use combo_api::{Debugger, DebuggerReportSpec, DebuggerSpec, ItemResult, RunAt};
-use combo_operator::aggregate::{self, NodeReport};
+use combo_api::{Debugger, DebuggerSpec, RunAt};
+use combo_operator::aggregate;
 use combo_operator::metrics::Metrics;
 use combo_operator::reports::NodeReports;
 use combo_operator::validate::{Valid, Verdict};
@@ -24,30 +26,10 @@ type Failing = Box<dyn Fn(usize, &str) -> bool>;
 /// The default scripts' 34 items over four categories and two custom
 /// ones; `failing(node, category)` adds a failed item there.
 fn reports(failing: impl Fn(usize, &str) -> bool) -> NodeReports {
-    (0..NODES)
-        .map(|i| {
-            let node = format!("worker-{i:05}.example.internal");
-            let mut spec = DebuggerReportSpec {
-                debugger: "node-check".into(),
-                node: node.clone(),
-                run_at: "2026-01-01T06:00:00Z".into(),
-                finished_at: "2026-01-01T06:00:02Z".into(),
-                ..DebuggerReportSpec::default()
-            };
-            for (cat, n) in CATEGORIES.into_iter().zip([8, 11, 6, 9, 2]) {
-                let items = spec.categories.entry(cat.into()).or_default();
-                for k in 0..n {
-                    items.insert(format!("{cat}-item-{k}"), ItemResult::ok());
-                }
-                if failing(i, cat) {
-                    items.insert("bad".into(), ItemResult::err("97% used (above 90%)"));
-                    spec.failed_items += 1;
-                }
-            }
-            let report = NodeReport::new(format!("node-check.{node}"), spec);
-            (node, Arc::new(report))
-        })
-        .collect()
+    let categories: Vec<_> = CATEGORIES.into_iter().zip([8, 11, 6, 9, 2]).collect();
+    fixture::reports(NODES, &categories, |i, cat| {
+        failing(i, cat).then_some("bad")
+    })
 }
 
 /// Mean milliseconds of `f` over `n` calls.
