@@ -180,11 +180,6 @@ mod tests {
             row("no-ip", "2/2", "Running", "<none>", "<none>"),
             row("crash", "1/2", "CrashLoopBackOff", "10.16.0.9", "<none>"),
         ]));
-        let cols = Columns::from_table(&t).unwrap();
-        let got: Vec<(String, Option<String>)> = rows(&t, cols)
-            .into_iter()
-            .map(|r| (r.name, joined(&r.peer_ips)))
-            .collect();
         let want = [
             ("ok", Some("10.16.0.5")),
             ("v6", Some("fd00::5")),
@@ -195,12 +190,23 @@ mod tests {
             ("no-ip", None),
             ("crash", None),
         ];
+        assert_peers(&t, &want);
+        assert_eq!(resource_version(&t).as_deref(), Some("4711"));
+    }
+
+    /// Each row's name and its peer addresses joined by commas (None when
+    /// it is no peer) are `want`.
+    fn assert_peers(t: &Value, want: &[(&str, Option<&str>)]) {
+        let cols = Columns::from_table(t).unwrap();
+        let got: Vec<(String, Option<String>)> = rows(t, cols)
+            .into_iter()
+            .map(|r| (r.name, joined(&r.peer_ips)))
+            .collect();
         let want: Vec<(String, Option<String>)> = want
             .iter()
             .map(|(n, ip)| (n.to_string(), ip.map(String::from)))
             .collect();
         assert_eq!(got, want);
-        assert_eq!(resource_version(&t).as_deref(), Some("4711"));
     }
 
     /// The addresses of a row joined by commas; None for none.
@@ -254,11 +260,6 @@ mod tests {
             ),
             row("cells-only", "1/1", "Running", "10.16.0.11", "<none>"),
         ]));
-        let cols = Columns::from_table(&t).unwrap();
-        let got: Vec<(String, Option<String>)> = rows(&t, cols)
-            .into_iter()
-            .map(|r| (r.name, joined(&r.peer_ips)))
-            .collect();
         let want = [
             ("dual", Some("10.16.0.5,fd00::5")),
             ("v6-first", Some("fd00::6,10.16.0.6")),
@@ -268,11 +269,7 @@ mod tests {
             ("not-ready", None),
             ("cells-only", Some("10.16.0.11")),
         ];
-        let want: Vec<(String, Option<String>)> = want
-            .iter()
-            .map(|(n, ip)| (n.to_string(), ip.map(String::from)))
-            .collect();
-        assert_eq!(got, want);
+        assert_peers(&t, &want);
     }
 
     #[test]
