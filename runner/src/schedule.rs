@@ -64,7 +64,11 @@ pub fn decide(
         RunAt::Cron(..) => {
             if let Some(due) = run_at.latest_due(now) {
                 let id = RunId::at(due);
-                let fresh = history.completed.is_none_or(|c| c < id);
+                // A fire before a run-now this node ran is not run after
+                // it: the node has been inspected since, and its result
+                // would go back in time.
+                let fresh = history.completed.is_none_or(|c| c < id)
+                    && history.run_now.is_none_or(|r| r < id);
                 if fresh && due >= since - CRON_CATCH_UP {
                     return Decision::Run(id);
                 }

@@ -192,3 +192,48 @@ fn a_pod_with_an_empty_run_at_takes_the_request_as_its_start_run() {
     let later = decide(&RunAt::Empty, WorkloadType::Pod, now, now, after);
     assert_eq!(with_run_now(later, asked, now, after), Decision::Idle);
 }
+
+#[test]
+fn a_fire_before_a_request_already_run_is_not_caught_up_after_it() {
+    // A runner that starts at 07:00:20, sees the request of 07:00:15 and
+    // the fire of 07:00:00 (20 s old, within the catch-up) at once: the
+    // request runs first, and the older fire not after it, so the node's
+    // newest result is the request's.
+    let cron = "* * * * *";
+    let asked = Some("2026-11-22T07:00:15Z");
+    let (now, since) = ("2026-11-22T07:00:20Z", "2026-11-22T07:00:20Z");
+    let fresh = History::default();
+    assert_eq!(
+        next(cron, asked, now, since, fresh),
+        Decision::RunNow(id("2026-11-22T07:00:15Z"))
+    );
+    let after = History {
+        run_now: Some(id("2026-11-22T07:00:15Z")),
+        ran_since_start: true,
+        ..fresh
+    };
+    assert_eq!(
+        next(cron, asked, "2026-11-22T07:00:21Z", since, after),
+        Decision::Wait(t("2026-11-22T07:01:00Z"))
+    );
+    // The next fire runs as ever.
+    assert_eq!(
+        next(cron, asked, "2026-11-22T07:01:00Z", since, after),
+        Decision::Run(id("2026-11-22T07:01:00Z"))
+    );
+    // A fire after the request, missed while it ran, is still caught up.
+    let request_at_59 = History {
+        run_now: Some(id("2026-11-22T07:00:59Z")),
+        ..after
+    };
+    assert_eq!(
+        next(
+            cron,
+            Some("2026-11-22T07:00:59Z"),
+            "2026-11-22T07:01:02Z",
+            since,
+            request_at_59
+        ),
+        Decision::Run(id("2026-11-22T07:01:00Z"))
+    );
+}
