@@ -1,7 +1,8 @@
 //! `kubectl combo run` on simulated or real nodes (docs/runner.md, "Run now"):
 //! one run on every node besides a cron's, in the reports, the summary and
 //! the status; `spec.runAt` unchanged; the next cron fire still runs; no
-//! pod restarted; a replaced runner pod does not run the request again.
+//! pod restarted; a replaced runner pod does not run the request again; a
+//! request already on a new Debugger stays each node's newest result.
 
 use std::time::Duration;
 
@@ -146,6 +147,51 @@ async fn kubectl_combo_run_runs_once_everywhere_and_the_cron_schedule_goes_on() 
     ensure!(
         !log.contains(&run.to_string()) && !log.contains("run-now request"),
         "the replaced runner ran the request again:\n{log}"
+    );
+    Ok(())
+}
+
+/// Whether every node's summary holds `run_at` or a later run.
+fn none_older(
+    s: &std::collections::BTreeMap<String, combo_api::NodeSummary>,
+    run_at: &str,
+) -> bool {
+    workload_nodes()
+        .iter()
+        .all(|n| s.get(n).is_some_and(|v| v.run_at.as_str() >= run_at))
+}
+
+#[tokio::test]
+async fn a_request_already_on_a_new_debugger_stays_each_nodes_newest_result() -> Result<()> {
+    install_for_cluster();
+    let test_ns = namespace("run-early").await;
+    let ns = test_ns.name.as_str();
+    let c = client().await;
+    apply_yaml(ns, &scripts_configmap("early-scripts", "v1").yaml())?;
+    // The runners start after the request, with a cron fire of the same
+    // minute still within their catch-up: the request runs, and that
+    // older fire not after it.
+    wait_for(
+        Duration::from_secs(70),
+        "a second from :05 to :35",
+        || async { Ok((5..35).contains(&second_of_minute())) },
+    )
+    .await?;
+    let asked = RunId::now().rfc3339();
+    let mut dbg = scripts_debugger("early", "early-scripts", CRON).build();
+    dbg.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(keys::ANNOTATION_RUN_NOW.to_string(), asked.clone());
+    apply_yaml(ns, &combo_e2e::fixtures::to_yaml(&dbg))?;
+    let landed = wait_run(&c, ns, "early-summary", &asked).await?;
+    ensure!(none_older(&landed, &asked), "{landed:?}");
+    // A fire caught up after the request would land within a second.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let s = summaries(&c, ns, "early-summary").await?;
+    ensure!(
+        none_older(&s, &asked),
+        "a node's newest result is older than the request of {asked}: {s:?}"
     );
     Ok(())
 }
