@@ -201,6 +201,11 @@ EOF
 # then the kubelet; records both pids; waits for the kubelet.
 real_node_main() { # i
     local i=$1 nd=$dir/real/real-$1 t
+    # The namespace was made private (nothing of it reaches the machine or
+    # the other nodes); within it, mounts are shared, as on a systemd host,
+    # so a pod mounting the node's root with HostToContainer propagation
+    # (the runner's /host with enableSys) sees what the node mounts later.
+    mount --make-rshared /
     mount --bind "$nd/pod-logs" /var/log/pods
     # Pod network namespaces (containerd names them under /run/netns) stay
     # the node's own too: `down` finds them in its directory.

@@ -271,9 +271,6 @@ async fn each_fault_is_named_on_its_node_and_cleared_by_the_next_run() -> Result
     let spaces: Vec<String> = nodes.iter().map(|n| real_node_netns(n)).collect();
     let netns = spaces[0].clone();
 
-    // What must exist before the pods start: the runner's /host is a copy
-    // of the node's mounts taken when its container starts.
-    let disk = LoopFs::make()?;
     let links = Links::make(&netns)?;
     let _servfail = ServfailServer::start(&netns, NODE_IP)?;
     // Dropped last: the removed route is put back before these go.
@@ -284,6 +281,9 @@ async fn each_fault_is_named_on_its_node_and_cleared_by_the_next_run() -> Result
     apply_yaml(&ns.name, MTU_WRAPPER)?;
     apply_yaml(&ns.name, DEBUGGER)?;
     pods_ready(&c, &ns.name, "faults").await?;
+    // Mounted after the runners started, as a data disk attached late is:
+    // their /host follows the node's mounts.
+    let disk = LoopFs::make()?;
 
     let rows = rows(&nodes[..1], &nodes);
     let case_detected = Case::new(AREA, "detected", rows.len() as u64);
