@@ -142,6 +142,14 @@ pub struct DebuggerSpec {
     #[serde(default = "default_max_tainted_percent")]
     #[schemars(schema_with = "max_tainted_percent_schema")]
     pub max_tainted_percent: u32,
+
+    /// Settings of the default checks, given to the scripts as environment
+    /// variables: a name of docs/checks.md (a threshold such as
+    /// `DISK_USAGE_MAX_PERCENT`, a list such as `DISK_IGNORE_MOUNTS`) and
+    /// its value as text. An unknown or reserved name, or a value of the
+    /// wrong kind, makes the Debugger InvalidSpec.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub check_settings: BTreeMap<String, String>,
 }
 
 /// Observed state of a Debugger.
@@ -317,6 +325,7 @@ mod tests {
         assert!(!spec.node_conditions);
         assert!(spec.taints.is_empty());
         assert_eq!(spec.max_tainted_percent, 10);
+        assert!(spec.check_settings.is_empty());
     }
 
     #[test]

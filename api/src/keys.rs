@@ -101,6 +101,10 @@ pub mod env {
     pub const POD_IPS: &str = "POD_IPS";
     /// The Debugger that owns the pod.
     pub const DEBUGGER_NAME: &str = "DEBUGGER_NAME";
+    /// The uid of that Debugger, given to a runner that keeps its state on
+    /// the node (enableSys): it keeps the directory of this uid and
+    /// removes those of earlier Debuggers of the same name.
+    pub const DEBUGGER_UID: &str = "DEBUGGER_UID";
     /// The Pinger the pod's pinger container follows.
     pub const PINGER_NAME: &str = "PINGER_NAME";
 }

@@ -19,6 +19,7 @@ pub mod report;
 pub mod retry;
 pub mod runat;
 mod schema;
+pub mod settings;
 pub mod signal;
 pub mod summary;
 pub mod table;

@@ -32,16 +32,25 @@ pub(crate) fn runner(dbg: &Debugger, images: &Images) -> Container {
         ENV_HOST_NETWORK,
         if spec.host_network { "true" } else { "false" },
     ));
-    let mut mounts = vec![VolumeMount {
-        name: VOLUME_STATE.into(),
-        mount_path: STATE_MOUNT.into(),
-        ..VolumeMount::default()
-    }];
+    // Validated against combo_api::settings: none is one of the above.
+    env.extend(spec.check_settings.iter().map(|(k, v)| value_env(k, v)));
+    env.extend(crate::node_data::env(dbg));
+    let mut mounts = crate::node_data::mounts(dbg).unwrap_or_else(|| {
+        vec![VolumeMount {
+            name: VOLUME_STATE.into(),
+            mount_path: STATE_MOUNT.into(),
+            ..VolumeMount::default()
+        }]
+    });
     if spec.enable_sys {
+        // HostToContainer: a filesystem the node mounts after the pod
+        // started (a new disk, a remount) shows under /host too, so the
+        // disk checks measure it, not the directory under it.
         mounts.push(VolumeMount {
             name: VOLUME_HOST_ROOT.into(),
             mount_path: HOST_ROOT_MOUNT.into(),
             read_only: Some(true),
+            mount_propagation: Some("HostToContainer".into()),
             ..VolumeMount::default()
         });
     }

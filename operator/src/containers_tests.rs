@@ -75,3 +75,38 @@ fn only_the_runner_gets_the_host_network_variable() {
         pinger.env
     );
 }
+
+#[test]
+fn check_settings_reach_the_runner_as_environment_variables_and_not_the_pinger() {
+    let spec = DebuggerSpec {
+        check_settings: [
+            ("DISK_USAGE_MAX_PERCENT", "85"),
+            ("DISK_IGNORE_MOUNTS", "/mnt/scratch*"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        enable_pinger: true,
+        pinger: "mesh".into(),
+        ..DebuggerSpec::default()
+    };
+    assert_eq!(
+        runner_env(spec.clone(), "DISK_USAGE_MAX_PERCENT")
+            .0
+            .as_deref(),
+        Some("85")
+    );
+    assert_eq!(
+        runner_env(spec.clone(), "DISK_IGNORE_MOUNTS").0.as_deref(),
+        Some("/mnt/scratch*")
+    );
+    let pinger = pinger_container(&Debugger::new("node-check", spec), None, &images());
+    assert!(
+        pinger
+            .env
+            .iter()
+            .flatten()
+            .all(|e| e.name != "DISK_USAGE_MAX_PERCENT"),
+        "the pinger reads no check setting"
+    );
+}

@@ -16,10 +16,11 @@ pub mod fetch;
 // validate: a valid Debugger (runAt parsed), or why not.
 pub mod validate;
 // converge: workload RBAC and workload, applied when the spec-hash differs;
-// render (with containers) is pure, apply and summary_write write.
+// render (with containers and node_data) is pure, apply and summary_write write.
 pub mod apply;
 pub mod containers;
 pub mod converge;
+pub mod node_data;
 pub mod rbac;
 pub mod render;
 pub mod summary_write;

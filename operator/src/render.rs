@@ -40,8 +40,10 @@ pub(crate) const VOLUME_HOST_ROOT: &str = "host-root";
 pub(crate) const VOLUME_CUSTOM_SCRIPTS: &str = "custom-scripts";
 pub(crate) const VOLUME_STATE: &str = "state";
 /// Where the runner keeps what its scripts carry from one run to the next
-/// (docs/runner.md, "State between runs"): an emptyDir, so it survives a
-/// restart of the container, not a new pod.
+/// (docs/runner.md, "State between runs"): with enableSys the Debugger's
+/// directory on the node ([`crate::node_data`]), which outlives its pods;
+/// else an emptyDir, which survives a restart of the container, not a new
+/// pod.
 pub const STATE_MOUNT: &str = "/var/lib/combo-runner/state";
 /// The bound of that emptyDir: 16 scripts' state at the runner's 1 MiB
 /// per script.
@@ -221,14 +223,16 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
     if spec.enable_pinger {
         containers.push(pinger_container(dbg, pinger, images));
     }
-    let mut volumes = vec![Volume {
+    // State on the node with enableSys (crate::node_data), else in an
+    // emptyDir.
+    let mut volumes = vec![crate::node_data::volume(dbg).unwrap_or_else(|| Volume {
         name: VOLUME_STATE.into(),
         empty_dir: Some(EmptyDirVolumeSource {
             size_limit: Some(Quantity(STATE_SIZE_LIMIT.into())),
             ..EmptyDirVolumeSource::default()
         }),
         ..Volume::default()
-    }];
+    })];
     if spec.enable_sys {
         volumes.push(Volume {
             name: VOLUME_HOST_ROOT.into(),
@@ -292,7 +296,7 @@ pub const PING_GROUP_RANGE: &str = "net.ipv4.ping_group_range";
 
 #[cfg(test)]
 #[path = "render_tests.rs"]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 #[path = "render_pod_tests.rs"]

@@ -111,13 +111,20 @@ fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
         runner.security_context.as_ref().unwrap().privileged,
         Some(true)
     );
-    let mount = &runner.volume_mounts.as_ref().unwrap()[1];
-    assert_eq!(
-        (mount.mount_path.as_str(), mount.read_only),
-        ("/host", Some(true))
-    );
+    let mount = runner
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == "/host")
+        .expect("the host root is mounted");
+    assert_eq!(mount.read_only, Some(true));
     assert_eq!(env_of(runner)["HOST_ROOT"], "/host");
-    let vol = &spec.volumes.unwrap()[1];
+    let vol = spec
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)
+        .unwrap();
     assert_eq!(vol.host_path.as_ref().unwrap().path, "/");
     let pinger = &spec.containers[1];
     assert_eq!(
@@ -125,6 +132,23 @@ fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
         Some(false)
     );
     assert!(pinger.volume_mounts.is_none());
+}
+
+#[test]
+fn the_host_root_follows_mounts_the_node_makes_after_the_pod_started() {
+    let d = debugger(DebuggerSpec {
+        enable_sys: true,
+        ..DebuggerSpec::default()
+    });
+    let spec = pod_spec(&d, None, &images());
+    let host = spec.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == "/host")
+        .expect("the host root is mounted");
+    assert_eq!(host.mount_propagation.as_deref(), Some("HostToContainer"));
+    assert_eq!(host.read_only, Some(true));
 }
 
 #[test]

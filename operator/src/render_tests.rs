@@ -2,14 +2,14 @@ use super::*;
 use combo_api::{DebuggerSpec, PingerSpec};
 use k8s_openapi::api::core::v1::Container;
 
-pub(super) fn images() -> Images {
+pub(crate) fn images() -> Images {
     Images {
         runner: "reg/combo-runner:v1".into(),
         pinger: "reg/combo-pinger:v1".into(),
     }
 }
 
-pub(super) fn debugger(spec: DebuggerSpec) -> Debugger {
+pub(crate) fn debugger(spec: DebuggerSpec) -> Debugger {
     let mut d = Debugger::new("node-check", spec);
     d.metadata.namespace = Some("ops".into());
     d.metadata.uid = Some("uid-1".into());
@@ -40,7 +40,7 @@ fn pod(w: Workload) -> Pod {
     }
 }
 
-pub(super) fn env_of(c: &Container) -> BTreeMap<String, String> {
+pub(crate) fn env_of(c: &Container) -> BTreeMap<String, String> {
     c.env
         .clone()
         .unwrap_or_default()

@@ -172,6 +172,11 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
             spec.summary_config_map
         ));
     }
+    problems.extend(
+        spec.check_settings
+            .iter()
+            .filter_map(|(name, value)| combo_api::settings::check(name, value)),
+    );
     if let Err(e) = &run_at {
         problems.push(e.to_string());
     }

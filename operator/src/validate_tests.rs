@@ -297,3 +297,79 @@ fn a_bad_run_at_is_explained_in_the_form_it_was_written_in() {
         run_at("2026-11-22T06:00:00")
     );
 }
+
+fn with_settings(settings: &[(&str, &str)]) -> DebuggerSpec {
+    DebuggerSpec {
+        check_settings: settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..DebuggerSpec::default()
+    }
+}
+
+#[test]
+fn check_settings_of_the_catalogue_with_values_of_their_kind_are_valid() {
+    let spec = with_settings(&[
+        ("DISK_USAGE_MAX_PERCENT", "85"),
+        ("DISK_IGNORE_MOUNTS", "/mnt/scratch*"),
+        ("NET_DROPS_MAX_PERCENT", "0.5"),
+        ("MEM_AVAILABLE_MIN_PERCENT", "5"),
+        ("SVC_IGNORE_UNITS", "snapd* apt-daily.service"),
+    ]);
+    assert!(validate("a", &spec, Found::default()).is_ok());
+}
+
+#[test]
+fn an_unknown_check_setting_is_invalid_spec_naming_it() {
+    let spec = with_settings(&[("DISK_USAGE_MAX", "85"), ("DISK_USAGE_MAX_PERCENT", "85")]);
+    let err = validate("a", &spec, Found::default()).unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("checkSettings.DISK_USAGE_MAX: unknown setting"),
+        "{msg}"
+    );
+    assert!(
+        !msg.contains("DISK_USAGE_MAX_PERCENT"),
+        "the valid one is not named: {msg}"
+    );
+}
+
+#[test]
+fn a_reserved_check_setting_is_invalid_spec_naming_it() {
+    for name in [
+        "HOST_ROOT",
+        "STATE_DIR",
+        "KERNEL_LOG_FILE",
+        "NODE_NAME",
+        "PATH",
+        "COMBO_RUNNER",
+    ] {
+        let err = validate("a", &with_settings(&[(name, "/x")]), Found::default()).unwrap_err();
+        assert_eq!(err.reason(), "InvalidSpec", "{name}");
+        assert!(
+            err.to_string()
+                .contains(&format!("checkSettings.{name}: reserved")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_check_setting_of_the_wrong_kind_is_invalid_spec_naming_it_and_its_kind() {
+    let err = validate(
+        "a",
+        &with_settings(&[
+            ("DISK_USAGE_MAX_PERCENT", "abc"),
+            ("NET_STORAGE_TIMEOUT", "3s"),
+        ]),
+        Found::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    assert_eq!(
+        err.to_string(),
+        r#"checkSettings.DISK_USAGE_MAX_PERCENT: "abc" is not an integer percent (0-100); checkSettings.NET_STORAGE_TIMEOUT: "3s" is not a number of seconds (an integer, 1 or more)"#
+    );
+}

@@ -65,6 +65,18 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
+    /// In a pod: the Debugger's directory on the node (the operator sets it
+    /// with enableSys), holding one directory per Debugger uid; once the
+    /// Debugger is seen with the uid in DEBUGGER_UID, the others, left by
+    /// an earlier Debugger of the same name, are removed.
+    #[arg(long, env = "COMBO_NODE_DATA", value_name = "DIR")]
+    pub node_data: Option<PathBuf>,
+
+    /// In a pod: the uid of the Debugger whose directory under
+    /// `--node-data` this runner keeps.
+    #[arg(long, env = "DEBUGGER_UID", value_name = "UID")]
+    pub debugger_uid: Option<String>,
+
     /// Most scripts running at the same time.
     #[arg(long, value_name = "N", default_value_t = 8,
           value_parser = clap::value_parser!(u64).range(1..=256))]

@@ -225,6 +225,8 @@ impl Scheduler {
         let mut said = Said::default();
         // Whether this node's report has been read back since the start.
         let mut read_back = false;
+        // Whether earlier Debuggers' directories on the node were looked for.
+        let mut tidied = false;
         loop {
             let Some(dbg) = self.spec_rx.borrow_and_update().clone() else {
                 tracing::info!(debugger = %self.id.debugger, "waiting for the Debugger");
@@ -233,6 +235,9 @@ impl Scheduler {
                 }
                 continue;
             };
+            if !tidied {
+                tidied = self.tidy_node_data(&dbg);
+            }
             if !read_back {
                 history = self.read_history().await;
                 read_back = true;
@@ -270,6 +275,25 @@ impl Scheduler {
                 }
             }
         }
+    }
+
+    /// Removes what earlier Debuggers of this name left in its directory
+    /// on the node, once `dbg` shows that this runner's uid is the current
+    /// one (a runner of a deleted Debugger, still running, sees another
+    /// uid and removes nothing). Returns whether that is settled.
+    fn tidy_node_data(&self, dbg: &Debugger) -> bool {
+        let (Some(dir), Some(uid)) = (&self.args.node_data, &self.args.debugger_uid) else {
+            return true;
+        };
+        if dbg.uid().as_deref() != Some(uid.as_str()) {
+            return false;
+        }
+        let removed = state::remove_other_uids(dir, uid);
+        if !removed.is_empty() {
+            tracing::info!(dir = %dir.display(), removed = ?removed,
+                "removed the state and errlogs of earlier Debuggers of this name");
+        }
+        true
     }
 
     /// What this node has run, from its report; retried while the API

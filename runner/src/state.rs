@@ -6,7 +6,9 @@
 //! script is found in: its category, or `custom` for a ConfigMap key) and
 //! the file [`LAST_RUN_FILE`]. A script's directory is bounded to
 //! [`STATE_LIMIT`] bytes: one that grew past it is emptied after the run
-//! and the script gets an err item saying so.
+//! and the script gets an err item saying so. With enableSys the root is
+//! on the node, in the Debugger's directory of its uid
+//! ([`remove_other_uids`] clears those of earlier uids).
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -16,8 +18,10 @@ use combo_api::RunId;
 
 use crate::discover::Script;
 
-/// The state root in a pod: the operator mounts an emptyDir here, so the
-/// state lives as long as the pod, across restarts of its runner container.
+/// The state root in a pod. With enableSys the operator mounts the
+/// Debugger's directory on the node here, so the state outlives the pod;
+/// otherwise an emptyDir, so it lives as long as the pod, across restarts
+/// of its runner container.
 pub const POD_STATE_ROOT: &str = "/var/lib/combo-runner/state";
 
 /// The state root of local mode run as root.
@@ -188,6 +192,38 @@ pub fn enforce_limit(dir: &Path) -> Option<String> {
     }
 }
 
+/// Removes every entry of `dir`, the Debugger's directory on the node
+/// (docs/runner.md, "Where state and errlogs live"), but `keep`, the
+/// current Debugger's uid: what is left there belongs to a Debugger of the
+/// same name deleted earlier, whose baselines must not count for this one.
+/// Returns the entries removed; one that cannot be removed is logged and
+/// left.
+pub fn remove_other_uids(dir: &Path, keep: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == keep {
+            continue;
+        }
+        let path = entry.path();
+        let result = match path.symlink_metadata() {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        match result {
+            Ok(()) => removed.push(name),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove an earlier Debugger's directory")
+            }
+        }
+    }
+    removed.sort();
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +343,27 @@ mod tests {
             "precious"
         );
         assert_eq!(enforce_limit(&dir), None, "an empty directory is within");
+    }
+
+    #[test]
+    fn only_the_current_debuggers_directory_stays_on_the_node() {
+        let d = TestDir::new("state-uids");
+        d.file("node/uid-old/state/net/counters.sh/counters", "1", 0o644);
+        d.file("node/uid-old/errlog/disk/20261122T060000Z.log", "x", 0o644);
+        d.file("node/uid-now/state/last-run-id", "20261122T060000Z", 0o644);
+        d.file("node/stray", "", 0o644);
+        let dir = d.path().join("node");
+        assert_eq!(remove_other_uids(&dir, "uid-now"), ["stray", "uid-old"]);
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["uid-now"]);
+        assert!(dir.join("uid-now/state/last-run-id").is_file());
+        assert!(
+            remove_other_uids(&d.path().join("missing"), "uid-now").is_empty(),
+            "no directory, nothing to do"
+        );
     }
 
     #[test]

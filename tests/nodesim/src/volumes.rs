@@ -26,10 +26,28 @@ pub fn pod_dir(state: &Path, namespace: &str, name: &str) -> PathBuf {
     state.join("pods").join(namespace).join(name)
 }
 
-/// The host directory of a pod volume (hostPath volumes are their own path).
-pub fn volume_src(pod_dir: &Path, volume: &Volume) -> PathBuf {
+/// The host directory of a pod volume. A hostPath of `/` is the machine's
+/// root, which every simulated node shares; any other hostPath is the
+/// node's own, `DIR/nodes/<node>/root/<path>`, so that simulated nodes keep
+/// apart what real nodes keep apart (a Debugger's directory of state and
+/// errlogs with enableSys) and nothing is written outside `DIR`.
+pub fn volume_src(pod_dir: &Path, pod: &Pod, volume: &Volume) -> PathBuf {
     match &volume.host_path {
-        Some(hp) => PathBuf::from(&hp.path),
+        Some(hp) if Path::new(&hp.path) == Path::new("/") => PathBuf::from("/"),
+        Some(hp) => {
+            let node = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .unwrap_or("unscheduled");
+            // pod_dir is DIR/pods/<namespace>/<pod>.
+            let state = pod_dir.ancestors().nth(3).unwrap_or(pod_dir);
+            state
+                .join("nodes")
+                .join(node)
+                .join("root")
+                .join(hp.path.trim_start_matches('/'))
+        }
         None => pod_dir.join("volumes").join(&volume.name),
     }
 }
@@ -64,7 +82,7 @@ pub fn plan_mounts(
         .flatten()
         .filter_map(|m| {
             let v = volumes.get(m.name.as_str())?;
-            let mut src = volume_src(pod_dir, v);
+            let mut src = volume_src(pod_dir, pod, v);
             if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
                 src = src.join(sub);
             }
@@ -124,9 +142,10 @@ pub async fn materialize(client: &Client, pod: &Pod, pod_dir: &Path) -> Result<(
     write_if_changed(&pod_dir.join("resolv.conf"), resolv.as_bytes(), 0o644)?;
     for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
         if v.host_path.is_some() {
+            make_host_dirs(pod, pod_dir, v)?;
             continue;
         }
-        let dir = volume_src(pod_dir, v);
+        let dir = volume_src(pod_dir, pod, v);
         std::fs::create_dir_all(&dir)?;
         let files = if let Some(cm) = &v.config_map {
             let api: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
@@ -171,6 +190,31 @@ pub async fn materialize(client: &Client, pod: &Pod, pod_dir: &Path) -> Result<(
             continue;
         };
         sync_dir(&dir, &files)?;
+    }
+    Ok(())
+}
+
+/// As a kubelet does: a hostPath of type DirectoryOrCreate is made when
+/// missing, and so is every subPath the pod's containers mount of it.
+fn make_host_dirs(pod: &Pod, pod_dir: &Path, v: &Volume) -> Result<()> {
+    let create = v
+        .host_path
+        .as_ref()
+        .is_some_and(|hp| hp.type_.as_deref() == Some("DirectoryOrCreate"));
+    if !create {
+        return Ok(());
+    }
+    let src = volume_src(pod_dir, pod, v);
+    std::fs::create_dir_all(&src).with_context(|| format!("hostPath {}", src.display()))?;
+    let subs = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .flat_map(|c| c.volume_mounts.iter().flatten())
+        .filter(|m| m.name == v.name)
+        .filter_map(|m| m.sub_path.as_deref().filter(|s| !s.is_empty()));
+    for sub in subs {
+        std::fs::create_dir_all(src.join(sub))?;
     }
     Ok(())
 }
@@ -285,6 +329,28 @@ mod tests {
         assert_eq!(m[1].src, PathBuf::from("/"));
         assert!(m[1].read_only);
         assert_eq!(m[2].src, pd.join("volumes/scripts"));
+    }
+
+    #[test]
+    fn a_host_path_other_than_the_root_is_the_nodes_own_directory() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "n"},
+            "spec": {
+                "nodeName": "node-2",
+                "volumes": [{"name": "data", "hostPath": {"path": "/var/lib/kube-combo/n/d", "type": "DirectoryOrCreate"}}],
+                "containers": [{"name": "runner", "image": "combo-runner", "volumeMounts": [
+                    {"name": "data", "mountPath": "/var/lib/combo-runner/state", "subPath": "u/state"}
+                ]}]
+            }
+        }))
+        .unwrap();
+        let c = &pod.spec.as_ref().unwrap().containers[0];
+        let pd = Path::new("/d/pods/n/p");
+        let m = plan_mounts(&pod, c, pd, &pd.join("runner"), &[]);
+        assert_eq!(
+            m[0].src,
+            PathBuf::from("/d/nodes/node-2/root/var/lib/kube-combo/n/d/u/state")
+        );
     }
 
     #[test]
