@@ -1,6 +1,8 @@
 //! The checks of every category that read the kernel's own reports, against
 //! fixture trees: the kernel log (`disk/ioerrors.sh`, `net/kernlog.sh`,
-//! `mem/oom.sh`, `svc/kernlog.sh`) and pressure stall information (`*/psi.sh`).
+//! `mem/oom.sh`, `mem/kernlog.sh`, `svc/kernlog.sh`) and pressure stall
+//! information (`*/psi.sh`). Each kind of kernel log line on its own:
+//! `scripts_kernel_fixtures.rs`.
 
 mod support;
 
@@ -18,7 +20,7 @@ type KlogCase = (
 );
 
 /// The problems each kernel log check reports.
-const KLOG_CASES: [KlogCase; 9] = [
+const KLOG_CASES: [KlogCase; 12] = [
     (
         "disk/ioerrors.sh",
         "io:sdb",
@@ -80,7 +82,28 @@ const KLOG_CASES: [KlogCase; 9] = [
         "oom-kills",
         "oom-kills",
         "Out of memory: Killed process 4242 (java) total-vm:9000kB, anon-rss:100kB",
-        "1 OOM kill(s) since the previous run, last: Out of memory: Killed process 4242 (java)",
+        "1 OOM kill(s) since the previous run not at a container's own memory limit, last: java (pid 4242) in a global OOM",
+    ),
+    (
+        "svc/kernlog.sh",
+        "rcu-stalls",
+        "rcu-stalls",
+        "rcu: INFO: rcu_sched self-detected stall on CPU",
+        "1 RCU stall line(s)",
+    ),
+    (
+        "net/kernlog.sh",
+        "tx-timeout:eth0",
+        "tx-timeouts",
+        "NETDEV WATCHDOG: eth0 (ixgbe): transmit queue 3 timed out",
+        "transmit queue 3 timed out",
+    ),
+    (
+        "mem/kernlog.sh",
+        "memory-errors",
+        "memory-errors",
+        "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32)",
+        "1 EDAC memory error line(s)",
     ),
 ];
 
@@ -155,6 +178,111 @@ fn kernel_log_checks_take_thresholds_and_skip_without_state_or_log() {
     let s = st.skips("svc/kernlog.sh", &[("KERNEL_LOG_FILE", "/nonexistent")]);
     skipped(&s, "hung-tasks", "kernel log not readable");
     skipped(&s, "oops", "KERNEL_LOG_FILE overrides");
+}
+
+/// A container killed at its own memory limit, as a 6.x kernel logs it.
+const POD_OOM: [&str; 2] = [
+    "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-abc.scope,mems_allowed=0,oom_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-abc.scope,task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-abc.scope,task=stress,pid=4242,uid=0",
+    "Memory cgroup out of memory: Killed process 4242 (stress) total-vm:1000kB, anon-rss:500kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:40kB oom_score_adj:999",
+];
+
+/// The kubelet killed at the limit of its own (system) cgroup.
+const KUBELET_OOM: [&str; 2] = [
+    "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/system.slice/kubelet.service,task_memcg=/system.slice/kubelet.service,task=kubelet,pid=812,uid=0",
+    "Memory cgroup out of memory: Killed process 812 (kubelet) total-vm:2097152kB, anon-rss:1048576kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4096kB oom_score_adj:-999",
+];
+
+#[test]
+fn oom_kills_at_a_containers_own_limit_are_noted_and_the_nodes_own_fail() {
+    let t = Tree::new("oom-kinds");
+    t.file("proc/vmstat", "oom_kill 3\n", 0o644);
+    klog_append(&t, &["Linux version 6.1"]);
+    let log = t.join("kmsg");
+    let st = Stateful::new(&t, "s", &[("KERNEL_LOG_FILE", log.to_str().unwrap())]);
+    skipped(
+        &st.skips("mem/oom.sh", &[]),
+        "oom-kills",
+        "baseline recorded",
+    );
+    // A container at its own limit: the kubelet reports it; the node is fine.
+    klog_append(&t, &POD_OOM);
+    t.file("proc/vmstat", "oom_kill 4\n", 0o644);
+    assert_eq!(
+        st.stdout("mem/oom.sh", &[]).trim(),
+        "ok oom-kills 1 container(s) killed at their own memory limit since the previous run \
+         (the kubelet reports them as OOMKilled), last: stress (pid 4242) in \
+         /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-abc.scope"
+    );
+    // A system cgroup at its limit fails, naming the process and the cgroup.
+    klog_append(
+        &t,
+        &[KUBELET_OOM[0], KUBELET_OOM[1], POD_OOM[0], POD_OOM[1]],
+    );
+    t.file("proc/vmstat", "oom_kill 6\n", 0o644);
+    err(
+        &st.run("mem/oom.sh", &[]),
+        "oom-kills",
+        "1 OOM kill(s) since the previous run not at a container's own memory limit, \
+         last: kubelet (pid 812) at the memory limit of cgroup /system.slice/kubelet.service; \
+         also 1 container(s) killed at their own memory limit",
+    );
+    // Kills the counter shows but the log does not are the node's.
+    t.file("proc/vmstat", "oom_kill 8\n", 0o644);
+    err(
+        &st.run("mem/oom.sh", &[]),
+        "oom-kills",
+        "2 OOM kill(s) since the previous run not in the kernel log (/proc/vmstat counts them), so their kind is unknown",
+    );
+    t.file("proc/vmstat", "oom_kill 9\n", 0o644);
+    err(
+        &st.run("mem/oom.sh", &[("KERNEL_LOG_FILE", "/nonexistent")]),
+        "oom-kills",
+        "1 OOM kill(s) since the previous run of unknown kind: the kernel log is not readable",
+    );
+    // The pods' cgroups are a setting.
+    klog_append(&t, &KUBELET_OOM);
+    t.file("proc/vmstat", "oom_kill 10\n", 0o644);
+    ok(
+        &st.run(
+            "mem/oom.sh",
+            &[(
+                "MEM_OOM_POD_CGROUPS",
+                "/kubepods.slice /system.slice/kubelet.service",
+            )],
+        ),
+        "oom-kills",
+    );
+}
+
+#[test]
+fn removable_drives_are_left_out_of_io_errors_unless_the_setting_keeps_them() {
+    let t = Tree::new("io-ignore");
+    klog_append(&t, &["Linux version 6.1"]);
+    let log = t.join("kmsg");
+    let env = [("KERNEL_LOG_FILE", log.to_str().unwrap())];
+    let runs = ["default", "none", "loops"].map(|n| Stateful::new(&t, n, &env));
+    for st in &runs {
+        st.run_full("disk/ioerrors.sh", &[]);
+    }
+    klog_append(
+        &t,
+        &[
+            "I/O error, dev sr0, sector 0 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0",
+            "Buffer I/O error on dev fd0, logical block 0, async page read",
+            "blk_update_request: I/O error, dev loop7, sector 0 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0",
+        ],
+    );
+    let items = runs[0].run("disk/ioerrors.sh", &[]);
+    err(&items, "io:loop7", "dev loop7");
+    assert_eq!(items.len(), 2, "sr0 and fd0 left out: {items:?}");
+    let items = runs[1].run("disk/ioerrors.sh", &[("DISK_IO_IGNORE_DEVICES", "")]);
+    err(&items, "io:sr0", "dev sr0");
+    err(&items, "io:fd0", "dev fd0");
+    let items = runs[2].run(
+        "disk/ioerrors.sh",
+        &[("DISK_IO_IGNORE_DEVICES", "sr[0-9] fd? loop*")],
+    );
+    ok(&items, "io-errors");
 }
 
 #[test]

@@ -5,20 +5,36 @@
 # STATE_DIR): an error is reported by the first run after it was logged, and
 # not again. The first run records the position and reports skip.
 #
+# Filesystem errors, per device: "EXT4-fs error" and "EXT4-fs warning" (also
+# ext2/ext3; not the "maximal mount count reached" hint), "Remounting
+# filesystem read-only" of any filesystem, "error count since last fsck",
+# "Aborting journal on device", a JBD2 error, an XFS corruption, I/O error,
+# internal error or shutdown ("Filesystem has been shut down due to log
+# error", "Log I/O Error Detected. Shutting down filesystem", "log I/O error
+# -5", in any case), "BTRFS error"/"critical", a forced read-only, "FAT-fs
+# error".
+# I/O errors, per device: the block layer's "<kind> error, dev <dev>, sector
+# N" ("I/O error", "critical medium error", "timeout error", ...; after
+# "blk_update_request:", "print_req_error:" or alone), "Buffer I/O error on
+# dev <dev>", NVMe's "<ns>: I/O Cmd(0x2) @ LBA N, N blocks, I/O Error (sct
+# 0x2 / sc 0x81)" (or with the command and status named: "Read(0x2) ...
+# Unrecovered Read Error") and "nvme nvme0: I/O N QID N timeout", SCSI sense
+# "Medium Error"/"Hardware Error", "critical target error", libata's "failed
+# command:". A device is named as the kernel names it (dm-0, nvme0n1, sdb1).
+# Removable drives are left out by default: an empty virtual CD-ROM (sr0)
+# or floppy (fd0) fails every read.
+#
 # Items: "io:<device>" per device with more I/O error lines than the limit,
-# else "io-errors"; "fs:<device>" per device with filesystem errors (EXT4-fs
-# error, XFS corruption or metadata I/O error, BTRFS error, a remount
-# read-only), else "fs-errors".
+# else "io-errors"; "fs:<device>" per device with more filesystem error
+# lines than the limit, else "fs-errors".
 # Environment:
-#   DISK_IO_ERRORS_MAX   highest healthy count of I/O error lines per device (default 0)
-#   DISK_FS_ERRORS_MAX   highest healthy count of filesystem error lines per device (default 0)
-#   KERNEL_LOG_FILE      read this file (/dev/kmsg record format) instead of the kernel log
+#   DISK_IO_ERRORS_MAX      highest healthy count of I/O error lines per device (default 0)
+#   DISK_FS_ERRORS_MAX      highest healthy count of filesystem error lines per device (default 0)
+#   DISK_IO_IGNORE_DEVICES  shell globs of devices whose errors are left out (default "sr* fd*"; empty: none)
+#   KERNEL_LOG_FILE         read this file (/dev/kmsg record format) instead of the kernel log
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
-
-io_max=${DISK_IO_ERRORS_MAX:-0}
-fs_max=${DISK_FS_ERRORS_MAX:-0}
 
 new=$(klog_new)
 code=$?
@@ -27,34 +43,70 @@ if [ "$code" -ne 0 ]; then
     exit 0
 fi
 
-printf '%s\n' "$new" | awk -v io_max="$io_max" -v fs_max="$fs_max" '
-    function device(   d) {
-        if (match($0, /dev [a-z][a-z0-9]*/)) return substr($0, RSTART + 4, RLENGTH - 4)
-        if (match($0, /\((sd|nvme|vd|xvd|hd|mmcblk|dm-|md|loop)[a-z0-9p-]*\)/)) return substr($0, RSTART + 1, RLENGTH - 2)
-        if (match($0, /device (sd|nvme|vd|xvd|hd|mmcblk|dm-|md|loop)[a-z0-9p-]*/)) return substr($0, RSTART + 7, RLENGTH - 7)
-        if (match($0, /\[(sd|nvme|vd|xvd|hd)[a-z0-9]*\]/)) return substr($0, RSTART + 1, RLENGTH - 2)
+printf '%s\n' "$new" | IGNORE=${DISK_IO_IGNORE_DEVICES-sr* fd*} awk '
+    # glob_re(G): the shell glob G as an anchored extended regular expression.
+    function glob_re(g,   r, i, j, c) {
+        r = "^"
+        for (i = 1; i <= length(g); i++) {
+            c = substr(g, i, 1)
+            if (c == "*") r = r ".*"
+            else if (c == "?") r = r "."
+            else if (c == "[" && (j = index(substr(g, i + 1), "]")) > 1) {
+                # A bracket expression, "[!...]" negated as in the shell.
+                c = substr(g, i + 1, j - 1)
+                sub(/^!/, "^", c)
+                r = r "[" c "]"; i += j
+            } else if (index("\\^$.|+(){}[]/", c)) r = r "\\" c
+            else r = r c
+        }
+        return r "$"
+    }
+    # after(RE): the word that follows the first match of RE in the line.
+    function after(re,   w) {
+        if (!match(m, re)) return ""
+        w = substr(m, RSTART + RLENGTH)
+        sub(/[ ,;)].*/, "", w)
+        return w
+    }
+    # device(): the device a line names, as the kernel names it.
+    function device(   d, n, w) {
+        if (m ~ /^(Aborting journal on device |JBD2: )/) {
+            # The journal, "<device>-<inode>".
+            d = m; sub(/\.$/, "", d); n = split(d, w, " "); d = w[n]
+            sub(/-[0-9]+$/, "", d)
+            return d
+        }
+        if ((d = after("\\(device ")) != "") return d
+        if ((d = after("(^|[ ,])dev ")) != "") return d
+        if ((d = after("on device ")) != "") return d
+        if (match(m, /^[^ ]+ \([^ )]+\):/)) { d = substr(m, RSTART, RLENGTH - 2); sub(/^[^(]*\(/, "", d); return d }
+        if (match(m, /^nvme nvme[0-9]+: /)) return substr(m, 6, RLENGTH - 7)
+        if (match(m, /^(nvme[0-9]+n[0-9]+|ata[0-9.]+): /)) return substr(m, 1, RLENGTH - 2)
+        if (match(m, /\[[a-z][a-z0-9]*\]/)) return substr(m, RSTART + 1, RLENGTH - 2)
+        if ((d = after("error on ")) != "") return d
         return "unknown"
     }
-    function keep(kind, d,   m) {
-        m = $0; sub(/^[0-9.]+ /, "", m)
-        if (length(m) > 160) m = substr(m, 1, 160) "..."
-        n[kind, d]++; last[kind, d] = m; devs[kind, d] = d
+    # keep(KIND): the line counts for KIND (io or fs) of its device, unless
+    # the device is left out.
+    function keep(kind,   d, i) {
+        d = device()
+        sub(/[.:]$/, "", d)
+        for (i = 1; i <= ng; i++) if (d ~ re[i]) return
+        print kind ":" d, m
     }
-    /EXT4-fs error|EXT4-fs warning.*error|XFS \(.*\): (Corruption|metadata I\/O error|Metadata corruption)|BTRFS (error|critical)|[Rr]emounting filesystem read-only/ {
-        keep("fs", device()); next
+    BEGIN { ng = split(ENVIRON["IGNORE"], g, " "); for (i = 1; i <= ng; i++) re[i] = glob_re(g[i]) }
+    { m = $0; sub(/^[0-9.]+ /, "", m); l = tolower(m) }
+    m ~ /EXT[234]-fs (error|warning)/ && m !~ /maximal mount count reached|checktime reached/ { keep("fs"); next }
+    m ~ /Remounting filesystem read-only|error count since last fsck|^Aborting journal on device |^JBD2: .*[Ee]rror/ { keep("fs"); next }
+    l ~ /^xfs \([^)]*\): .*(corruption|i\/o error|shut down|shutting down|internal error|force_shutdown|writeback error|rectify the problem|log_force: error|failing async write)/ {
+        keep("fs"); next
     }
-    /I\/O error|critical medium error|Medium Error|Buffer I\/O error|critical target error/ { keep("io", device()) }
-    END {
-        for (k in n) {
-            split(k, p, SUBSEP)
-            max = p[1] == "io" ? io_max : fs_max
-            if (n[k] > max) {
-                what = p[1] == "io" ? "I/O error" : "filesystem error"
-                printf "err %s:%s %d %s line(s) in the kernel log since the previous run, last: %s\n", p[1], p[2], n[k], what, last[k]
-                bad[p[1]] = 1
-            }
-        }
-        if (!bad["io"]) print "ok io-errors"
-        if (!bad["fs"]) print "ok fs-errors"
-    }'
+    m ~ /BTRFS (error|critical)|BTRFS: error \(device|BTRFS warning .*(csum|checksum) (failed|error)|forced readonly/ { keep("fs"); next }
+    m ~ /FAT-fs \([^)]*\): (error|Filesystem has been set read-only)/ { keep("fs"); next }
+    l ~ /i\/o error|error, dev [^,]+, sector|critical (medium|target) error|medium error|sense key : hardware error/ { keep("io"); next }
+    m ~ /^nvme[0-9]+n[0-9]+: .* @ LBA [0-9]+, [0-9]+ blocks, .*\(sct 0x/ { keep("io"); next }
+    m ~ /^nvme nvme[0-9]+: I\/O [0-9]+ (QID [0-9]+ )?timeout|^ata[0-9.]+: failed command:/ { keep("io") }
+    ' | klog_tally \
+    io io-errors "${DISK_IO_ERRORS_MAX:-0}" 'I/O error' \
+    fs fs-errors "${DISK_FS_ERRORS_MAX:-0}" 'filesystem error'
 state_commit

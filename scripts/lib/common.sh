@@ -366,18 +366,39 @@ klog_skip() {
     done
 }
 
-# klog_count ITEM MAX REGEX WHAT: with the new kernel log lines on stdin,
-# err ITEM when more than MAX lines match the extended regular expression
-# REGEX (awk syntax), naming the count and the last one; else ok.
-klog_count() {
-    RE=$3 awk -v item="$1" -v max="$2" -v what="$4" '
-        BEGIN { re = ENVIRON["RE"] }
-        $0 ~ re { n++; m = $0; sub(/^[0-9.]+ /, "", m); last = m }
+# klog_tally FAMILY OK MAX WHAT...: reads the classified kernel log lines
+# of a run, "<item> <message>", on stdin and judges them in groups of four
+# arguments: each item of FAMILY (FAMILY itself, or FAMILY:<subject> such as
+# io:sdb) with more than MAX lines is err, naming the count (WHAT line(s))
+# and the last one; a family without an err item prints "ok OK". One awk,
+# however many families.
+klog_tally() {
+    _specs=""
+    while [ $# -ge 4 ]; do
+        _specs="$_specs$1|$2|$3|$4
+"
+        shift 4
+    done
+    SPECS=$_specs awk '
+        BEGIN {
+            nl = split(ENVIRON["SPECS"], l, "\n")
+            for (i = 1; i <= nl; i++)
+                if (split(l[i], f, "|") == 4) { k++; fam[k] = f[1]; okn[k] = f[2]; max[k] = f[3] + 0; what[k] = f[4] }
+        }
+        NF >= 1 { m = $0; sub(/^[^ ]+ ?/, "", m); n[$1]++; last[$1] = m }
         END {
-            if (n > max) {
-                if (length(last) > 160) last = substr(last, 1, 160) "..."
-                printf "err %s %d %s line(s) in the kernel log since the previous run, last: %s\n", item, n, what, last
-            } else print "ok " item
+            for (i = 1; i <= k; i++) {
+                bad = 0
+                for (it in n) {
+                    if (it != fam[i] && index(it, fam[i] ":") != 1) continue
+                    if (n[it] <= max[i]) continue
+                    m = last[it]
+                    if (length(m) > 160) m = substr(m, 1, 160) "..."
+                    printf "err %s %d %s line(s) in the kernel log since the previous run, last: %s\n", it, n[it], what[i], m
+                    bad = 1
+                }
+                if (!bad) print "ok " okn[i]
+            }
         }'
 }
 

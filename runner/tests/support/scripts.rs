@@ -37,6 +37,11 @@ pub const CLEARED: [&str; 9] = [
 /// Runs `scripts/<rel>` with HOST_ROOT at `root`, fake tools first in PATH,
 /// [`CLEARED`] unset and then `env` set; asserts it exits 0 and returns its ok/err items and its skipped items.
 pub fn run_full(rel: &str, root: &Path, env: &[(&str, &str)]) -> (Items, Skips) {
+    parse(&stdout(rel, root, env))
+}
+
+/// Runs `scripts/<rel>` as [`run_full`] does and returns its stdout.
+pub fn stdout(rel: &str, root: &Path, env: &[(&str, &str)]) -> String {
     let path = format!(
         "{}:{}",
         root.join("fakebin").display(),
@@ -58,9 +63,14 @@ pub fn run_full(rel: &str, root: &Path, env: &[(&str, &str)]) -> (Items, Skips) 
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The ok/err items and the skipped items of a script's stdout.
+fn parse(stdout: &str) -> (Items, Skips) {
     let mut items = Items::new();
     let mut skips = Skips::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in stdout.lines() {
         let mut w = line.splitn(3, ' ');
         match (w.next(), w.next(), w.next()) {
             (Some("ok"), Some(i), _) => {
@@ -105,10 +115,15 @@ impl<'a> Stateful<'a> {
     /// Runs `scripts/<rel>` with the state directory, `env` and then
     /// `extra` set, like [`run_full`].
     pub fn run_full(&self, rel: &str, extra: &[(&str, &str)]) -> (Items, Skips) {
+        parse(&self.stdout(rel, extra))
+    }
+
+    /// Like [`Stateful::run_full`], the whole stdout.
+    pub fn stdout(&self, rel: &str, extra: &[(&str, &str)]) -> String {
         let mut env = vec![("STATE_DIR", self.dir.as_str())];
         env.extend_from_slice(&self.env);
         env.extend_from_slice(extra);
-        run_full(rel, self.root, &env)
+        stdout(rel, self.root, &env)
     }
 
     /// Like [`Stateful::run_full`], the ok/err items.
