@@ -1,6 +1,13 @@
 //! `combo-runner dns` against a small DNS server of the test's own on
-//! loopback, over UDP and TCP (docs/runner.md, "DNS check (`combo-runner dns`)").
+//! loopback, over UDP and TCP (docs/runner.md, "DNS check (`combo-runner dns`)"),
+//! and in a network namespace the test makes to stand for a node's.
 
+#[path = "../../pinger/tests/support/netns.rs"]
+#[allow(
+    dead_code,
+    reason = "the runner's tests use a subset of the pinger's namespace kit"
+)]
+mod netns;
 mod support;
 
 use std::io::{Read, Write};
@@ -242,6 +249,9 @@ fn the_nameservers_of_resolv_conf_are_asked_under_host_root_by_default() {
     let ip = addr.ip().to_string();
     let t = Tree::new("dns-resolv");
     write_resolv_conf(&t.join("etc/resolv.conf"), &[&ip, "not-an-ip", &ip]);
+    // The tree's PID 1, "the node's", is in this process's network
+    // namespace (as with hostNetwork): its loopback is ours.
+    t.symlink("proc/1/ns/net", "/proc/self/ns/net");
     let out = runner(
         &[
             "--host-root",
@@ -331,4 +341,94 @@ fn usage_errors_exit_two_with_one_line() {
         String::from_utf8_lossy(&out.stderr).contains("--name <NAME>"),
         "the missing flag is named"
     );
+}
+
+/// A node's root for `combo-runner --host-root`: its resolv.conf names
+/// systemd-resolved's stub, resolved's own list names `upstream`, and its
+/// PID 1's network namespace is `netns` (`None`: no `proc/1/ns/net`).
+fn node_root(tag: &str, upstream: &str, netns: Option<&str>) -> Tree {
+    let t = Tree::new(tag);
+    write_resolv_conf(&t.join("etc/resolv.conf"), &["127.0.0.53"]);
+    write_resolv_conf(&t.join("run/systemd/resolve/resolv.conf"), &[upstream]);
+    if let Some(target) = netns {
+        t.symlink("proc/1/ns/net", target);
+    }
+    t
+}
+
+fn dns_as_the_node(root: &Tree) -> Vec<String> {
+    let out = runner(
+        &[
+            "--host-root",
+            root.path().to_str().unwrap(),
+            "dns",
+            "--name",
+            "host.test",
+            "--must-exist",
+            "--timeout-ms",
+            "1000",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_loopback_nameserver_of_the_node_and_resolveds_upstreams_are_asked_in_the_nodes_namespace() {
+    // The "node": a namespace of the test's own, with resolved's stub on
+    // 127.0.0.53 and an upstream on 127.0.0.2, both answering host.test;
+    // neither listens in this process's namespace (a resolver of the
+    // machine on 127.0.0.53 would not know host.test: --must-exist tells).
+    let node = netns::Netns::new();
+    // The servers' threads are started from one in the namespace, and
+    // stay in it.
+    node.spawn(|| {
+        for ip in ["127.0.0.53", "127.0.0.2"] {
+            serve(format!("{ip}:53").parse().unwrap()).expect("port 53 in the namespace");
+        }
+    })
+    .join()
+    .unwrap();
+    let path = format!("/var/run/netns/{}", node.name);
+    let root = node_root("dns-node", "127.0.0.2", Some(&path));
+    assert_eq!(
+        dns_as_the_node(&root),
+        vec![
+            "ok dns:127.0.0.53/udp",
+            "ok dns:127.0.0.53/tcp",
+            "ok dns:127.0.0.2/udp",
+            "ok dns:127.0.0.2/tcp",
+        ]
+    );
+}
+
+#[test]
+fn without_a_way_into_the_nodes_namespace_a_loopback_nameserver_is_skip_not_err() {
+    let not_a_namespace = Tree::new("dns-not-ns");
+    std::fs::write(not_a_namespace.join("net"), "").unwrap();
+    let fake = not_a_namespace.join("net");
+    for (tag, netns) in [
+        ("dns-no-pid1", None),
+        ("dns-bad-pid1", Some(fake.to_str().unwrap())),
+    ] {
+        let root = node_root(tag, "127.0.0.2", netns);
+        let lines = dns_as_the_node(&root);
+        assert_eq!(lines.len(), 4, "{tag}: {lines:?}");
+        for (line, item) in lines.iter().zip([
+            "dns:127.0.0.53/udp",
+            "dns:127.0.0.53/tcp",
+            "dns:127.0.0.2/udp",
+            "dns:127.0.0.2/tcp",
+        ]) {
+            assert!(line.starts_with(&format!("skip {item} a loopback nameserver of the node answers only in the node's network namespace, and ")), "{tag}: {line}");
+            assert!(
+                line.ends_with("it needs enableSys (hostPID, privileged) or hostNetwork"),
+                "{tag}: {line}"
+            );
+        }
+    }
 }

@@ -11,6 +11,14 @@
 # cluster name, any answer, NXDOMAIN included, shows a working resolver, and
 # only SERVFAIL, REFUSED or no answer are err.
 #
+# The node's resolvers are asked as the node asks them: with enableSys
+# (HOST_ROOT is the node's root) the runner enters the node's network
+# namespace (that of $HOST_ROOT/proc/1) to ask them, so that a loopback
+# nameserver such as systemd-resolved's stub 127.0.0.53 answers; when its
+# resolv.conf names that stub, resolved's upstream servers
+# ($HOST_ROOT/run/systemd/resolve/resolv.conf) are asked too. Where the
+# namespace cannot be entered a loopback nameserver is skip, never err.
+#
 # Items: "dns:<server>/<udp|tcp>" (the runner's), "nameservers" when the file
 # is unreadable or lists no nameserver, "dns" when the runner cannot query.
 # Environment:

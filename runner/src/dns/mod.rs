@@ -3,6 +3,7 @@
 //! of the given names, and prints one script-contract line per resolver
 //! and transport, for a script to pass on.
 
+pub mod node;
 pub mod query;
 pub mod verdict;
 
@@ -41,6 +42,20 @@ pub struct DnsArgs {
     /// given (default: $HOST_ROOT/etc/resolv.conf).
     #[arg(long, value_name = "FILE")]
     pub resolv_conf: Option<PathBuf>,
+
+    /// The node's network namespace, where the nameservers of the
+    /// resolv.conf are asked when it is the node's, that is when
+    /// --host-root is not / (default: $HOST_ROOT/proc/1/ns/net, the node's
+    /// PID 1's). Where it cannot be entered, a loopback nameserver is
+    /// skipped and the others are asked here.
+    #[arg(long, value_name = "FILE")]
+    pub node_netns: Option<PathBuf>,
+
+    /// systemd-resolved's list of upstream servers, asked too when the
+    /// resolv.conf names its stub 127.0.0.53 or 127.0.0.54 (default:
+    /// $HOST_ROOT/run/systemd/resolve/resolv.conf).
+    #[arg(long, value_name = "FILE")]
+    pub resolved_conf: Option<PathBuf>,
 
     /// Time limit of each query, and of a TCP connection, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 2000,
@@ -127,51 +142,167 @@ pub async fn run(args: DnsArgs, host_root: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The lines the check prints.
+/// The lines the check prints: the nameservers of the resolv.conf (and
+/// of systemd-resolved's upstream list when it names resolved's stub), or
+/// the `--server`s, each asked where it answers ([`node`]).
 pub async fn lines(args: &DnsArgs, host_root: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut servers: Vec<SocketAddr> = Vec::new();
-    if args.servers.is_empty() {
-        let file = args
-            .resolv_conf
-            .clone()
-            .unwrap_or_else(|| Path::new(host_root).join("etc/resolv.conf"));
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => t,
-            Err(e) => return vec![format!("err dns cannot read {}: {e}", file.display())],
-        };
-        for entry in nameservers(&text) {
-            match entry {
-                Ok(addr) => servers.push(addr),
-                Err(raw) => out.push(format!(
-                    "err dns:{raw} nameserver in {} is not an IP address",
-                    file.display()
-                )),
-            }
-        }
-        if servers.is_empty() && out.is_empty() {
-            return vec![format!("err dns no nameserver in {}", file.display())];
-        }
-    } else {
-        servers = args.servers.clone();
+    let asking = Asking {
+        names: args.names.clone(),
+        transports: args.transports(),
+        must_exist: args.must_exist,
+        timeout_ms: args.timeout_ms,
+    };
+    if !args.servers.is_empty() {
+        let servers = unique(args.servers.clone());
+        return asking.ask(&servers).await.concat();
     }
+    let root = Path::new(host_root);
+    let file = args
+        .resolv_conf
+        .clone()
+        .unwrap_or_else(|| root.join("etc/resolv.conf"));
+    let (mut servers, mut out) = match read_nameservers(&file) {
+        Ok(found) => found,
+        Err(line) => return vec![line],
+    };
+    if servers.iter().any(|s| node::is_resolved_stub(*s)) {
+        let upstream = args
+            .resolved_conf
+            .clone()
+            .unwrap_or_else(|| root.join(node::RESOLVED_CONF));
+        // A stub without resolved's list (another resolver on that
+        // address) leaves the stub alone to ask.
+        if let Ok((more, _)) = read_nameservers(&upstream) {
+            servers.extend(more);
+        }
+    }
+    let servers = unique(servers);
+    if root.as_os_str().is_empty() || root == Path::new("/") {
+        // The resolv.conf is this process's own: its servers answer here.
+        out.extend(asking.ask(&servers).await.concat());
+        return out;
+    }
+    let netns = args
+        .node_netns
+        .clone()
+        .unwrap_or_else(|| root.join(node::NODE_NETNS));
+    out.extend(asking.ask_as_the_node(&servers, &netns).await.concat());
+    out
+}
+
+/// The nameservers of the resolv.conf `file`, and an err line for each
+/// entry that is not an address; `Err` the one line of a file that cannot
+/// be read or names none.
+fn read_nameservers(file: &Path) -> Result<(Vec<SocketAddr>, Vec<String>), String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("err dns cannot read {}: {e}", file.display()))?;
+    let mut servers = Vec::new();
+    let mut out = Vec::new();
+    for entry in nameservers(&text) {
+        match entry {
+            Ok(addr) => servers.push(addr),
+            Err(raw) => out.push(format!(
+                "err dns:{raw} nameserver in {} is not an IP address",
+                file.display()
+            )),
+        }
+    }
+    if servers.is_empty() && out.is_empty() {
+        return Err(format!("err dns no nameserver in {}", file.display()));
+    }
+    Ok((servers, out))
+}
+
+/// `servers` in order, each once.
+fn unique(mut servers: Vec<SocketAddr>) -> Vec<SocketAddr> {
     let mut seen = Vec::new();
     servers.retain(|s| {
         let new = !seen.contains(s);
         seen.push(*s);
         new
     });
-    let timeout = Duration::from_millis(args.timeout_ms);
-    let checks = servers.iter().flat_map(|server| {
-        args.transports().into_iter().map(move |t| async move {
-            let outcome = query::ask(*server, t, &args.names, timeout).await;
-            let problems = verdict::problems(&outcome, args.must_exist, args.timeout_ms);
-            let item = format!("dns:{}/{}", label(*server), t.as_str());
-            verdict::line(&item, &problems)
-        })
-    });
-    out.extend(futures::future::join_all(checks).await);
-    out
+    servers
+}
+
+/// What each resolver is asked, owned, so that a thread in another
+/// network namespace can ask it too.
+#[derive(Clone, Debug)]
+struct Asking {
+    names: Vec<Name>,
+    transports: Vec<Transport>,
+    must_exist: bool,
+    timeout_ms: u64,
+}
+
+impl Asking {
+    /// The lines of each of `servers`, in its order, asked from this
+    /// thread's network namespace.
+    async fn ask(&self, servers: &[SocketAddr]) -> Vec<Vec<String>> {
+        let timeout = Duration::from_millis(self.timeout_ms);
+        let per_server = servers.iter().map(|server| async move {
+            let checks = self.transports.iter().map(|t| async move {
+                let outcome = query::ask(*server, *t, &self.names, timeout).await;
+                let problems = verdict::problems(&outcome, self.must_exist, self.timeout_ms);
+                verdict::line(&item(*server, *t), &problems)
+            });
+            futures::future::join_all(checks).await
+        });
+        futures::future::join_all(per_server).await
+    }
+
+    /// The lines of each of the node's `servers`, asked in the node's
+    /// network namespace `netns`. Where that cannot be entered, a
+    /// loopback server is skipped, with what would let it run, and the
+    /// others are asked here.
+    async fn ask_as_the_node(&self, servers: &[SocketAddr], netns: &Path) -> Vec<Vec<String>> {
+        let why = match node::open(netns) {
+            node::NodeNetns::Here => return self.ask(servers).await,
+            node::NodeNetns::Elsewhere(ns) => {
+                let asking = self.clone();
+                let list = servers.to_vec();
+                let inside = node::run_in(ns, netns, move || {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map(|rt| rt.block_on(asking.ask(&list)))
+                })
+                .await;
+                match inside {
+                    Ok(Ok(lines)) => return lines,
+                    Ok(Err(e)) => format!("no runtime in the node's namespace: {e}"),
+                    Err(why) => why,
+                }
+            }
+            node::NodeNetns::Closed(why) => why,
+        };
+        let reachable: Vec<SocketAddr> = servers
+            .iter()
+            .copied()
+            .filter(|s| !node::is_loopback(*s))
+            .collect();
+        let mut asked = self.ask(&reachable).await.into_iter();
+        servers
+            .iter()
+            .map(|s| {
+                if node::is_loopback(*s) {
+                    self.transports
+                        .iter()
+                        .map(|t| format!(
+                            "skip {} a loopback nameserver of the node answers only in the node's network namespace, and {why}: it needs enableSys (hostPID, privileged) or hostNetwork",
+                            item(*s, *t)
+                        ))
+                        .collect()
+                } else {
+                    asked.next().unwrap_or_default()
+                }
+            })
+            .collect()
+    }
+}
+
+/// `dns:<server>/<udp|tcp>`.
+fn item(server: SocketAddr, t: Transport) -> String {
+    format!("dns:{}/{}", label(server), t.as_str())
 }
 
 #[cfg(test)]
