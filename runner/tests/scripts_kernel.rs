@@ -180,6 +180,109 @@ fn kernel_log_checks_take_thresholds_and_skip_without_state_or_log() {
     skipped(&s, "oops", "KERNEL_LOG_FILE overrides");
 }
 
+/// The items of the kernel log with a limit: (script, item failed, item
+/// when ok, the variable of the limit, two lines of the item).
+const LIMITS: [(&str, &str, &str, &str, [&str; 2]); 8] = [
+    (
+        "svc/kernlog.sh",
+        "rcu-stalls",
+        "rcu-stalls",
+        "SVC_RCU_STALLS_MAX",
+        [
+            "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+            "rcu: INFO: rcu_preempt self-detected stall on CPU",
+        ],
+    ),
+    (
+        "svc/kernlog.sh",
+        "hardware-errors",
+        "hardware-errors",
+        "SVC_HARDWARE_ERRORS_MAX",
+        [
+            "mce: [Hardware Error]: Machine check events logged",
+            "mce: [Hardware Error]: Machine check events logged",
+        ],
+    ),
+    (
+        "net/kernlog.sh",
+        "tx-timeout:eth0",
+        "tx-timeouts",
+        "NET_TX_TIMEOUTS_MAX",
+        [
+            "NETDEV WATCHDOG: eth0 (ixgbe): transmit queue 3 timed out",
+            "NETDEV WATCHDOG: eth0 (ixgbe): transmit queue 1 timed out",
+        ],
+    ),
+    (
+        "net/kernlog.sh",
+        "neighbour-table-full",
+        "neighbour-table-full",
+        "NET_NEIGHBOUR_FULL_MAX",
+        [
+            "neighbour: arp_cache: neighbor table overflow!",
+            "neighbour: ndisc_cache: neighbor table overflow!",
+        ],
+    ),
+    (
+        "mem/kernlog.sh",
+        "memory-errors",
+        "memory-errors",
+        "MEM_MEMORY_ERRORS_MAX",
+        [
+            "EDAC MC0: 1 CE memory read error on DIMM_A1 (channel:0 slot:0 page:0x1 offset:0x0 grain:32)",
+            "EDAC MC0: 1 CE memory read error on DIMM_A1 (channel:0 slot:0 page:0x2 offset:0x0 grain:32)",
+        ],
+    ),
+    (
+        "mem/kernlog.sh",
+        "memory-failure",
+        "memory-failure",
+        "MEM_MEMORY_FAILURE_MAX",
+        [
+            "Memory failure: 0x12345: recovery action for clean LRU page: Recovered",
+            "Memory failure: 0x12346: recovery action for free buddy page: Recovered",
+        ],
+    ),
+    (
+        "mem/kernlog.sh",
+        "allocation-failures",
+        "allocation-failures",
+        "MEM_ALLOC_FAILURES_MAX",
+        [
+            "kworker/0:1: page allocation failure: order:4, mode:0x40cc0(GFP_KERNEL|__GFP_COMP)",
+            "ixgbe: page allocation failure: order:2, mode:0x820(GFP_ATOMIC)",
+        ],
+    ),
+    (
+        "disk/ioerrors.sh",
+        "fs:dm-0",
+        "fs-errors",
+        "DISK_FS_ERRORS_MAX",
+        [
+            "XFS (dm-0): log I/O error -5",
+            "XFS (dm-0): Filesystem has been shut down due to log error (0x2).",
+        ],
+    ),
+];
+
+#[test]
+fn kernel_log_items_are_ok_up_to_their_limit() {
+    for (script, item, ok_item, var, lines) in LIMITS {
+        let t = Tree::new("klog-limit");
+        klog_append(&t, &["Linux version 6.1"]);
+        let log = t.join("kmsg");
+        let env = [("KERNEL_LOG_FILE", log.to_str().unwrap())];
+        let runs = ["default", "two", "one"].map(|n| Stateful::new(&t, n, &env));
+        for st in &runs {
+            st.run_full(script, &[]);
+        }
+        klog_append(&t, &lines);
+        err(&runs[0].run(script, &[]), item, "2 ");
+        ok(&runs[1].run(script, &[(var, "2")]), ok_item);
+        err(&runs[2].run(script, &[(var, "1")]), item, lines[1]);
+    }
+}
+
 /// A container killed at its own memory limit, as a 6.x kernel logs it.
 const POD_OOM: [&str; 2] = [
     "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-abc.scope,mems_allowed=0,oom_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-abc.scope,task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-abc.scope,task=stress,pid=4242,uid=0",

@@ -242,6 +242,7 @@ const HARMLESS: &[&str] = &[
     "audit: type=1400 audit(1700000000.123:45): apparmor=\"DENIED\" operation=\"open\" profile=\"cri-containerd.apparmor.d\" name=\"/proc/sys/kernel/shm_max\" pid=4242 comm=\"java\" requested_mask=\"r\" denied_mask=\"r\" fsuid=0 ouid=0",
     "EXT4-fs (sda1): mounted filesystem with ordered data mode. Opts: (null)",
     "EXT4-fs (sda1): re-mounted. Opts: errors=remount-ro",
+    "EXT4-fs (sdb1): mounted filesystem 0b4c7e7a-9f6e-4a4b-8e6d-1d2f3a4b5c6d r/w with ordered data mode. Quota mode: none.",
     "EXT4-fs (sda1): warning: maximal mount count reached, running e2fsck is recommended",
     "XFS (sda1): Mounting V5 Filesystem",
     "XFS (sda1): Ending clean mount",
