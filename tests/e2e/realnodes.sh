@@ -107,7 +107,7 @@ EOF
 
 write_real_node_config() { # i token tainted
     local i=$1 token=$2 tainted=$3 nd=$dir/real/real-$1
-    mkdir -p "$nd"/{cni,ipam,pod-logs,netns,kubelet,state,containerd,runc,opt} "$nd/certs.d/$registry"
+    mkdir -p "$nd"/{cni,ipam,pod-logs,netns,kubelet,state,containerd,runc,opt,kube-combo} "$nd/certs.d/$registry"
     cat >"$nd/containerd.toml" <<EOF
 version = 2
 root = "$nd/containerd"
@@ -210,6 +210,12 @@ real_node_main() { # i
     # Pod network namespaces (containerd names them under /run/netns) stay
     # the node's own too: `down` finds them in its directory.
     mount --bind "$nd/netns" /run/netns
+    # kube-combo's directory of state and errlogs (the runners' hostPath
+    # with enableSys) is the node's own, as on separate machines: the nodes
+    # share this machine's /var/lib, and one node's baselines are not the
+    # other's.
+    mkdir -p /var/lib/kube-combo
+    mount --bind "$nd/kube-combo" /var/lib/kube-combo
     # The node's own resolver configuration, as a node of a real cluster has
     # one: the machine's names a resolver this network namespace has no
     # route to (nothing leaves the cluster), so a check of the node's
