@@ -165,7 +165,12 @@ net_proc() {
 host_systemd() {
     _pid1=$(cat "$HR/proc/1/comm" 2>/dev/null || true)
     if [ "$_pid1" != systemd ]; then
-        SYSTEMD_WHY="host systemd not reachable (PID 1 of $HOST_ROOT is ${_pid1:-unknown})"
+        # In a pod without enableSys PID 1 is the container's own.
+        _need=""
+        if [ -z "$HR" ] && [ -n "${POD_NAME:-}" ]; then
+            _need="; needs enableSys"
+        fi
+        SYSTEMD_WHY="host systemd not reachable (PID 1 of $HOST_ROOT is ${_pid1:-unknown}$_need)"
         return 1
     fi
     if [ "$HR" != "" ]; then

@@ -18,7 +18,12 @@ for ifc in $(ifaces_up "$ignore"); do
     dir="$HR/sys/class/net/$ifc"
     [ "$(cat "$dir/operstate" 2>/dev/null)" = up ] || continue   # links.sh reports links down
     if ! physical "$ifc"; then
-        skip "speed:$ifc" "virtual interface: no negotiated speed"
+        if [ -z "$HR" ] && [ -n "${POD_NAME:-}" ] && ! host_net; then
+            # The pod's own interfaces: the node's are out of sight.
+            skip "speed:$ifc" "virtual interface: no negotiated speed (the pod's own; the node's interfaces need hostNetwork or enableSys)"
+        else
+            skip "speed:$ifc" "virtual interface: no negotiated speed"
+        fi
         continue
     fi
     speed=$(cat "$dir/speed" 2>/dev/null)

@@ -174,6 +174,18 @@ async fn with_enable_sys_scripts_see_the_node_through_host_and_host_pid() -> Res
             ps.trim().parse::<u32>()? > 20,
             "{node}: the host's processes are visible ({ps})"
         );
+        assert_answers(ns, &node, &pod, &[
+            (
+                "for t in smartctl dmidecode arping; do command -v $t >/dev/null && echo $t || echo no-$t; done",
+                "smartctl dmidecode arping",
+                "the tools the checks name are in the runner image (docs/checks.md)",
+            ),
+            (
+                "test -d \"/host/var/lib/kube-combo/$POD_NAMESPACE/$DEBUGGER_NAME/$DEBUGGER_UID/state\" && echo on-node || echo missing",
+                "on-node",
+                "the state root is the Debugger's directory on the node",
+            ),
+        ])?;
         // The svc check reaches the host: it reads the host's PID 1 through
         // /host and enters a host process's namespaces the way it calls
         // systemctl there. This machine's PID 1 is not systemd, so the
