@@ -147,6 +147,14 @@ impl DebuggerBuilder {
         self
     }
 
+    /// Sets the default checks' variable `name` to `value` (`checkSettings`).
+    pub fn check_setting(mut self, name: &str, value: &str) -> Self {
+        self.spec
+            .check_settings
+            .insert(name.to_string(), value.to_string());
+        self
+    }
+
     /// Selects nodes labelled `key=value`.
     pub fn selector(mut self, key: &str, value: &str) -> Self {
         self.spec

@@ -12,3 +12,5 @@ mod inspection;
 mod peers;
 #[path = "real_nodes/privileges.rs"]
 mod privileges;
+#[path = "real_nodes/settings.rs"]
+mod settings;
