@@ -236,7 +236,7 @@ impl Scheduler {
                 continue;
             };
             if !tidied {
-                tidied = self.tidy_node_data(&dbg);
+                tidied = tidy_node_data(&self.args, &dbg);
             }
             if !read_back {
                 history = self.read_history().await;
@@ -275,25 +275,6 @@ impl Scheduler {
                 }
             }
         }
-    }
-
-    /// Removes what earlier Debuggers of this name left in its directory
-    /// on the node, once `dbg` shows that this runner's uid is the current
-    /// one (a runner of a deleted Debugger, still running, sees another
-    /// uid and removes nothing). Returns whether that is settled.
-    fn tidy_node_data(&self, dbg: &Debugger) -> bool {
-        let (Some(dir), Some(uid)) = (&self.args.node_data, &self.args.debugger_uid) else {
-            return true;
-        };
-        if dbg.uid().as_deref() != Some(uid.as_str()) {
-            return false;
-        }
-        let removed = state::remove_other_uids(dir, uid);
-        if !removed.is_empty() {
-            tracing::info!(dir = %dir.display(), removed = ?removed,
-                "removed the state and errlogs of earlier Debuggers of this name");
-        }
-        true
     }
 
     /// What this node has run, from its report; retried while the API
@@ -373,6 +354,26 @@ impl Scheduler {
             tokio::spawn(async move { publisher.record_failures(&summary).await });
         }
     }
+}
+
+/// Removes what earlier Debuggers of this name left in its directory on
+/// the node (`--node-data`), once `dbg` shows that this runner's uid
+/// (`--debugger-uid`) is the current one: a runner of a deleted Debugger,
+/// still running, sees another uid and removes nothing. Returns whether
+/// that is settled (nothing to do, or done).
+fn tidy_node_data(args: &Args, dbg: &Debugger) -> bool {
+    let (Some(dir), Some(uid)) = (&args.node_data, &args.debugger_uid) else {
+        return true;
+    };
+    if dbg.uid().as_deref() != Some(uid.as_str()) {
+        return false;
+    }
+    let removed = state::remove_other_uids(dir, uid);
+    if !removed.is_empty() {
+        tracing::info!(dir = %dir.display(), removed = ?removed,
+            "removed the state and errlogs of earlier Debuggers of this name");
+    }
+    true
 }
 
 /// Reaps exited processes that were reparented to this runner. A runner that

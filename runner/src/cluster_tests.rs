@@ -296,3 +296,32 @@ async fn a_result_waiting_for_its_spread_offset_is_written_when_the_runner_stops
     );
     assert!(patches[0].body.contains("broken"), "{}", patches[0].body);
 }
+
+#[test]
+fn earlier_uids_on_the_node_go_only_once_the_debugger_shows_this_runners_uid() {
+    let d = TestDir::new("cluster-tidy");
+    d.file("node/uid-0/state/last-run-id", "20261122T060000Z", 0o644);
+    d.file("node/uid-1/state/last-run-id", "20261122T060000Z", 0o644);
+    let dir = d.path().join("node");
+    let args = |uid: &str| {
+        Args::parse_from([
+            "combo-runner",
+            "--node-data",
+            dir.to_str().unwrap(),
+            "--debugger-uid",
+            uid,
+        ])
+    };
+    let seen: Debugger = serde_json::from_value(debugger(json!(""))).unwrap();
+    assert_eq!(seen.metadata.uid.as_deref(), Some("uid-1"));
+    // A runner of an earlier Debugger of this name sees the new one's uid:
+    // not settled, nothing removed.
+    assert!(!tidy_node_data(&args("uid-0"), &seen));
+    assert!(dir.join("uid-1").is_dir() && dir.join("uid-0").is_dir());
+    // This Debugger's runner removes the earlier one's directory only.
+    assert!(tidy_node_data(&args("uid-1"), &seen));
+    assert!(dir.join("uid-1/state/last-run-id").is_file());
+    assert!(!dir.join("uid-0").exists());
+    // Without a node directory (no enableSys) there is nothing to do.
+    assert!(tidy_node_data(&Args::parse_from(["combo-runner"]), &seen));
+}
