@@ -89,6 +89,9 @@ pub enum Command {
     /// Ask DNS resolvers for names over UDP and TCP and print one
     /// script-contract line per resolver and transport.
     Dns(crate::dns::DnsArgs),
+    /// Connect to a unix socket: exit 0 when a daemon accepts, else print
+    /// why (a stale socket is refused) and exit 1.
+    ProbeSocket(crate::probe::ProbeSocketArgs),
 }
 
 fn parse_category(s: &str) -> Result<Category, String> {

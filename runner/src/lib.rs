@@ -11,6 +11,7 @@ pub mod errlog;
 pub mod exec;
 pub mod local;
 pub mod output;
+pub mod probe;
 pub mod publish;
 pub mod reaper;
 pub mod report;

@@ -26,6 +26,9 @@ async fn main() -> ExitCode {
     if let Some(Command::Dns(dns)) = args.command {
         return combo_runner::dns::run(dns, &args.host_root).await;
     }
+    if let Some(Command::ProbeSocket(probe)) = args.command {
+        return combo_runner::probe::run(probe).await;
+    }
     let signals = match Signals::install() {
         Ok(s) => s,
         Err(e) => {
