@@ -9,9 +9,14 @@ use std::net::TcpListener;
 use support::scripts::{err, host_netns, ok, run, run_full, skipped, skips, Items};
 use support::Tree;
 
-/// Runs `svc/kubelet.sh` on `t` with `env`.
+/// The built runner, which `svc/kubelet.sh` connects to sockets with.
+const RUNNER: &str = env!("CARGO_BIN_EXE_combo-runner");
+
+/// Runs `svc/kubelet.sh` on `t` with the runner as `COMBO_RUNNER` and `env`.
 fn kubelet(t: &Tree, env: &[(&str, &str)]) -> Items {
-    run("svc/kubelet.sh", t.path(), env)
+    let mut all = vec![("COMBO_RUNNER", RUNNER)];
+    all.extend_from_slice(env);
+    run("svc/kubelet.sh", t.path(), &all)
 }
 
 /// Runs `svc/kubelet.sh` on `t` with the kubelet's healthz at `addr`.
@@ -73,7 +78,7 @@ fn runtime_socket_of_this_nodes_kubelet(t: &Tree) {
     err(
         &items,
         "runtime-socket",
-        "runtime endpoint /node-1/containerd.sock is not a socket",
+        "runtime endpoint /node-1/containerd.sock: no such file",
     );
     assert!(
         !items.contains_key("kubelet-healthz"),

@@ -38,10 +38,12 @@ if [ -r "$HR/proc/mdstat" ]; then
         found=1
     fi
 fi
-# PCI class 0x0104xx: RAID bus controller.
+# PCI class 0x0104xx: RAID bus controller. Read with the shell's read: no
+# process per PCI device (a server has hundreds).
 for dev in "$HR"/sys/bus/pci/devices/*; do
     [ -r "$dev/class" ] || continue
-    case $(cat "$dev/class") in
+    read -r class < "$dev/class" || continue
+    case $class in
         0x0104*)
             found=1
             vendor=$(cat "$dev/vendor" 2>/dev/null)

@@ -2,13 +2,17 @@
 # SMART of each disk with smartctl: the drive's overall health, how much of
 # an SSD's rated endurance is used, and whether a SATA link negotiated below
 # what the drive supports. Needs smartctl in the image and the host's
-# devices (enableSys); otherwise every item is skipped.
+# devices (enableSys); otherwise every item is skipped. smartctl runs with
+# "-n standby": a spun-down disk is not woken, its items are skipped for
+# that run. Each smartctl is bounded: a disk that does not answer within
+# CHECK_COMMAND_TIMEOUT is err.
 #
 # Items: "smart:<disk>", "wear:<disk>" (SSDs), "sata:<disk>" (SATA disks).
 # Environment:
 #   DISK_SSD_WEAR_MAX_PERCENT  highest healthy share of the rated endurance used (default 80)
 #   DISK_DEVICES               disks checked, shell globs (default "sd* nvme* vd* xvd* hd* mmcblk*")
 #   DISK_DEV_DIR               where the device nodes are (default /dev)
+#   CHECK_COMMAND_TIMEOUT      seconds each smartctl may take (default 10)
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -36,8 +40,19 @@ for d in $disks; do
         skip "smart:$d" "no $devdir/$d (the host's devices need enableSys)"
         continue
     fi
-    out=$(smartctl -H -i -A "$devdir/$d" 2>&1)
+    out=$(bounded smartctl -n standby -H -i -A "$devdir/$d" 2>&1)
     code=$?
+    if timed_out "$code"; then
+        echo "err smart:$d $(limit_why smartctl) on $devdir/$d (the disk does not answer)"
+        continue
+    fi
+    # -n standby: smartctl leaves a disk in standby or sleep alone and
+    # says so ("Device is in STANDBY mode, exit(2)").
+    mode=$(printf '%s\n' "$out" | awk '/^Device is in [A-Z_ ]+ mode/ { m = $0; sub(/^Device is in /, "", m); sub(/ mode.*/, "", m); print tolower(m); exit }')
+    if [ -n "$mode" ]; then
+        skip "smart:$d" "the disk is in $mode mode (spun down): not woken to read SMART"
+        continue
+    fi
     # Bits 0 and 1: the command line failed or the device did not open.
     if [ $(( code & 3 )) -ne 0 ]; then
         skip "smart:$d" "smartctl cannot read $devdir/$d: $(printf '%s\n' "$out" | grep -v '^$' | tail -n 1)"

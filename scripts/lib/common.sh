@@ -68,18 +68,74 @@ matches_any() {
     return 1
 }
 
-# block_mounts TYPES: "<maj:min> <mount point> <super options>" of each
-# filesystem of one of the space-separated TYPES, once per device, from the
-# node's mount table; bind mounts of a subdirectory are left out.
+# The mount points that are pods' and containers', not the node's: pod
+# volumes and subpaths (/var/lib/kubelet/pods), CSI staging mounts
+# (/var/lib/kubelet/plugins), and what containerd, k3s, CRI-O and Docker
+# mount for containers (root filesystems, snapshots, shm). A disk mounted
+# at /var/lib/containerd or /var/lib/docker itself is the node's and stays.
+# DISK_EXCLUDE_MOUNTS replaces the list (empty: none).
+# shellcheck disable=SC2034 # read by the scripts that source this file
+DEFAULT_EXCLUDE_MOUNTS='/var/lib/kubelet/pods/* /var/lib/kubelet/plugins/* /run/containerd/* /var/lib/containerd/* /run/k3s/containerd/* /var/lib/containers/storage/* /run/containers/storage/* /var/lib/docker/*'
+
+# block_mounts TYPES [root]: "<maj:min> <mount point> <super options>" of
+# each node filesystem of one of the space-separated TYPES (with "root",
+# also "/" whatever its type: an immutable OS's overlay or tmpfs root), once
+# per device, from the node's mount table. Left out: bind mounts of a
+# subdirectory, and mount points matching a shell glob of
+# DISK_EXCLUDE_MOUNTS (default DEFAULT_EXCLUDE_MOUNTS) or DISK_IGNORE_MOUNTS,
+# as the mount table writes them (\040 for a space). One awk: no process per
+# mount, however many containers the node runs.
 block_mounts() {
-    awk -v types=" $1 " '{
+    EXCL="${DISK_EXCLUDE_MOUNTS-$DEFAULT_EXCLUDE_MOUNTS} ${DISK_IGNORE_MOUNTS:-}" \
+        awk -v types=" $1 " -v root="${2:-}" '
+    # glob_re: the shell glob G as an anchored extended regular expression.
+    function glob_re(g,   r, i, j, c) {
+        r = "^"
+        for (i = 1; i <= length(g); i++) {
+            c = substr(g, i, 1)
+            if (c == "*") r = r ".*"
+            else if (c == "?") r = r "."
+            else if (c == "[" && (j = index(substr(g, i + 1), "]")) > 0) {
+                c = substr(g, i + 1, j - 1)
+                if (substr(c, 1, 1) == "!") c = "^" substr(c, 2)
+                r = r "[" c "]"; i += j
+            } else if (index("\\^$.|+(){}[]", c)) r = r "\\" c
+            else r = r c
+        }
+        return r "$"
+    }
+    BEGIN { n = split(ENVIRON["EXCL"], g, " "); for (k = 1; k <= n; k++) re[k] = glob_re(g[k]) }
+    {
         sep = 0
         for (i = 7; i <= NF; i++) if ($i == "-") { sep = i; break }
         if (!sep || $4 != "/") next
-        if (index(types, " " $(sep + 1) " ") == 0) next
+        if (index(types, " " $(sep + 1) " ") == 0 && !(root == "root" && $5 == "/")) next
+        for (k = 1; k <= n; k++) if ($5 ~ re[k]) next
         if (seen[$3]++) next
         print $3, $5, $(sep + 3)
     }' "$(host_proc mountinfo)"
+}
+
+# --- Commands with a time limit ----------------------------------------------
+
+# bounded CMD...: runs CMD (a program, not a shell function) with a time
+# limit of CHECK_COMMAND_TIMEOUT seconds (default 10), below the runner's
+# per-script timeout, so a command stuck on a hung mount, disk or daemon
+# costs one item, not the script. SIGTERM at the limit, SIGKILL 1 s later;
+# returns 124 (or 137) when cut.
+bounded() {
+    timeout -k 1 "${CHECK_COMMAND_TIMEOUT:-10}" "$@"
+}
+
+# timed_out CODE: whether bounded's exit status CODE says the limit cut the
+# command.
+timed_out() {
+    [ "$1" -eq 124 ] || [ "$1" -eq 137 ]
+}
+
+# limit_why CMD: "CMD timed out after <limit>s", for a message.
+limit_why() {
+    echo "$1 timed out after ${CHECK_COMMAND_TIMEOUT:-10}s"
 }
 
 # host_path MOUNTPOINT: the path of a node mount point as seen from here,
@@ -161,7 +217,8 @@ net_proc() {
 
 # host_systemd: whether the node's systemd answers. Defines hostctl (the
 # node's systemctl: through nsenter into PID 1 with enableSys, directly when
-# HOST_ROOT is "/"); else sets SYSTEMD_WHY and returns 1.
+# HOST_ROOT is "/"); else sets SYSTEMD_WHY and returns 1, or 2 when
+# systemctl did not answer within CHECK_COMMAND_TIMEOUT (a hung systemd).
 host_systemd() {
     _pid1=$(cat "$HR/proc/1/comm" 2>/dev/null || true)
     if [ "$_pid1" != systemd ]; then
@@ -173,12 +230,21 @@ host_systemd() {
         SYSTEMD_WHY="host systemd not reachable (PID 1 of $HOST_ROOT is ${_pid1:-unknown}$_need)"
         return 1
     fi
+    # Each call bounded (CHECK_COMMAND_TIMEOUT): a hung systemd or nsenter
+    # returns 124 instead of holding the script.
     if [ "$HR" != "" ]; then
-        hostctl() { nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl "$@"; }
+        hostctl() { bounded nsenter --target 1 --mount --uts --ipc --net --pid -- systemctl "$@"; }
     else
-        hostctl() { systemctl "$@"; }
+        hostctl() { bounded systemctl "$@"; }
     fi
-    if ! hostctl is-system-running >/dev/null 2>&1 && ! hostctl list-units --no-legend >/dev/null 2>&1; then
+    hostctl is-system-running >/dev/null 2>&1
+    _code=$?
+    if timed_out "$_code"; then
+        # shellcheck disable=SC2034 # read by the scripts that source this file
+        SYSTEMD_WHY="host systemd does not answer: $(limit_why "systemctl is-system-running")"
+        return 2
+    fi
+    if [ "$_code" -ne 0 ] && ! hostctl list-units --no-legend >/dev/null 2>&1; then
         # shellcheck disable=SC2034 # read by the scripts that source this file
         SYSTEMD_WHY="host systemd not reachable through systemctl"
         return 1

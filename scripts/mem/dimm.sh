@@ -11,6 +11,7 @@
 #   MEM_DIMM_VENDORS_MAX        most healthy distinct module vendors (default 1)
 #   MEM_EXPECTED_MIB            the memory the node should have, MiB (default: the modules' total)
 #   MEM_SIZE_TOLERANCE_PERCENT  how far below that MemTotal may be, percent (default 10)
+#   CHECK_COMMAND_TIMEOUT       seconds dmidecode may take (default 10)
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -24,7 +25,9 @@ why=""
 table=""
 if ! command -v dmidecode >/dev/null 2>&1; then
     why="dmidecode is not in the image"
-elif ! table=$(dmidecode -t 17 2>&1) || ! printf '%s\n' "$table" | grep -q '^Memory Device'; then
+elif table=$(bounded dmidecode -t 17 2>&1); code=$?; timed_out "$code"; then
+    why=$(limit_why dmidecode)
+elif [ "$code" -ne 0 ] || ! printf '%s\n' "$table" | grep -q '^Memory Device'; then
     why="dmidecode cannot read the SMBIOS tables (needs root and /sys/firmware/dmi or /dev/mem: enableSys): $(printf '%s\n' "$table" | grep -v '^$' | tail -n 1)"
 fi
 

@@ -2,19 +2,23 @@
 # IP address conflicts: IPv6 addresses whose duplicate address detection
 # failed (the dadfailed flag in /proc/net/if_inet6), and, when arping is in
 # the image and the pod is in the node's network namespace, IPv4 addresses
-# another host answers for (arping -D).
+# another host answers for (arping -D), up to 8 addresses at a time, each
+# arping bounded by CHECK_COMMAND_TIMEOUT.
 #
 # Items: "dad:<interface>" per interface with IPv6 addresses, "ipv4:<address>"
 # (skip "ipv4-conflict" without arping or the node's network).
 # Environment:
 #   NET_IGNORE_IFACES    interfaces to skip, shell globs (default in docs/checks.md)
-#   NET_ARPING_TIMEOUT   seconds arping waits per address (default 2)
+#   NET_ARPING_TIMEOUT     seconds arping waits per address (default 1)
+#   CHECK_COMMAND_TIMEOUT  seconds each arping may take in all (default 10)
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 ignore=${NET_IGNORE_IFACES:-$DEFAULT_IGNORE_IFACES}
-wait_s=${NET_ARPING_TIMEOUT:-2}
+wait_s=${NET_ARPING_TIMEOUT:-1}
+# Most arpings at a time: a node's addresses take about one wait, not one each.
+parallel=8
 
 inet6=$(net_proc if_inet6)
 if [ -r "$inet6" ]; then
@@ -41,13 +45,30 @@ if ! host_net; then
     skip ipv4-conflict "not in the node's network namespace (needs hostNetwork)"
     exit 0
 fi
-ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $2, $4 }' |
-    while read -r ifc addr; do
-        matches_any "$ifc" "$ignore" && continue
-        # -D: duplicate address detection; exit 0 when nobody answered.
-        if arping -D -q -c 2 -w "$wait_s" -I "$ifc" "$addr" >/dev/null 2>&1; then
-            echo "ok ipv4:$addr"
-        else
-            echo "err ipv4:$addr another host answers ARP for $addr on $ifc (address conflict)"
-        fi
-    done
+# dad IFACE ADDR: the ipv4 item of ADDR.
+dad() {
+    # -D: duplicate address detection; exit 0 when nobody answered.
+    bounded arping -D -q -c 2 -w "$wait_s" -I "$1" "$2" >/dev/null 2>&1
+    _code=$?
+    if [ "$_code" -eq 0 ]; then
+        echo "ok ipv4:$2"
+    elif timed_out "$_code"; then
+        skip "ipv4:$2" "$(limit_why arping) on $1"
+    else
+        echo "err ipv4:$2 another host answers ARP for $2 on $1 (address conflict)"
+    fi
+}
+bounded ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $2, $4 }' |
+    {
+        n=0
+        while read -r ifc addr; do
+            matches_any "$ifc" "$ignore" && continue
+            dad "$ifc" "$addr" &
+            n=$((n + 1))
+            if [ "$n" -ge "$parallel" ]; then
+                wait
+                n=0
+            fi
+        done
+        wait
+    }

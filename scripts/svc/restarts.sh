@@ -2,7 +2,8 @@
 # Frequent restarts of the kubelet and the container runtime: the increase
 # of systemd's NRestarts of their units since the previous run (kept in
 # STATE_DIR; the first run records it and reports skip). Needs the host's
-# systemd, reached as in systemd.sh.
+# systemd, reached as in systemd.sh (each systemctl bounded by
+# CHECK_COMMAND_TIMEOUT; a count it cuts is skipped, naming the command).
 #
 # Items: "restarts:kubelet", "restarts:container-runtime".
 # Environment:
@@ -10,6 +11,7 @@
 #   SVC_KUBELET_UNIT   the kubelet's unit; empty skips it (default kubelet)
 #   SVC_RUNTIME_UNITS  container runtime units, the first one installed is
 #                      checked; empty skips it (default "containerd crio docker")
+#   CHECK_COMMAND_TIMEOUT  seconds each systemctl may take (default 10)
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -37,6 +39,10 @@ done
 current=""
 for pair in ${kubelet:+kubelet=$kubelet} ${runtime:+container-runtime=$runtime}; do
     n=$(hostctl show -p NRestarts --value "${pair#*=}" 2>/dev/null)
+    if timed_out $?; then
+        skip "restarts:${pair%%=*}" "$(limit_why "systemctl show ${pair#*=}")"
+        continue
+    fi
     case $n in
         '' | *[!0-9]*) skip "restarts:${pair%%=*}" "systemd does not count the restarts of ${pair#*=} (NRestarts needs systemd 235)" ;;
         *) current="$current${pair%%=*} $n

@@ -5,7 +5,9 @@
 # The host's systemd is reached with nsenter into PID 1 when HOST_ROOT is not
 # "/" (enableSys: hostPID and the host root at /host), or directly when this
 # machine's PID 1 is systemd. Otherwise the host is not reachable and the
-# script reports its items as skipped (it never fails for that).
+# script reports its items as skipped (it never fails for that). Every
+# systemctl is bounded by CHECK_COMMAND_TIMEOUT: a systemd that does not
+# answer within it is err (failed-units), naming the command and the limit.
 #
 # Items: "failed-units", "kubelet", "container-runtime".
 # Environment:
@@ -13,6 +15,7 @@
 #   SVC_RUNTIME_UNITS   container runtime units, the first one installed is
 #                       checked; empty skips (default "containerd crio docker")
 #   SVC_IGNORE_UNITS    failed units to ignore, shell globs (default none)
+#   CHECK_COMMAND_TIMEOUT  seconds each systemctl may take (default 10)
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -21,20 +24,32 @@ kubelet=${SVC_KUBELET_UNIT-kubelet}
 runtimes=${SVC_RUNTIME_UNITS-containerd crio docker}
 ignore=${SVC_IGNORE_UNITS:-}
 
-if ! host_systemd; then
-    for item in failed-units ${kubelet:+kubelet} ${runtimes:+container-runtime}; do
+host_systemd
+code=$?
+if [ "$code" -ne 0 ]; then
+    items="failed-units ${kubelet:+kubelet} ${runtimes:+container-runtime}"
+    if [ "$code" -eq 2 ]; then
+        # A systemd that does not answer is a fault of the node.
+        echo "err failed-units $SYSTEMD_WHY"
+        items=${items#failed-units}
+    fi
+    for item in $items; do
         skip "$item" "$SYSTEMD_WHY: service checks skipped"
     done
     exit 0
 fi
 
+units=$(hostctl list-units --state=failed --no-legend --plain 2>/dev/null)
+code=$?
 failed=""
-for unit in $(hostctl list-units --state=failed --no-legend --plain 2>/dev/null | awk '{ print $1 }'); do
+for unit in $(printf '%s\n' "$units" | awk '{ print $1 }'); do
     if ! matches_any "$unit" "$ignore"; then
         failed="$failed $unit"
     fi
 done
-if [ -n "$failed" ]; then
+if timed_out "$code"; then
+    echo "err failed-units $(limit_why "systemctl list-units")"
+elif [ -n "$failed" ]; then
     echo "err failed-units failed systemd units:$failed"
 else
     echo "ok failed-units"
@@ -43,8 +58,14 @@ fi
 # check ITEM UNIT: the unit must be loaded and active.
 check() {
     load=$(hostctl show -p LoadState --value "$2" 2>/dev/null)
+    if timed_out $?; then
+        echo "err $1 $(limit_why "systemctl show $2")"
+        return
+    fi
     state=$(hostctl is-active "$2" 2>/dev/null)
-    if [ "$load" != loaded ]; then
+    if timed_out $?; then
+        echo "err $1 $(limit_why "systemctl is-active $2")"
+    elif [ "$load" != loaded ]; then
         echo "err $1 unit $2 not found"
     elif [ "$state" != active ]; then
         echo "err $1 unit $2 is ${state:-unknown}"
