@@ -252,6 +252,9 @@ const HARMLESS: &[&str] = &[
     // A container killed at its own limit: its workload's event.
     "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-abc.scope,mems_allowed=0,oom_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-abc.scope,task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-abc.scope,task=stress,pid=4242,uid=0\n\
      Memory cgroup out of memory: Killed process 4242 (stress) total-vm:1000kB, anon-rss:500kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:40kB oom_score_adj:999",
+    // The same on a kubelet without pod cgroups: containerd's own.
+    "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=451aac6652ee,mems_allowed=0,oom_memcg=/k8s.io/451aac6652ee,task_memcg=/k8s.io/451aac6652ee,task=tail,pid=16763,uid=0\n\
+     Memory cgroup out of memory: Killed process 16763 (tail) total-vm:18528kB, anon-rss:16128kB, file-rss:1260kB, shmem-rss:0kB, UID:0 pgtables:72kB oom_score_adj:0",
     // The same when the kernel rate-limited the summary.
     "Memory cgroup out of memory: Killed process 4243 (stress) total-vm:1000kB, anon-rss:500kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:40kB oom_score_adj:999",
     // cgroup v1 and kernels before 4.19 (node-problem-detector's test log).

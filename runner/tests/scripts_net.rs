@@ -306,7 +306,11 @@ fn ip_conflicts_from_ipv6_dad_and_arping() {
         "duplicate address detection failed for 20010db8000000000000000000000001",
     );
     assert!(!items.contains_key("dad:lo"));
-    skipped(&s, "ipv4-conflict", "arping is not in the image");
+    skipped(
+        &s,
+        "ipv4-conflict",
+        "arping is not in the runner image (Debian package iputils-arping)",
+    );
     t.script(
         "fakebin/arping",
         "for a in \"$@\"; do last=$a; done\n[ \"$last\" != 10.0.0.6 ]",
@@ -329,5 +333,20 @@ fn ip_conflicts_from_ipv6_dad_and_arping() {
         &items,
         "ipv4:10.0.0.6",
         "another host answers ARP for 10.0.0.6 on eth1",
+    );
+    // An arping that cannot probe (no raw socket) is no conflict.
+    t.script(
+        "fakebin/arping",
+        "echo 'arping: socket: Operation not permitted' >&2\nexit 2",
+    );
+    let (items, s) = run_full("net/ipconflict.sh", t.path(), &[]);
+    assert!(
+        items.keys().all(|i| !i.starts_with("ipv4:")),
+        "no ipv4 verdict without a probe: {items:?}"
+    );
+    skipped(
+        &s,
+        "ipv4:10.0.0.5",
+        "arping could not probe on eth0 (exit 2; it needs a raw socket",
     );
 }

@@ -11,7 +11,9 @@
 # the container runtime's: "oom-kill:constraint=CONSTRAINT_MEMCG,...,
 # oom_memcg=/system.slice/containerd.service,..."). A cgroup is a pod's when
 # it is one of MEM_OOM_POD_CGROUPS or under one (cgroup v1 "/kubepods/...",
-# the systemd driver's "/kubepods.slice/...").
+# the systemd driver's "/kubepods.slice/...", and containerd's "/k8s.io/<id>",
+# where its Kubernetes containers go when the kubelet runs without pod
+# cgroups, cgroupsPerQOS false).
 #
 # How many: the increase of the oom_kill counter of /proc/vmstat since the
 # previous run (kept in STATE_DIR); without that counter (kernels before
@@ -36,7 +38,7 @@
 # containers killed at their own limit (the runner shows only the item).
 # Environment:
 #   MEM_OOM_KILLS_MAX    highest healthy count of the node's own OOM kills since the previous run (default 0)
-#   MEM_OOM_POD_CGROUPS  the memory cgroups of pods, as the kernel log writes them (default "/kubepods /kubepods.slice")
+#   MEM_OOM_POD_CGROUPS  the memory cgroups of pods, as the kernel log writes them (default "/kubepods /kubepods.slice /k8s.io")
 #   KERNEL_LOG_FILE      read this file (/dev/kmsg record format) instead of the kernel log
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
@@ -54,7 +56,7 @@ klog=$?
 # "<node kills> <pod kills> <last node kill><tab><last pod kill>"
 kinds=$(printf '0 0 \t')
 if [ "$klog" -eq 0 ]; then
-    kinds=$(printf '%s\n' "$new" | PODS=${MEM_OOM_POD_CGROUPS:-/kubepods /kubepods.slice} awk '
+    kinds=$(printf '%s\n' "$new" | PODS=${MEM_OOM_POD_CGROUPS:-/kubepods /kubepods.slice /k8s.io} awk '
         BEGIN { np = split(ENVIRON["PODS"], pods, " ") }
         # is_pod(CG): whether the cgroup is a pod cgroup or under one.
         function is_pod(cg,   i) {

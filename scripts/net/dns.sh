@@ -78,7 +78,15 @@ must=()
 if [ -n "${NET_DNS_NAME:-}" ] || { [ -z "$HR" ] && [ -n "${POD_NAME:-}" ]; }; then
     must=(--must-exist)
 fi
-query --resolv-conf "$conf" "${must[@]}"
+# With hostNetwork this process is in the node's network namespace (the pod
+# spec is sure of it; the node's PID 1 need not be there, as with a kubelet
+# in a namespace of its own); otherwise the runner enters the namespace of
+# the node's PID 1.
+netns=()
+if [ "${COMBO_HOST_NETWORK:-}" = true ]; then
+    netns=(--node-netns /proc/self/ns/net)
+fi
+query --resolv-conf "$conf" "${must[@]}" "${netns[@]}"
 if [ -n "$cluster" ]; then
     query --server "$cluster" --must-exist
 fi

@@ -38,7 +38,7 @@ if [ -r "$inet6" ]; then
 fi
 
 if ! command -v arping >/dev/null 2>&1; then
-    skip ipv4-conflict "arping is not in the image"
+    skip ipv4-conflict "arping is not in the runner image (Debian package iputils-arping)"
     exit 0
 fi
 if ! host_net; then
@@ -50,12 +50,16 @@ dad() {
     # -D: duplicate address detection; exit 0 when nobody answered.
     bounded arping -D -q -c 2 -w "$wait_s" -I "$1" "$2" >/dev/null 2>&1
     _code=$?
+    # In that mode arping exits 1 when a reply came, 2 when it could not
+    # probe at all (no raw socket: the pod lacks CAP_NET_RAW).
     if [ "$_code" -eq 0 ]; then
         echo "ok ipv4:$2"
+    elif [ "$_code" -eq 1 ]; then
+        echo "err ipv4:$2 another host answers ARP for $2 on $1 (address conflict)"
     elif timed_out "$_code"; then
         skip "ipv4:$2" "$(limit_why arping) on $1"
     else
-        echo "err ipv4:$2 another host answers ARP for $2 on $1 (address conflict)"
+        skip "ipv4:$2" "arping could not probe on $1 (exit $_code; it needs a raw socket: enableSys, or CAP_NET_RAW)"
     fi
 }
 bounded ip -4 -o addr show scope global 2>/dev/null | awk '{ sub(/\/.*/, "", $4); print $2, $4 }' |
