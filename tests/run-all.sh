@@ -22,7 +22,7 @@ shellcheck tests/e2e/*.sh tests/bench/*.sh tests/*.sh deploy/*.sh .ci/run
 step "unit and integration tests"
 # The suite report starts empty here: the runner's and the pinger's
 # integration tests record cases too (tests/suite-report.sh).
-rm -f target/suite-report.tsv
+rm -f target/suite-report.tsv target/suite-production-node.txt
 # The mesh page's browser test skips without chromium elsewhere; here
 # tests/deps.sh installed it, so a missing one fails (docs/testing.md).
 export COMBO_REQUIRE_CHROMIUM=1

@@ -24,3 +24,8 @@ awk -F'\t' '
     END {
         if (any) printf "fault matrix on real nodes: faults detected %d of %d, cleared %d of %d, red on healthy nodes %d in %d runs\n", d, dn, c, cn, r, rn
     }' "$file"
+# The production-like real node (tests/e2e/tests/real_faults/production.rs), its own line.
+note=$(dirname "$file")/suite-production-node.txt
+if [[ -s $note ]]; then
+    cat "$note"
+fi

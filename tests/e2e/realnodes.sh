@@ -201,11 +201,6 @@ EOF
 # then the kubelet; records both pids; waits for the kubelet.
 real_node_main() { # i
     local i=$1 nd=$dir/real/real-$1 t
-    # The namespace was made private (nothing of it reaches the machine or
-    # the other nodes); within it, mounts are shared, as on a systemd host,
-    # so a pod mounting the node's root with HostToContainer propagation
-    # (the runner's /host with enableSys) sees what the node mounts later.
-    mount --make-rshared /
     mount --bind "$nd/pod-logs" /var/log/pods
     # Pod network namespaces (containerd names them under /run/netns) stay
     # the node's own too: `down` finds them in its directory.
@@ -214,7 +209,6 @@ real_node_main() { # i
     # with enableSys) is the node's own, as on separate machines: the nodes
     # share this machine's /var/lib, and one node's baselines are not the
     # other's.
-    mkdir -p /var/lib/kube-combo
     mount --bind "$nd/kube-combo" /var/lib/kube-combo
     # The node's own resolver configuration, as a node of a real cluster has
     # one: the machine's names a resolver this network namespace has no
@@ -229,6 +223,12 @@ real_node_main() { # i
     mount --rbind /sys/fs/cgroup "$nd/sys-cgroup"
     mount -t sysfs sysfs /sys
     mount --move "$nd/sys-cgroup" /sys/fs/cgroup
+    # The namespace was made private (nothing of it reaches the machine or
+    # the other nodes); within it, mounts are shared from here on, as on a
+    # systemd host, so a pod mounting the node's root with HostToContainer
+    # propagation (the runner's /host with enableSys) sees what the node
+    # mounts later. Last: a mount under a shared one cannot be moved.
+    mount --make-rshared /
     containerd --config "$nd/containerd.toml" >"$dir/logs/containerd-real-$i.log" 2>&1 &
     echo $! >"$dir/pids/containerd-real-$i.pid"
     for ((t = 0; t < 100; t++)); do [[ -S $nd/containerd.sock ]] && break; sleep 0.1; done
@@ -261,6 +261,11 @@ start_real_nodes() { # n tainted
     if [[ ! -d /var/log/pods ]]; then
         mkdir -p /var/log/pods
         touch "$dir/made-var-log-pods"
+    fi
+    # ... and of each node's own /var/lib/kube-combo.
+    if [[ ! -d /var/lib/kube-combo ]]; then
+        mkdir -p /var/lib/kube-combo
+        touch "$dir/made-var-lib-kube-combo"
     fi
     save_sysctls
     for ((i = 1; i <= n; i++)); do
@@ -338,6 +343,10 @@ stop_real_nodes() {
     if [[ -f $dir/made-var-log-pods ]]; then
         rmdir /var/log/pods 2>/dev/null || true
         rm -f "$dir/made-var-log-pods"
+    fi
+    if [[ -f $dir/made-var-lib-kube-combo ]]; then
+        rmdir /var/lib/kube-combo 2>/dev/null || true
+        rm -f "$dir/made-var-lib-kube-combo"
     fi
     restore_sysctls
 }

@@ -13,7 +13,8 @@
 # It removes the install the other tests made first (run it after them),
 # installs A, runs the node sample, upgrades to B (the runner pods roll, every
 # node keeps its key in the summary at every 500 ms poll, the Debugger stays
-# Ready), then to C (no workload pod replaced or restarted), and uninstalls:
+# Ready, and a hung task logged between A's last run and B's first is named
+# in B's errlogs: state and errlogs outlive the pods), then to C (no workload pod replaced or restarted), and uninstalls:
 # Debuggers and Pingers first, then `kubectl delete -f kube-combo.yaml`, and
 # nothing of kube-combo is left.
 set -euo pipefail
@@ -155,6 +156,19 @@ install_and_run() {
     wait_until 60 "Debugger Ready" debugger_ready
 }
 
+# The hung task logged between the old pods' last run and the new pods' first.
+fault="kc-upgrade:4242"
+
+# Each workload pod's svc errlogs (kept on the node, so the new pod has the
+# old pod's too) name $fault; A's runs came before it was logged, so only a
+# run of the new pod can have written it.
+fault_in_errlogs() {
+    local pod
+    for pod in $(kubectl get pods -n "$ns" -l "kubecombo.io/debugger=$debugger" -o name); do
+        kubectl exec -n "$ns" "$pod" -c runner -- grep -rqF "$fault" /scripts/svc/errlog || return 1
+    done
+}
+
 # Polls every 500 ms until stopped, writing a line to $1 at each poll where a
 # node is missing from the summary or the Debugger is not Ready.
 watch_roll() {
@@ -172,11 +186,19 @@ upgrade_runner() {
     log "upgrade to B (a new runner image)"
     local before after
     before=$(workload_pods | cut -f1)
+    # A fault between A's last run and B's first: the kernel log's position
+    # and the errlogs are kept on the node, so a run of B's pods names it.
+    echo "<3>INFO: task $fault blocked for more than 120 seconds." >/dev/kmsg
     watch_roll "$work/roll" &
     poller=$!
     kubectl apply -f "$work/dist/B/kube-combo.yaml" >/dev/null
     wait_until 180 "operator of B rolled out" operator_at B
     wait_until 300 "the runner pods rolled to B's image" rolled_to "$(image_of B runner)"
+    combo B run "$debugger" -n "$ns" >/dev/null
+    local run
+    run=$(kubectl get debugger -n "$ns" "$debugger" -o jsonpath='{.metadata.annotations.kubecombo\.io/run-now}')
+    wait_until 300 "every node's summary of run $run under B" summary_has_every_node "$run"
+    wait_until 60 "the fault between the pods named in an errlog of each node's new pod" fault_in_errlogs
     kill "$poller"
     wait "$poller" 2>/dev/null || true
     poller=''

@@ -9,12 +9,16 @@
 //! no mount, interface, route, cgroup, rule, sysctl or stopped process
 //! behind.
 
+#[path = "real_faults/busy.rs"]
+mod busy;
 #[path = "real_faults/host.rs"]
 mod host;
 #[path = "real_faults/links.rs"]
 mod links;
 #[path = "real_faults/node.rs"]
 mod node;
+#[path = "real_faults/production.rs"]
+mod production;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -342,6 +346,9 @@ async fn the_node_sample_finds_no_err_on_healthy_real_nodes_in_five_runs() -> Re
         return Ok(());
     }
     install_from_registry();
+    // The sample has hostNetwork: its default-route item is the node's.
+    let spaces: Vec<String> = real_nodes().iter().map(|n| real_node_netns(n)).collect();
+    let _default_routes = DefaultRoutes::ensure(&spaces)?;
     let ns = namespace("real-healthy").await;
     let c = client().await;
     let samples = repo_root().join("config/samples");

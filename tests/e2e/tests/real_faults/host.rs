@@ -35,7 +35,7 @@ pub fn recorded_pid(name: &str) -> Result<u32> {
 }
 
 /// `nsenter` into the mount namespace of real node `i` (its containerd's).
-fn in_node_mounts(i: usize, script: &str) -> Result<String> {
+pub fn in_node_mounts(i: usize, script: &str) -> Result<String> {
     let pid = recorded_pid(&format!("containerd-real-{i}"))?;
     sh(&format!(
         "nsenter --mount=/proc/{pid}/ns/mnt -- bash -c '{script}'"

@@ -1,0 +1,269 @@
+//! What a busy production node has and the test nodes lack, none of it a
+//! node fault: thousands of processes, container root filesystems and pod
+//! volumes in the mount table (one full, one out of inodes, one read-only),
+//! a container killed at its own memory limit and user-space crashes in the
+//! kernel log. Each is undone by its guard when it drops.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use combo_e2e::wait_for;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client};
+
+use crate::host::{in_node_mounts, sh};
+
+/// Where the busy node's scratch files live (overlay layers, volume images).
+const SCRATCH: &str = "/tmp/kc-busy";
+/// containerd's task directory, where a container's root filesystem is mounted.
+const TASKS: &str = "/run/containerd/io.containerd.runtime.v2.task/k8s.io";
+/// The kubelet's directory, with its pod volumes and CSI staging mounts.
+const KUBELET: &str = "/var/lib/kubelet";
+
+/// `n` idle processes, killed when dropped.
+pub struct Sleepers(Vec<Child>);
+
+impl Sleepers {
+    pub fn start(n: usize) -> Result<Sleepers> {
+        let mut all = Sleepers(Vec::with_capacity(n));
+        for _ in 0..n {
+            let child = Command::new("sleep")
+                .arg("3600")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()?;
+            all.0.push(child);
+        }
+        Ok(all)
+    }
+}
+
+impl Drop for Sleepers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+        }
+        for c in &mut self.0 {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Container and pod storage in the machine's mount table (which the
+/// runners read through the machine's PID 1) and, for the volumes, in the
+/// first real node's mount namespace (under its runner's `/host`): `overlays`
+/// container root filesystems under containerd's task directory, and
+/// `volumes` pod volume mounts of three CSI volumes (full, out of inodes,
+/// read-only), each staged once under the kubelet's plugins directory.
+pub struct Storage {
+    /// Mount points, in the order made (unmounted in reverse).
+    machine: Vec<String>,
+    node: Vec<String>,
+    loops: Vec<String>,
+    /// Top directories this guard made (removed when dropped).
+    made: Vec<PathBuf>,
+}
+
+/// The three volumes: name, mkfs inode count, what fills it, mount options.
+const VOLUMES: [(&str, u32, &str, &str); 3] = [
+    (
+        "pvc-kcbusy-full",
+        256,
+        "dd if=/dev/zero of=fill bs=64k 2>/dev/null; sync; true",
+        "rw",
+    ),
+    (
+        "pvc-kcbusy-inodes",
+        64,
+        "for i in $(seq 1 100); do touch f$i 2>/dev/null || break; done; sync; true",
+        "rw",
+    ),
+    ("pvc-kcbusy-readonly", 256, "true", "ro"),
+];
+
+impl Storage {
+    pub fn make(overlays: usize, volumes: usize) -> Result<Storage> {
+        let mut s = Storage {
+            machine: Vec::new(),
+            node: Vec::new(),
+            loops: Vec::new(),
+            made: Vec::new(),
+        };
+        for dir in [SCRATCH, TASKS, KUBELET] {
+            s.made.extend(make_dir(Path::new(dir))?);
+        }
+        sh(&format!(
+            "mkdir -p {SCRATCH}/lower && echo layer > {SCRATCH}/lower/etc-os"
+        ))?;
+        for i in 0..overlays {
+            let id = format!("kcbusy{i:04}");
+            let target = format!("{TASKS}/{id}/rootfs");
+            sh(&format!(
+                "mkdir -p {SCRATCH}/{id}/upper {SCRATCH}/{id}/work {target} && \
+                 mount -t overlay overlay -o lowerdir={SCRATCH}/lower,upperdir={SCRATCH}/{id}/upper,workdir={SCRATCH}/{id}/work {target}"
+            ))?;
+            s.machine.push(target);
+        }
+        for (k, (name, inodes, fill, opts)) in VOLUMES.iter().enumerate() {
+            let image = format!("{SCRATCH}/{name}.img");
+            sh(&format!(
+                "truncate -s 8M {image} && mkfs.ext4 -q -F -N {inodes} -m 0 {image}"
+            ))?;
+            let dev = sh(&format!("losetup -f --show {image}"))?
+                .trim()
+                .to_string();
+            s.loops.push(dev.clone());
+            let stage = format!("{KUBELET}/plugins/kubernetes.io/csi/pv/{name}/globalmount");
+            sh(&format!(
+                "mkdir -p {stage} && mount {dev} {stage} && cd {stage} && {fill}"
+            ))?;
+            if *opts == "ro" {
+                sh(&format!("mount -o remount,ro {stage}"))?;
+            }
+            s.machine.push(stage.clone());
+            in_node_mounts(1, &format!("mount -o {opts} {dev} {stage}"))?;
+            s.node.push(stage.clone());
+            // The pods using the volume: a bind mount of its root each.
+            for p in (k..volumes).step_by(VOLUMES.len()) {
+                let target = format!(
+                    "{KUBELET}/pods/kcbusy-pod-{p:03}/volumes/kubernetes.io~csi/{name}/mount"
+                );
+                sh(&format!(
+                    "mkdir -p {target} && mount --bind {stage} {target}"
+                ))?;
+                s.machine.push(target.clone());
+                in_node_mounts(1, &format!("mount --bind {stage} {target}"))?;
+                s.node.push(target);
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// Makes `dir` and its missing parents; the topmost one made, if any.
+fn make_dir(dir: &Path) -> Result<Option<PathBuf>> {
+    let top = dir
+        .ancestors()
+        .take_while(|a| !a.exists())
+        .last()
+        .map(Path::to_path_buf);
+    std::fs::create_dir_all(dir)?;
+    Ok(top)
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        for mp in self.node.iter().rev() {
+            let _ = in_node_mounts(1, &format!("umount -l {mp}"));
+        }
+        for mp in self.machine.iter().rev() {
+            let _ = sh(&format!("umount -l {mp}"));
+        }
+        for dev in &self.loops {
+            let _ = sh(&format!("losetup -d {dev}"));
+        }
+        for dir in self.made.iter().rev() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let _ = std::fs::remove_dir_all(SCRATCH);
+        let _ = sh(&format!(
+            "rm -rf {TASKS}/kcbusy* {KUBELET}/pods/kcbusy-pod-* {KUBELET}/plugins/kubernetes.io/csi/pv/pvc-kcbusy-*"
+        ));
+    }
+}
+
+/// A pod on `node` whose container is killed at its own 16 MiB memory
+/// limit (`tail` of `/dev/zero` buffers one endless line); deleted when
+/// dropped.
+pub struct OomKilledPod {
+    api: Api<Pod>,
+    name: String,
+}
+
+impl OomKilledPod {
+    pub async fn run(c: &Client, ns: &str, node: &str, image: &str) -> Result<OomKilledPod> {
+        let api: Api<Pod> = Api::namespaced(c.clone(), ns);
+        let name = "kc-busy-oom".to_string();
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name },
+            "spec": {
+                "nodeName": node,
+                "restartPolicy": "Never",
+                "tolerations": [{ "operator": "Exists" }],
+                "containers": [{
+                    "name": "hog",
+                    "image": image,
+                    "command": ["tail", "/dev/zero"],
+                    "resources": { "limits": { "memory": "16Mi", "cpu": "200m" } }
+                }]
+            }
+        }))?;
+        api.create(&PostParams::default(), &pod).await?;
+        let guard = OomKilledPod { api, name };
+        wait_for(
+            Duration::from_secs(120),
+            "the memory hog OOMKilled at its limit",
+            || async {
+                let p = guard.api.get(&guard.name).await?;
+                let state = p
+                    .status
+                    .and_then(|s| s.container_statuses)
+                    .and_then(|cs| cs.into_iter().next())
+                    .and_then(|cs| cs.state)
+                    .and_then(|s| s.terminated);
+                match state {
+                    Some(t) if t.reason.as_deref() == Some("OOMKilled") => Ok(true),
+                    Some(t) => bail!("the memory hog ended otherwise: {t:?}"),
+                    None => Ok(false),
+                }
+            },
+        )
+        .await?;
+        Ok(guard)
+    }
+}
+
+impl Drop for OomKilledPod {
+    fn drop(&mut self) {
+        let api = self.api.clone();
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(api.delete(&name, &DeleteParams::default()))?;
+            anyhow::Ok(())
+        })
+        .join();
+    }
+}
+
+/// Kernel log lines a busy node logs that are no node fault: user-space
+/// crashes, an empty virtual CD-ROM drive, audit and firmware chatter.
+pub const HARMLESS_KMSG: [&str; 6] = [
+    "traps: python3[4242] general protection fault ip:7f3c2b1e4a3d sp:7ffd6c2e9f80 error:0 in libc.so.6[7f3c2b18a000+155000]",
+    "python3[4243]: segfault at 0 ip 00007f3c2b1e4a3d sp 00007ffd6c2e9f80 error 4 in libc.so.6[7f3c2b18a000+155000] likely on CPU 1 (core 1, socket 0)",
+    "traps: node[4244] trap invalid opcode ip:55d1c0a3b2c1 sp:7ffe1a2b3c40 error:0 in node[55d1c0000000+2a00000]",
+    "I/O error, dev sr0, sector 0 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0",
+    "audit: type=1400 audit(1764230400.123:45): apparmor=\"DENIED\" operation=\"open\" profile=\"cri-containerd.apparmor.d\" name=\"/proc/1/environ\" pid=4245 comm=\"cat\" requested_mask=\"r\" denied_mask=\"r\" fsuid=0 ouid=0",
+    "[Firmware Bug]: TSC_DEADLINE disabled due to Errata; please update microcode to version: 0x3a (or later)",
+];
+
+/// CPU time (seconds) the container `container_id` (containerd's id) has
+/// used so far, from its cpuacct cgroup (v1) on the machine.
+pub fn container_cpu_seconds(container_id: &str) -> Result<f64> {
+    let found = sh(&format!(
+        "find /sys/fs/cgroup/cpuacct/ -maxdepth 4 -type d -name '{container_id}' | head -n 1"
+    ))?;
+    let dir = found.trim();
+    if dir.is_empty() {
+        bail!("no cpuacct cgroup of container {container_id}");
+    }
+    let ns: u64 = std::fs::read_to_string(format!("{dir}/cpuacct.usage"))?
+        .trim()
+        .parse()?;
+    Ok(ns as f64 / 1e9)
+}

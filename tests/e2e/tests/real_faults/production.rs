@@ -1,0 +1,201 @@
+//! A production-like real node: after the node sample's pods are running,
+//! the first real node gets what a busy node has (busy.rs) and real faults
+//! (a disk mounted and filled after the pods started, kernel lines of each
+//! class the kernel-log checks name). The next run names each fault on its
+//! node and gives no `err` for anything else.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context as _, Result};
+use combo_e2e::*;
+use combo_testkit::suite::Case;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::ListParams;
+use kube::Api;
+
+use crate::busy::{container_cpu_seconds, OomKilledPod, Sleepers, Storage, HARMLESS_KMSG};
+use crate::host::{LoopFs, FAULT_MOUNT};
+use crate::links::DefaultRoutes;
+use crate::{pods_ready, run, verdict, Run};
+
+const AREA: &str = "production node";
+/// What a busy node has: processes, container root filesystems, pod volumes.
+const PROCESSES: usize = 3000;
+const OVERLAYS: usize = 200;
+const POD_VOLUMES: usize = 50;
+
+/// Kernel faults of each class, in the kernel's own words: (category, item
+/// named, line). The kernel log is the machine's, so both real nodes name
+/// them.
+pub const FAULT_KMSG: [(&str, &str, &str); 15] = [
+    ("svc", "hung-tasks", "INFO: task kc-busy:4242 blocked for more than 120 seconds."),
+    ("svc", "soft-lockups", "watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kc-busy:4242]"),
+    ("svc", "rcu-stalls", "rcu: INFO: rcu_sched self-detected stall on CPU"),
+    ("svc", "hardware-errors", "mce: [Hardware Error]: CPU 0: Machine Check: 0 Bank 5: be00000000800400"),
+    ("svc", "oops", "BUG: kernel NULL pointer dereference, address: 0000000000000008"),
+    (
+        "mem",
+        "memory-errors",
+        "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0 - area:DRAM err_code:0001:0090 socket:0 ha:0 channel_mask:1 rank:0)",
+    ),
+    ("mem", "memory-failure", "Memory failure: 0x12345: recovery action for dirty LRU page: Recovered"),
+    ("net", "tx-timeout:eth9", "NETDEV WATCHDOG: eth9 (ixgbe): transmit queue 3 timed out"),
+    ("net", "unregister-netdevice", "unregister_netdevice: waiting for kcb9 to become free. Usage count = 1"),
+    ("net", "conntrack-full", "nf_conntrack: nf_conntrack: table full, dropping packet"),
+    ("net", "neighbour-table-full", "neighbour: arp_cache: neighbor table overflow!"),
+    ("disk", "io:nvme9n1", "nvme9n1: I/O Cmd(0x2) @ LBA 123, 8 blocks, I/O Error (sct 0x2 / sc 0x81)"),
+    ("disk", "io:dm-9", "Buffer I/O error on dev dm-9, logical block 0, async page read"),
+    ("disk", "fs:dm-8", "XFS (dm-8): Log I/O Error Detected. Shutting down filesystem"),
+    ("disk", "fs:sdk1", "EXT4-fs error (device sdk1): ext4_find_entry:1455: inode #2: comm kc-busy: reading directory lblock 0"),
+];
+
+/// Beside the suite report: this test's line of it.
+const NOTE_FILE: &str = "suite-production-node.txt";
+
+/// The node sample's Debugger name.
+const NAME: &str = "node-check";
+
+/// containerd's id of the runner container of `pod`.
+fn runner_container_id(pod: &Pod) -> Result<String> {
+    let id = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.name == "runner"))
+        .and_then(|c| c.container_id.as_deref())
+        .context("the runner container has no id yet")?;
+    Ok(id.rsplit("://").next().unwrap_or(id).to_string())
+}
+
+/// The faults each node must name: (node, category, item).
+fn expected(nodes: &[String]) -> BTreeSet<(String, String, String)> {
+    let mut want = BTreeSet::new();
+    let first = &nodes[0];
+    for item in [FAULT_MOUNT.to_string(), format!("inodes:{FAULT_MOUNT}")] {
+        want.insert((first.clone(), "disk".to_string(), item));
+    }
+    for node in nodes {
+        // The super block's ro flag shows in the machine's mount table.
+        want.insert((node.clone(), "disk".into(), format!("ro:{FAULT_MOUNT}")));
+        for (category, item, _) in FAULT_KMSG {
+            want.insert((node.clone(), category.into(), item.into()));
+        }
+    }
+    want
+}
+
+/// Faults named, and every `err` that is not one of them or an item of
+/// container or pod storage (a false red), with what each node said.
+fn judge(want: &BTreeSet<(String, String, String)>, red: &Run) -> (u64, Vec<String>, Vec<String>) {
+    let mut named = 0u64;
+    let mut missed = Vec::new();
+    for (node, category, item) in want {
+        let v = verdict(&red[node], category, item);
+        println!("{AREA}: {node} {category}/{item}: {v}");
+        if v.starts_with("err") {
+            named += 1;
+        } else {
+            missed.push(format!("{node} {category}/{item}: {v}"));
+        }
+    }
+    let mut false_red = Vec::new();
+    for (node, s) in red {
+        for (category, item, msg) in s.failed() {
+            let key = (node.clone(), category.to_string(), item.to_string());
+            if !want.contains(&key) {
+                false_red.push(format!("{node} {category}/{item}: {msg}"));
+            }
+        }
+        for item in s.categories.get("disk").into_iter().flat_map(|c| c.keys()) {
+            if item.contains("/var/lib/kubelet/") || item.contains("/run/containerd/") {
+                false_red.push(format!(
+                    "{node} disk/{item}: container or pod storage checked"
+                ));
+            }
+        }
+    }
+    (named, missed, false_red)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
+    if !real_cluster_or_skip("a_busy_node_names_each_fault_and_nothing_else") {
+        return Ok(());
+    }
+    install_from_registry();
+    let nodes = real_nodes();
+    // A node of a real cluster has a default route (the sample has
+    // hostNetwork, so the item is the node's); the real nodes here get one
+    // for the test's duration (links.rs).
+    let spaces: Vec<String> = nodes.iter().map(|n| real_node_netns(n)).collect();
+    let _default_routes = DefaultRoutes::ensure(&spaces)?;
+    let ns = namespace("real-busy").await;
+    let c = client().await;
+    let samples = repo_root().join("config/samples");
+    for file in ["pinger.yaml", "debugger_daemonset.yaml"] {
+        apply_yaml(&ns.name, &std::fs::read_to_string(samples.join(file))?)?;
+    }
+    pods_ready(&c, &ns.name, NAME).await?;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), &ns.name);
+    let lp = ListParams::default().labels(&format!("kubecombo.io/debugger={NAME}"));
+    let listed = pods.list(&lp).await?.items;
+    let on_first =
+        |p: &&Pod| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&nodes[0]);
+    let runner_pod = listed
+        .iter()
+        .find(on_first)
+        .context("no pod on the first node")?;
+    let runner_id = runner_container_id(runner_pod)?;
+    let image = runner_pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.iter().find(|c| c.name == "runner"))
+        .and_then(|c| c.image.clone())
+        .context("the runner container has no image")?;
+
+    // Baselines (counters, the kernel log's position), then a healthy run.
+    run(&c, &ns.name, NAME).await?;
+    run(&c, &ns.name, NAME).await?;
+
+    // What a busy node has, all of it made after the pods started.
+    let _sleepers = Sleepers::start(PROCESSES)?;
+    let _storage = Storage::make(OVERLAYS, POD_VOLUMES)?;
+    let _oom = OomKilledPod::run(&c, &ns.name, &nodes[0], &image).await?;
+    for line in HARMLESS_KMSG {
+        std::fs::write("/dev/kmsg", format!("<3>{line}\n"))?;
+    }
+    // Real faults: a disk attached after the pods started and filled, and
+    // the kernel's fault lines.
+    let disk = LoopFs::make()?;
+    disk.fill()?;
+    for (_, _, line) in FAULT_KMSG {
+        std::fs::write("/dev/kmsg", format!("<3>{line}\n"))?;
+    }
+    // Pressure from starting the processes settles before the run.
+    tokio::time::sleep(std::time::Duration::from_secs(15)).await;
+
+    let cpu_before = container_cpu_seconds(&runner_id)?;
+    let red = run(&c, &ns.name, NAME).await?;
+    let cpu = container_cpu_seconds(&runner_id)? - cpu_before;
+
+    let want = expected(&nodes);
+    let (named, missed, false_red) = judge(&want, &red);
+    Case::new(AREA, "faults named", want.len() as u64).done(named, 0);
+    Case::new(AREA, "runs without a false red", 1).done(u64::from(false_red.is_empty()), 0);
+    let line = format!(
+        "production node: faults named {named} of {}, false red {}, CPU {cpu:.1} s (the first node's runner container, the whole run)",
+        want.len(),
+        false_red.len()
+    );
+    println!("{line}");
+    // The suite report prints it as it is (tests/suite-report.sh).
+    std::fs::write(
+        suite_report_path().with_file_name(NOTE_FILE),
+        format!("{line}\n"),
+    )?;
+    assert!(missed.is_empty(), "faults not named: {missed:#?}");
+    assert!(false_red.is_empty(), "false red: {false_red:#?}");
+    drop(disk);
+    drop(ns);
+    Ok(())
+}
