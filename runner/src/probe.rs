@@ -1,6 +1,6 @@
-//! `combo-runner probe-socket` (docs/runner.md, "Socket probe
-//! (`combo-runner probe-socket`)"): whether a daemon answers on a unix
-//! socket, for scripts. A socket file outlives the daemon that made it: a
+//! `combo-runner probe-socket`: whether a daemon answers on a unix socket,
+//! for scripts (docs/runner.md, "Socket probe (`combo-runner probe-socket`)").
+//! A socket file outlives the daemon that made it: a
 //! containerd that died leaves its socket behind, and only a connection
 //! tells the two apart (the kernel refuses one to a socket nobody listens
 //! on).
