@@ -194,7 +194,7 @@ fn smart_health_ssd_wear_and_sata_link() {
     skipped(
         &skips("disk/smart.sh", t.path(), &env),
         "smart:sda",
-        "smartctl is not in the image",
+        "smartctl is not in the runner image (Debian package smartmontools)",
     );
     t.script(
         "fakebin/smartctl",

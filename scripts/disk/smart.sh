@@ -31,7 +31,7 @@ done
 
 if ! command -v smartctl >/dev/null 2>&1; then
     for d in $disks; do
-        skip "smart:$d" "smartctl is not in the image"
+        skip "smart:$d" "smartctl is not in the runner image (Debian package smartmontools)"
     done
     exit 0
 fi
@@ -55,7 +55,7 @@ for d in $disks; do
     fi
     # Bits 0 and 1: the command line failed or the device did not open.
     if [ $(( code & 3 )) -ne 0 ]; then
-        skip "smart:$d" "smartctl cannot read $devdir/$d: $(printf '%s\n' "$out" | grep -v '^$' | tail -n 1)"
+        skip "smart:$d" "smartctl cannot read $devdir/$d (it needs enableSys: root, privileged, the node's /dev): $(printf '%s\n' "$out" | grep -v '^$' | tail -n 1)"
         continue
     fi
     printf '%s\n' "$out" | awk -v d="$d" -v wear_max="$wear_max" '

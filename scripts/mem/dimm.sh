@@ -24,7 +24,7 @@ total_kb=$(awk '$1 == "MemTotal:" { print $2 }' "$HR/proc/meminfo" 2>/dev/null)
 why=""
 table=""
 if ! command -v dmidecode >/dev/null 2>&1; then
-    why="dmidecode is not in the image"
+    why="dmidecode is not in the runner image (Debian package dmidecode)"
 elif table=$(bounded dmidecode -t 17 2>&1); code=$?; timed_out "$code"; then
     why=$(limit_why dmidecode)
 elif [ "$code" -ne 0 ] || ! printf '%s\n' "$table" | grep -q '^Memory Device'; then
