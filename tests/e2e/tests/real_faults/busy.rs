@@ -1,15 +1,16 @@
 //! What a busy production node has and the test nodes lack, none of it a
 //! node fault: thousands of processes, container root filesystems and pod
 //! volumes in the mount table (one full, one out of inodes, one read-only),
-//! a container killed at its own memory limit and user-space crashes in the
-//! kernel log. Each is undone by its guard when it drops.
+//! a container killed at its own memory limit, user-space crashes in the
+//! kernel log and systemd-resolved's stub resolver on loopback. Each is
+//! undone by its guard when it drops.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use combo_e2e::wait_for;
+use combo_e2e::{cluster_dir, wait_for};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
@@ -266,4 +267,84 @@ pub fn container_cpu_seconds(container_id: &str) -> Result<f64> {
         .trim()
         .parse()?;
     Ok(ns as f64 / 1e9)
+}
+
+/// Where systemd-resolved writes its upstream servers.
+const RESOLVED_DIR: &str = "/run/systemd/resolve";
+/// The stub resolved listens on.
+pub const STUB: &str = "127.0.0.53";
+
+/// systemd-resolved as Ubuntu runs it, on the first real node: the node's
+/// resolv.conf names only the stub 127.0.0.53, answered by a forwarder on
+/// that address in the node's network namespace (loopback: nothing outside
+/// the namespace reaches it), and resolved's own list, `upstream` alone,
+/// is in /run/systemd/resolve/resolv.conf of the node's mount namespace.
+/// Dropped: the forwarder stopped, the node's files as they were.
+pub struct StubResolver {
+    forwarder: Child,
+    conf: PathBuf,
+    saved: String,
+    made: Option<PathBuf>,
+    mounted: bool,
+}
+
+impl StubResolver {
+    pub fn start(netns: &str, upstream: &str) -> Result<StubResolver> {
+        let conf = cluster_dir().join("real/real-1/resolv.conf");
+        let saved = std::fs::read_to_string(&conf)?;
+        let forwarder = Command::new("ip")
+            .args(["netns", "exec", netns, "dnsmasq", "--keep-in-foreground"])
+            .args([
+                "--conf-file=/dev/null",
+                "--no-resolv",
+                "--no-hosts",
+                "--pid-file=",
+            ])
+            .args(["--bind-interfaces", &format!("--listen-address={STUB}")])
+            .args([
+                "--port",
+                "53",
+                "--user=root",
+                &format!("--server={upstream}"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut guard = StubResolver {
+            forwarder,
+            conf,
+            saved,
+            made: None,
+            mounted: false,
+        };
+        guard.made = make_dir(Path::new(RESOLVED_DIR))?;
+        in_node_mounts(
+            1,
+            &format!(
+                "mount -t tmpfs -o size=64k kc-resolved {RESOLVED_DIR} && \
+                 echo \"nameserver {upstream}\" > {RESOLVED_DIR}/resolv.conf"
+            ),
+        )?;
+        guard.mounted = true;
+        std::fs::write(
+            &guard.conf,
+            format!("nameserver {STUB}\noptions edns0 trust-ad\nsearch .\n"),
+        )?;
+        Ok(guard)
+    }
+}
+
+impl Drop for StubResolver {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.conf, &self.saved);
+        if self.mounted {
+            let _ = in_node_mounts(1, &format!("umount -l {RESOLVED_DIR}"));
+        }
+        if let Some(dir) = &self.made {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let _ = self.forwarder.kill();
+        let _ = self.forwarder.wait();
+    }
 }
