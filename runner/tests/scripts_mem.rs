@@ -121,7 +121,11 @@ fn memory_modules_speed_vendor_and_size() {
     let t = Tree::new("dimm");
     meminfo(&t, 16_000_000, 8_000_000, 0, 0);
     let s = skips("mem/dimm.sh", t.path(), &[]);
-    skipped(&s, "dimm:speed", "dmidecode is not in the runner image (Debian package dmidecode)");
+    skipped(
+        &s,
+        "dimm:speed",
+        "dmidecode is not in the runner image (Debian package dmidecode)",
+    );
     skipped(&s, "size", "MEM_EXPECTED_MIB is not set");
     err(
         &run("mem/dimm.sh", t.path(), &[("MEM_EXPECTED_MIB", "32768")]),
