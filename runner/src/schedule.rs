@@ -295,8 +295,13 @@ mod tests {
 
     #[test]
     fn a_cron_that_never_fires_leaves_the_runner_idle() {
-        // 30 February parses as cron fields but never comes.
-        let never = RunAt::parse("0 0 30 2 *").unwrap();
+        // 30 February: refused by RunAt::parse (the operator says
+        // InvalidSpec), yet a schedule like it stays idle here.
+        assert!(RunAt::parse("0 0 30 2 *").is_err());
+        let never = RunAt::Cron(
+            Box::new(std::str::FromStr::from_str("0 0 0 30 2 *").unwrap()),
+            "0 0 30 2 *".into(),
+        );
         let now = t("2026-11-24T03:00:00Z");
         assert_eq!(
             decide(&never, DS, now, now, History::default()),

@@ -29,6 +29,8 @@ pub enum Form {
     Cron,
     /// One word that is neither.
     Neither,
+    /// Cron fields that no date matches (30 February).
+    Never,
 }
 
 /// Why a runAt value was rejected, in the terms the value was written in:
@@ -52,6 +54,7 @@ impl Form {
             Form::Macro => "is not a valid cron macro",
             Form::Cron => "is not a valid cron expression",
             Form::Neither => "is neither an RFC 3339 time nor a cron expression",
+            Form::Never => "never fires",
         }
     }
 }
@@ -118,9 +121,28 @@ impl RunAt {
                 cron::translate_weekdays(fields[4])
             )
         };
-        ::cron::Schedule::from_str(&expr)
-            .map(|s| RunAt::Cron(Box::new(s), v.to_string()))
-            .map_err(|e| err(Form::Cron, e.to_string()))
+        let schedule =
+            ::cron::Schedule::from_str(&expr).map_err(|e| err(Form::Cron, e.to_string()))?;
+        // Fields each valid alone may match no date at all: a schedule that
+        // never fires is refused, not kept as a Debugger that never runs.
+        // Twenty-eight years hold every weekday of every date, leap days too.
+        let start = DateTime::from_timestamp(946_684_800, 0).unwrap_or_default(); // 2000-01-01
+        if schedule
+            .after(&start)
+            .next()
+            .is_none_or(|t| t.signed_duration_since(start).num_days() > 28 * 366)
+        {
+            let fields: Vec<&str> = expr.split_whitespace().collect();
+            return Err(err(
+                Form::Never,
+                format!(
+                    "no date has day of month {} in month {}",
+                    fields.get(3).unwrap_or(&"?"),
+                    fields.get(4).unwrap_or(&"?")
+                ),
+            ));
+        }
+        Ok(RunAt::Cron(Box::new(schedule), v.to_string()))
     }
 
     /// The first scheduled time strictly after `after`, if any.

@@ -88,6 +88,23 @@ fn message(value: &str) -> String {
 }
 
 #[test]
+fn a_schedule_that_no_date_matches_is_refused_and_a_rare_one_kept() {
+    assert_eq!(
+        message("0 0 30 2 *"),
+        "runAt \"0 0 30 2 *\" never fires: no date has day of month 30 in month 2"
+    );
+    assert_eq!(
+        message("0 0 31 4,6,9,11 *"),
+        "runAt \"0 0 31 4,6,9,11 *\" never fires: no date has day of month 31 in month 4,6,9,11"
+    );
+    // Once in four years, and with a month that has the day: they fire.
+    for rare in ["0 6 29 2 *", "0 0 31 2,3 *", "0 0 30 * *"] {
+        let at = RunAt::parse(rare).expect(rare);
+        assert!(at.next_after(t("2026-11-27T00:00:00Z")).is_some(), "{rare}");
+    }
+}
+
+#[test]
 fn a_bad_cron_field_is_named_in_the_five_fields_the_user_wrote() {
     assert_eq!(
         message("61 * * * *"),
