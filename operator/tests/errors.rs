@@ -107,6 +107,21 @@ fn rust_backtrace_brings_back_the_full_error() {
 }
 
 #[test]
+fn the_plugin_prints_one_line_whatever_rust_backtrace_says_and_more_with_debug() {
+    let mut env = NO_CLUSTER.to_vec();
+    env.push(("RUST_BACKTRACE", "full"));
+    let (code, stdout, stderr) = run(PLUGIN, &["status"], &env);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_one_line(&stderr, "kubectl-combo: no usable kubeconfig: ");
+    let (code, _, stderr) = run(PLUGIN, &["status", "--debug"], &env);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("Caused by"),
+        "--debug shows the chain: {stderr}"
+    );
+}
+
+#[test]
 fn a_missing_plugin_argument_is_named_and_exits_two() {
     let (code, _, stderr) = run(PLUGIN, &["errlog", "ds", "--node", "real-1"], &[]);
     assert_eq!(code, 2);

@@ -21,10 +21,17 @@ const BIN: &str = "kubectl-combo";
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Args = combo_api::cli::parse_args(BIN, combo_api::version!());
+    let debug = args.debug;
     match dispatch(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            combo_operator::cli::report(BIN, &e);
+            // One line, whatever RUST_BACKTRACE says: a user of kubectl
+            // reads a message, not a trace; --debug shows the whole chain.
+            if debug {
+                eprintln!("{BIN}: {e:?}");
+            } else {
+                eprintln!("{}", combo_api::cli::error_line(BIN, e.as_ref()));
+            }
             ExitCode::from(errors::exit_status(&e))
         }
     }

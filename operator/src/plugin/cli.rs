@@ -11,6 +11,9 @@ pub struct Args {
     /// Namespace (default: the current context's).
     #[arg(short, long, global = true)]
     pub namespace: Option<String>,
+    /// On an error, print every cause and where it came from, not one line.
+    #[arg(long, global = true)]
+    pub debug: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
