@@ -172,58 +172,55 @@ async fn errlog(
     category: Category,
     run: Option<RunId>,
 ) -> Result<()> {
-    let dbg = debugger(client.clone(), ns, name).await?;
+    // The Debugger first: a wrong name is told as such, not as a missing pod.
+    debugger(client.clone(), ns, name).await?;
     let pods: Vec<(String, Option<String>)> = debugger_pods(&client, ns, name)
         .await?
         .into_iter()
         .filter_map(|p| Some((p.metadata.name?, p.spec.and_then(|s| s.node_name))))
         .collect();
     let pod = errors::pod_on_node(ns, name, node, &pods)?;
-    // Without --run: the run the summary shows for that node, so that
-    // errlog and summary speak of the same run whatever the run ids say.
-    let wanted = match run {
-        Some(r) => Some(r),
-        None => summary_data(client, ns, &dbg)
-            .await
-            .ok()
-            .and_then(|data| plugin::summary_run(&data, node)),
-    };
-    // The run asked for (or the summary's) in either errlog directory; else
-    // the newest written.
-    let mut found: Option<(RunId, String)> = None;
-    let mut failures = Vec::new();
-    for dir in plugin::errlog_dirs(category) {
-        let listing = match listing_by_time(ns, &pod, &dir) {
-            Ok(l) => l,
-            Err(e) => {
-                failures.push(format!("{e:#}"));
-                continue;
+    let dirs = plugin::errlog_dirs(category);
+    let (run, dir) = match run {
+        // The run asked for, in either errlog directory.
+        Some(wanted) => {
+            let mut found = None;
+            let mut failures = Vec::new();
+            for dir in &dirs {
+                match listing_by_time(ns, &pod, dir) {
+                    Ok(l) if l.split_whitespace().any(|f| f == format!("{wanted}.log")) => {
+                        found = Some((wanted, dir.clone()));
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => failures.push(format!("{e:#}")),
+                }
             }
-        };
-        let run = match &wanted {
-            Some(w) => listing
-                .split_whitespace()
-                .any(|f| f == format!("{w}.log"))
-                .then_some(*w),
-            None => plugin::newest_errlog(&listing),
-        };
-        if let Some(run) = run {
-            found = Some((run, dir));
-            break;
+            match found {
+                Some(f) => f,
+                None if failures.len() == dirs.len() => bail!(
+                    "reading the errlogs of {category} on node {node:?}: {}",
+                    failures.join("; ")
+                ),
+                None => return Err(NotFound(format!("no errlog of run {wanted} for category {category} on node {node:?}: nothing failed in {category} in that run, or it was pruned (errlogRetention)")).into()),
+            }
         }
-    }
-    let Some((run, dir)) = found else {
-        if failures.len() == plugin::errlog_dirs(category).len() {
-            bail!(
-                "reading the errlogs of {category} on node {node:?}: {}",
-                failures.join("; ")
+        // Without --run: the newest errlog written, whichever run it is of
+        // (the summary's run passed when it is older); stderr names it.
+        None => {
+            let cmd = plugin::errlog_listing_command(&dirs);
+            let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let listing = exec(ns, &pod, &cmd)
+                .with_context(|| format!("reading the errlogs of {category} on node {node:?}"))?;
+            let Some(newest) = plugin::newest_errlog(&listing) else {
+                return Err(NotFound(format!("no errlog for category {category} on node {node:?}: no run has failed in {category} there (or its errlogs were pruned)")).into());
+            };
+            eprintln!(
+                "{BIN}: errlog of run {}, the newest of {category} on node {node}",
+                newest.0
             );
+            newest
         }
-        return Err(NotFound(match wanted {
-            Some(w) => format!("no errlog of run {w} for category {category} on node {node:?}: nothing failed in {category} in that run, or it was pruned (errlogRetention)"),
-            None => format!("no errlog for category {category} on node {node:?}: no run has failed in {category} there (or its errlogs were pruned)"),
-        })
-        .into());
     };
     print!(
         "{}",

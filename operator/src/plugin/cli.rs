@@ -46,7 +46,9 @@ pub enum Command {
         /// Category (disk, net, mem, svc, custom).
         #[arg(long)]
         category: Category,
-        /// Run id (20261122T060000Z) or RFC 3339 time; default the newest errlog.
+        /// Run id (20261122T060000Z) or RFC 3339 time. Default: the newest
+        /// errlog written for the node and category, whichever run it is of
+        /// (an earlier one when the newest run passed); stderr names its run.
         #[arg(long, value_parser = super::parse_run)]
         run: Option<RunId>,
     },

@@ -178,13 +178,30 @@ pub fn errlog_path(dir: &str, run: &RunId) -> String {
     format!("{dir}/{run}.log")
 }
 
-/// The newest errlog in an `ls -t` listing (newest written first): the
-/// first run id in it. Run ids name scheduled times, not the order runs
-/// happened in (a past timestamp set after a cron run runs last).
-pub fn newest_errlog(listing_newest_first: &str) -> Option<RunId> {
-    listing_newest_first
-        .split_whitespace()
-        .find_map(|f| f.strip_suffix(".log")?.parse::<RunId>().ok())
+/// The newest errlog in an `ls -t` listing of paths (newest written
+/// first, over both errlog directories): its run and its directory. Run ids
+/// name scheduled times, not the order runs happened in (a past timestamp
+/// set after a cron run runs last), so the order is the files'.
+pub fn newest_errlog(listing_newest_first: &str) -> Option<(RunId, String)> {
+    listing_newest_first.lines().find_map(|path| {
+        let (dir, file) = path.trim().rsplit_once('/')?;
+        let run = file.strip_suffix(".log")?.parse::<RunId>().ok()?;
+        Some((run, dir.to_string()))
+    })
+}
+
+/// The shell command that lists the errlogs of `dirs`, newest written
+/// first, as paths; a directory that does not exist lists nothing.
+pub fn errlog_listing_command(dirs: &[String]) -> Vec<String> {
+    let mut cmd = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        r#"for d in "$@"; do set -- "$@" "$d"/*.log; shift; done; ls -t -- "$@" 2>/dev/null; true"#
+            .to_string(),
+        "sh".to_string(),
+    ];
+    cmd.extend(dirs.iter().cloned());
+    cmd
 }
 
 /// The run the summary shows for `node`, as a run id.
@@ -332,11 +349,21 @@ mod tests {
 
     #[test]
     fn newest_errlog_is_the_first_run_in_a_listing_by_time_and_the_summary_names_its_run() {
-        // `ls -t`: the past timestamp ran last.
-        let listing = "README\n20250601T000000Z.log\n20261122T060000Z.log\n20261121T180000Z.log\n";
+        // `ls -t` over both directories: the past timestamp ran last.
+        let listing = "/scripts/disk/errlog/README\n/scripts/disk/errlog/20250601T000000Z.log\n\
+                       /scripts/errlog/disk/20261122T060000Z.log\n/scripts/disk/errlog/20261121T180000Z.log\n";
         assert_eq!(
-            newest_errlog(listing).map(|r| r.to_string()).as_deref(),
-            Some("20250601T000000Z")
+            newest_errlog(listing)
+                .map(|(r, d)| format!("{d} {r}"))
+                .as_deref(),
+            Some("/scripts/disk/errlog 20250601T000000Z")
+        );
+        let fallback = "/scripts/errlog/custom/20261122T060000Z.log\n";
+        assert_eq!(
+            newest_errlog(fallback)
+                .map(|(r, d)| format!("{d} {r}"))
+                .as_deref(),
+            Some("/scripts/errlog/custom 20261122T060000Z")
         );
         assert_eq!(
             summary_run(&data(), "node-1")
@@ -346,9 +373,9 @@ mod tests {
         );
         assert_eq!(summary_run(&data(), "node-9"), None);
         assert_eq!(newest_errlog(""), None);
-        let [dir, _] = errlog_dirs(Category::Disk);
+        let (run, dir) = newest_errlog(listing).unwrap();
         assert_eq!(
-            errlog_path(&dir, &newest_errlog(listing).unwrap()),
+            errlog_path(&dir, &run),
             "/scripts/disk/errlog/20250601T000000Z.log"
         );
     }
