@@ -26,6 +26,8 @@ pub const DNS_SERVER_PATTERN: &str = r"^(\[[0-9A-Fa-f:.%]+\](:[0-9]{1,5})?|[0-9A
     namespaced,
     shortname = "pgr",
     status = "PingerStatus",
+    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"REASON","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name":"INTERVAL","type":"integer","jsonPath":".spec.intervalSeconds"}"#,
     printcolumn = r#"{"name":"PEERS","type":"boolean","jsonPath":".spec.peers"}"#,
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#

@@ -63,7 +63,10 @@ async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()
     wait_event(&c, &ns.name, "node-check", "Normal", "WorkloadCreated").await?;
     let table = kubectl_ok(&["get", "dbg", "-n", &ns.name])?;
     assert!(
-        table.contains("TYPE") && table.contains(&format!("{want}/{want}")),
+        table.contains("TYPE")
+            && table.contains("REASON")
+            && table.contains("WorkloadReady")
+            && table.contains(&format!("{want}/{want}")),
         "{table}"
     );
     Ok(())
