@@ -28,7 +28,7 @@ pub fn pod_dir(state: &Path, namespace: &str, name: &str) -> PathBuf {
 
 /// The host directory of a pod volume. A hostPath of `/` is the machine's
 /// root, which every simulated node shares; any other hostPath is the
-/// node's own, `DIR/nodes/<node>/root/<path>`, so that simulated nodes keep
+/// node's own, `DIR/node-roots/<node>/<path>`, so that simulated nodes keep
 /// apart what real nodes keep apart (a Debugger's directory of state and
 /// errlogs with enableSys) and nothing is written outside `DIR`.
 pub fn volume_src(pod_dir: &Path, pod: &Pod, volume: &Volume) -> PathBuf {
@@ -42,10 +42,10 @@ pub fn volume_src(pod_dir: &Path, pod: &Pod, volume: &Volume) -> PathBuf {
                 .unwrap_or("unscheduled");
             // pod_dir is DIR/pods/<namespace>/<pod>.
             let state = pod_dir.ancestors().nth(3).unwrap_or(pod_dir);
+            // Not DIR/nodes: cluster.sh keeps the node count in that file.
             state
-                .join("nodes")
+                .join("node-roots")
                 .join(node)
-                .join("root")
                 .join(hp.path.trim_start_matches('/'))
         }
         None => pod_dir.join("volumes").join(&volume.name),
@@ -349,7 +349,7 @@ mod tests {
         let m = plan_mounts(&pod, c, pd, &pd.join("runner"), &[]);
         assert_eq!(
             m[0].src,
-            PathBuf::from("/d/nodes/node-2/root/var/lib/kube-combo/n/d/u/state")
+            PathBuf::from("/d/node-roots/node-2/var/lib/kube-combo/n/d/u/state")
         );
     }
 
