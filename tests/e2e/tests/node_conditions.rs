@@ -178,13 +178,19 @@ async fn failures_and_recovery(c: &Client, ns: &str, ty: &str, a: &str, b: &str)
         Ok(tainted(c, ty).await?.is_empty())
     })
     .await?;
-    let limit = debugger_condition(c, ns, "TaintLimitReached")
-        .await?
-        .context("TaintLimitReached")?;
-    assert_eq!(
-        (limit.status.as_str(), limit.reason.as_str()),
-        ("False", "WithinTaintLimit")
-    );
+    // The taints go with the node writes; the condition with the
+    // Debugger's status, a write of its own that may come a moment later.
+    wait_for(
+        WAIT,
+        "TaintLimitReached=False (WithinTaintLimit)",
+        || async {
+            let limit = debugger_condition(c, ns, "TaintLimitReached")
+                .await?
+                .context("TaintLimitReached")?;
+            Ok((limit.status.as_str(), limit.reason.as_str()) == ("False", "WithinTaintLimit"))
+        },
+    )
+    .await?;
     Ok(())
 }
 
