@@ -43,24 +43,7 @@ if [ "$code" -ne 0 ]; then
     exit 0
 fi
 
-printf '%s\n' "$new" | IGNORE=${DISK_IO_IGNORE_DEVICES-sr* fd*} awk '
-    # glob_re(G): the shell glob G as an anchored extended regular expression.
-    function glob_re(g,   r, i, j, c) {
-        r = "^"
-        for (i = 1; i <= length(g); i++) {
-            c = substr(g, i, 1)
-            if (c == "*") r = r ".*"
-            else if (c == "?") r = r "."
-            else if (c == "[" && (j = index(substr(g, i + 1), "]")) > 1) {
-                # A bracket expression, "[!...]" negated as in the shell.
-                c = substr(g, i + 1, j - 1)
-                sub(/^!/, "^", c)
-                r = r "[" c "]"; i += j
-            } else if (index("\\^$.|+(){}[]/", c)) r = r "\\" c
-            else r = r c
-        }
-        return r "$"
-    }
+printf '%s\n' "$new" | IGNORE=${DISK_IO_IGNORE_DEVICES-sr* fd*} awk "$AWK_GLOB_RE"'
     # after(RE): the word that follows the first match of RE in the line.
     function after(re,   w) {
         if (!match(m, re)) return ""

@@ -77,6 +77,28 @@ matches_any() {
 # shellcheck disable=SC2034 # read by the scripts that source this file
 DEFAULT_EXCLUDE_MOUNTS='/var/lib/kubelet/pods/* /var/lib/kubelet/plugins/* /run/containerd/* /var/lib/containerd/* /run/k3s/containerd/* /var/lib/containers/storage/* /run/containers/storage/* /var/lib/docker/*'
 
+# AWK_GLOB_RE: the awk function glob_re(G), the shell glob G as an anchored
+# extended regular expression ("[!...]" negated as in the shell), for the
+# awk programs that match names against a list of globs in one pass.
+# shellcheck disable=SC2016 # awk code, expanded by awk
+AWK_GLOB_RE='
+    function glob_re(g,   r, i, j, c) {
+        r = "^"
+        for (i = 1; i <= length(g); i++) {
+            c = substr(g, i, 1)
+            if (c == "*") r = r ".*"
+            else if (c == "?") r = r "."
+            else if (c == "[" && (j = index(substr(g, i + 1), "]")) > 1) {
+                c = substr(g, i + 1, j - 1)
+                sub(/^!/, "^", c)
+                r = r "[" c "]"; i += j
+            } else if (index("\\^$.|+(){}[]/", c)) r = r "\\" c
+            else r = r c
+        }
+        return r "$"
+    }
+'
+
 # block_mounts TYPES [root]: "<maj:min> <mount point> <super options>" of
 # each node filesystem of one of the space-separated TYPES (with "root",
 # also "/" whatever its type: an immutable OS's overlay or tmpfs root), once
@@ -87,23 +109,7 @@ DEFAULT_EXCLUDE_MOUNTS='/var/lib/kubelet/pods/* /var/lib/kubelet/plugins/* /run/
 # mount, however many containers the node runs.
 block_mounts() {
     EXCL="${DISK_EXCLUDE_MOUNTS-$DEFAULT_EXCLUDE_MOUNTS} ${DISK_IGNORE_MOUNTS:-}" \
-        awk -v types=" $1 " -v root="${2:-}" '
-    # glob_re: the shell glob G as an anchored extended regular expression.
-    function glob_re(g,   r, i, j, c) {
-        r = "^"
-        for (i = 1; i <= length(g); i++) {
-            c = substr(g, i, 1)
-            if (c == "*") r = r ".*"
-            else if (c == "?") r = r "."
-            else if (c == "[" && (j = index(substr(g, i + 1), "]")) > 0) {
-                c = substr(g, i + 1, j - 1)
-                if (substr(c, 1, 1) == "!") c = "^" substr(c, 2)
-                r = r "[" c "]"; i += j
-            } else if (index("\\^$.|+(){}[]", c)) r = r "\\" c
-            else r = r c
-        }
-        return r "$"
-    }
+        awk -v types=" $1 " -v root="${2:-}" "$AWK_GLOB_RE"'
     BEGIN { n = split(ENVIRON["EXCL"], g, " "); for (k = 1; k <= n; k++) re[k] = glob_re(g[k]) }
     {
         sep = 0
