@@ -204,12 +204,6 @@ pub fn errlog_listing_command(dirs: &[String]) -> Vec<String> {
     cmd
 }
 
-/// The run the summary shows for `node`, as a run id.
-pub fn summary_run(data: &BTreeMap<String, String>, node: &str) -> Option<RunId> {
-    let summary = NodeSummary::from_yaml(data.get(node)?).ok()?;
-    parse_run(&summary.run_at).ok()
-}
-
 /// Accepts a run id (`20261122T060000Z`) or an RFC 3339 time; the error
 /// says which forms are taken, or what is wrong with a time.
 pub fn parse_run(s: &str) -> Result<RunId, String> {
@@ -348,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn newest_errlog_is_the_first_run_in_a_listing_by_time_and_the_summary_names_its_run() {
+    fn newest_errlog_is_the_first_run_in_a_listing_by_time_over_both_directories() {
         // `ls -t` over both directories: the past timestamp ran last.
         let listing = "/scripts/disk/errlog/README\n/scripts/disk/errlog/20250601T000000Z.log\n\
                        /scripts/errlog/disk/20261122T060000Z.log\n/scripts/disk/errlog/20261121T180000Z.log\n";
@@ -365,13 +359,6 @@ mod tests {
                 .as_deref(),
             Some("/scripts/errlog/custom 20261122T060000Z")
         );
-        assert_eq!(
-            summary_run(&data(), "node-1")
-                .map(|r| r.to_string())
-                .as_deref(),
-            Some("20261122T060000Z")
-        );
-        assert_eq!(summary_run(&data(), "node-9"), None);
         assert_eq!(newest_errlog(""), None);
         let (run, dir) = newest_errlog(listing).unwrap();
         assert_eq!(
