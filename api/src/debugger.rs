@@ -22,9 +22,9 @@ use crate::schema;
     status = "DebuggerStatus",
     printcolumn = r#"{"name":"TYPE","type":"string","jsonPath":".spec.workloadType"}"#,
     printcolumn = r#"{"name":"PINGER","type":"string","jsonPath":".spec.pinger"}"#,
-    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"CONDITION","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"REASON","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
-    printcolumn = r#"{"name":"PODS","type":"string","jsonPath":".status.ready"}"#,
+    printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.ready"}"#,
     printcolumn = r#"{"name":"LAST-RUN","type":"string","jsonPath":".status.lastRunAt"}"#,
     printcolumn = r#"{"name":"FAILED","type":"integer","jsonPath":".status.failedItems"}"#,
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
