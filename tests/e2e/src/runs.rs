@@ -43,6 +43,19 @@ pub fn now_rfc3339() -> String {
     RunId::now().rfc3339()
 }
 
+/// Now, as a `runAt` later than `previous`: a `runAt` has whole seconds,
+/// and a run asked for in the same second as the one before is that run
+/// again, already reported (the patch changes nothing).
+pub async fn now_after(previous: &str) -> String {
+    loop {
+        let now = now_rfc3339();
+        if now.as_str() > previous {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Waits until every node's key records `run_at`.
 pub async fn wait_run(
     c: &Client,

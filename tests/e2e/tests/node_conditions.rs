@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result};
 use combo_api::keys::{node_mark_name, BIN_RUNNER};
 use combo_api::{Category, Debugger};
 use combo_e2e::fixtures::{documents, DebuggerBuilder};
-use combo_e2e::runs::{flag_scripts, now_rfc3339, pods_by_node, run_failing_on, wait_pods};
+use combo_e2e::runs::{flag_scripts, now_after, pods_by_node, run_failing_on, wait_pods};
 use combo_e2e::{
     apply_yaml, client, debugger_events, kubectl_ok, namespace, operator_rolled_out, pod_process,
     scale_operator, set_run_at, wait_for, workload_nodes, OPERATOR_LABELS, OPERATOR_NAMESPACE,
@@ -205,7 +205,12 @@ async fn missed_run(c: &Client, ns: &str, ty: &str, stuck: &str) -> Result<()> {
         .args(["-STOP", &pid.to_string()])
         .status()?;
     let stopped = Stopped(pid);
-    set_run_at(c, ns, NAME, &now_rfc3339()).await?;
+    let previous = Api::<Debugger>::namespaced(c.clone(), ns)
+        .get(NAME)
+        .await?
+        .spec
+        .run_at;
+    set_run_at(c, ns, NAME, &now_after(&previous).await).await?;
     wait_for(WAIT, "RunsMissed=True naming the stopped node", || async {
         Ok(debugger_condition(c, ns, "RunsMissed")
             .await?
