@@ -2,6 +2,8 @@
 //! `InvalidSpec`, `PingerNotFound`. Repeats within a few minutes update one
 //! Event series (kube's Recorder).
 
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use combo_api::RunAt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::Resource;
@@ -63,6 +65,35 @@ pub fn note(text: &str) -> String {
     format!("{}…", &text[..end])
 }
 
+/// Reason of the Warning Event of a schedule whose next run is over a year
+/// away.
+pub const EVENT_RUN_AT_DISTANT: &str = "RunAtDistant";
+
+/// How far away a cron `runAt`'s next run may be without a warning: a
+/// yearly schedule, even across 29 February, fires within 366 days.
+pub const DISTANT: Duration = Duration::days(366);
+
+/// The Warning Event of a cron `runAt` whose next run after `now` is more
+/// than [`DISTANT`] away (`0 0 29 2 *` in a year after a leap year): valid,
+/// but likely not what was meant. Pure.
+pub fn for_distant(run_at: &RunAt, now: DateTime<Utc>) -> Option<Event> {
+    let RunAt::Cron(_, expression) = run_at else {
+        return None;
+    };
+    let next = run_at.next_after(now)?;
+    (next - now > DISTANT).then(|| Event {
+        type_: EventType::Warning,
+        reason: EVENT_RUN_AT_DISTANT.into(),
+        note: Some(format!(
+            "runAt {expression:?} runs next at {}, {} days from now",
+            next.to_rfc3339_opts(SecondsFormat::Secs, true),
+            (next - now).num_days()
+        )),
+        action: "Validate".into(),
+        secondary: None,
+    })
+}
+
 /// The Warning Event of an invalid spec. Pure.
 pub fn for_invalid(invalid: &Invalid) -> Event {
     Event {
@@ -114,6 +145,28 @@ mod tests {
             (Some("Pod"), Some("v1"))
         );
         assert_eq!(pod.note.as_deref(), Some("created Pod x"));
+    }
+
+    #[test]
+    fn a_schedule_next_running_over_a_year_away_is_a_warning_and_a_yearly_one_is_not() {
+        let now: DateTime<Utc> = "2026-11-27T17:00:00Z".parse().unwrap();
+        let leap = RunAt::parse("0 0 29 2 *").unwrap();
+        let e = for_distant(&leap, now).expect("29 February 2028 is 458 days away");
+        assert_eq!(e.type_, EventType::Warning);
+        assert_eq!(e.reason, "RunAtDistant");
+        assert_eq!(
+            e.note.as_deref(),
+            Some("runAt \"0 0 29 2 *\" runs next at 2028-02-29T00:00:00Z, 458 days from now")
+        );
+        for fine in ["@yearly", "0 0 1 1 *", "*/5 * * * *"] {
+            let r = RunAt::parse(fine).unwrap();
+            assert!(for_distant(&r, now).is_none(), "{fine}");
+        }
+        let just_after_new_year: DateTime<Utc> = "2027-01-01T00:00:01Z".parse().unwrap();
+        let yearly = RunAt::parse("@yearly").unwrap();
+        assert!(for_distant(&yearly, just_after_new_year).is_none());
+        let once = RunAt::parse("2030-01-01T00:00:00Z").unwrap();
+        assert!(for_distant(&once, now).is_none(), "a time is as meant");
     }
 
     #[test]

@@ -110,6 +110,11 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
             events.push(events::for_invalid(invalid));
         }
     }
+    let new_generation =
+        current.status.as_ref().map(|s| s.observed_generation) != dbg.metadata.generation;
+    if let (Ok(valid), true) = (verdict, new_generation) {
+        events.extend(events::for_distant(&valid.run_at, now));
+    }
     events.extend(marks_events);
     let next = converged.action.unwrap_or_else(|| {
         // Refresh nextRunAt once the scheduled time has passed; check the

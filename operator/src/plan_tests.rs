@@ -152,3 +152,20 @@ fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_
     let p = plan(inputs(&d, &verdict));
     assert_eq!(p.next, Action::requeue(Duration::from_secs(1801)));
 }
+
+#[test]
+fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
+    let d = dbg("0 0 29 2 *");
+    let verdict = valid("0 0 29 2 *");
+    let p = plan(inputs(&d, &verdict));
+    assert!(p.paced, "still valid: it runs, once");
+    let reasons: Vec<&str> = p.events.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(reasons, ["RunAtDistant"]);
+    let again = plan(Inputs {
+        written: Some(p.status.clone()),
+        ..inputs(&d, &verdict)
+    });
+    assert!(again.events.is_empty(), "the generation was seen");
+    let near = dbg("0 0 1 1 *");
+    assert!(plan(inputs(&near, &valid("0 0 1 1 *"))).events.is_empty());
+}

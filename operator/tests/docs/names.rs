@@ -48,10 +48,11 @@ fn every_label_and_annotation_key_has_its_row_and_every_row_a_key() {
 /// record, from their constants and `reason` functions.
 fn event_reasons() -> BTreeSet<String> {
     let operator = product_code("operator/src");
-    let mut reasons: Vec<String> = str_consts(&operator, &["WORKLOAD_", "CONDITION_TAINT_LIMIT"])
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
+    let mut reasons: Vec<String> =
+        str_consts(&operator, &["WORKLOAD_", "EVENT_", "CONDITION_TAINT_LIMIT"])
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
     reasons.extend(match_arms(
         "operator/src/validate.rs",
         "pub fn reason(&self) -> &'static str {",
