@@ -133,7 +133,8 @@ pub(crate) fn shortened(full: &str, max: usize) -> String {
 impl DebuggerReportSpec {
     /// The report of `node` for `debugger` holding `result`, cut to
     /// [`MAX_REPORT_RESULT_BYTES`]; `failedItems` and `skippedItems` count
-    /// every failed and skipped item of the full result.
+    /// every failed and skipped item of the full result, `failedItems` with
+    /// [`NodeSummary::failed_count`].
     pub fn of(debugger: &str, node: &str, result: &NodeSummary) -> DebuggerReportSpec {
         Self::of_by(debugger, node, result, |_, _| ())
     }
@@ -153,7 +154,7 @@ impl DebuggerReportSpec {
             node: node.to_string(),
             run_at: bounded.run_at,
             finished_at: bounded.finished_at,
-            failed_items: result.failed().count() as u32,
+            failed_items: result.failed_count() as u32,
             skipped_items: result.skipped().count() as u32,
             categories: bounded.categories,
         }
@@ -190,7 +191,8 @@ impl DebuggerReportSpec {
                 let mut counts = ItemCounts::default();
                 for (name, r) in items {
                     if r.err.is_some() {
-                        counts.failed += omitted_count(name, "failed").unwrap_or(1);
+                        counts.failed += omitted_count(name, "failed")
+                            .unwrap_or_else(|| crate::summary::failures_of(name, r));
                     } else if r.is_skipped() {
                         counts.skipped += omitted_count(name, "skipped").unwrap_or(1);
                     }

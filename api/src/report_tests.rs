@@ -182,3 +182,31 @@ fn a_report_written_before_skips_existed_parses_with_none() {
     assert_eq!(old.skipped_items, 0);
     assert_eq!(old.failed_items, 2);
 }
+
+#[test]
+fn a_report_counts_the_err_lines_a_script_printed_past_the_limit() {
+    let mut result = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        ..Default::default()
+    };
+    let disk = result.categories.entry("disk".into()).or_default();
+    for i in 0..1000 {
+        disk.insert(format!("flood/line-{i:05}"), ItemResult::err("broken"));
+    }
+    disk.insert(
+        "flood/output".into(),
+        ItemResult::err(crate::summary::untaken_message(19_000, 0, 0, 1000)),
+    );
+    let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
+    assert_eq!(spec.failed_items, 20_000);
+    assert!(
+        spec.categories["disk"].contains_key("flood/output"),
+        "the stand-in is kept: {:?}",
+        spec.categories["disk"].keys().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        spec.category_counts()["disk"].failed,
+        20_000,
+        "the metrics count them too"
+    );
+}

@@ -130,6 +130,19 @@ impl NodeSummary {
         })
     }
 
+    /// How many items failed, counting the `err` lines a script printed
+    /// past the runner's limit (see [`failures_of`]); at least
+    /// [`NodeSummary::failed_items`] when that is set.
+    pub fn failed_count(&self) -> usize {
+        let listed: usize = self
+            .categories
+            .values()
+            .flat_map(|items| items.iter())
+            .map(|(i, r)| failures_of(i, r) as usize)
+            .sum();
+        listed.max(self.failed_items.unwrap_or(0) as usize)
+    }
+
     /// Parses a ConfigMap value.
     pub fn from_yaml(s: &str) -> Result<NodeSummary, serde_yaml::Error> {
         serde_yaml::from_str(s)
@@ -147,16 +160,63 @@ pub const MAX_SUMMARY_BYTES: usize = 4000;
 /// Appended to an err message that was shortened to fit the size limit.
 pub const CUT_MARKER: &str = " [cut]";
 
-/// Longest err messages are cut to, in turn, until the summary fits.
-const MESSAGE_LIMITS: [usize; 4] = [512, 160, 64, 24];
+/// Longest err messages and skip reasons are cut to first, before anything
+/// else gives way: 512 bytes say what broke, and the names of healthy items
+/// are worth more than a message's bytes beyond them.
+pub const FIRST_MESSAGE_LIMIT: usize = 512;
+
+/// Longest err messages and skip reasons are cut to, in turn, once the
+/// healthy items are folded, until the summary fits. The last is the
+/// shortest a message gets (plus [`CUT_MARKER`]); below it failed items
+/// are left out instead.
+pub const MESSAGE_LIMITS: [usize; 3] = [160, 64, 24];
+
+/// The shortest an err message or skip reason is cut to: [`MESSAGE_LIMITS`]'s last.
+pub const SHORTEST_MESSAGE: usize = MESSAGE_LIMITS[MESSAGE_LIMITS.len() - 1];
+
+/// Name (after `<script>/`) of the item that tells what of a script's
+/// stdout the runner did not take as items (docs/runner.md, "Scripts").
+pub const OUTPUT_ITEM: &str = "output";
+
+/// The message of a script's `<script>/output` item when some of its item
+/// lines were past the runner's `limit` of item lines: how many of each
+/// kind were not taken. The err count comes first, so that a message cut
+/// to [`SHORTEST_MESSAGE`] still says it (see [`failures_of`]).
+pub fn untaken_message(err: u64, skip: u64, ok: u64, limit: usize) -> String {
+    format!(
+        "{err} err, {skip} skip and {ok} ok lines past the limit of {limit} item lines were not taken"
+    )
+}
+
+/// How many failed items the item `item` with result `r` stands for: a
+/// script's `<script>/output` item whose lines were past the limit (see
+/// [`untaken_message`]) stands for the `err` lines among them, so failures
+/// that were not listed are never counted as fewer; any other failed item
+/// for one, and an item that did not fail for none.
+pub fn failures_of(item: &str, r: &ItemResult) -> u32 {
+    let Some(msg) = r.err.as_deref() else {
+        return 0;
+    };
+    let untaken = item
+        .rsplit_once('/')
+        .filter(|(_, name)| *name == OUTPUT_ITEM)
+        .and_then(|_| msg.split_once(" err, "))
+        .and_then(|(n, _)| n.parse::<u32>().ok());
+    match untaken {
+        Some(n) => n.max(1),
+        None => 1,
+    }
+}
 
 impl NodeSummary {
     /// This summary made to fit in `max` bytes of YAML.
     ///
-    /// Long err messages and skip reasons are cut first (ending with
-    /// [`CUT_MARKER`]), shorter and shorter. If that is not enough, healthy
-    /// items are folded into one item `(N healthy items omitted)` per
-    /// category, then skipped items into one item
+    /// Err messages and skip reasons longer than [`FIRST_MESSAGE_LIMIT`]
+    /// are cut first (ending with [`CUT_MARKER`]). If that is not enough,
+    /// healthy items are folded into one item `(N healthy items omitted)`
+    /// per category; only then are messages cut shorter and shorter, down
+    /// to [`SHORTEST_MESSAGE`], so they take the room the healthy items
+    /// left. Then skipped items are folded into one item
     /// `(N skipped items omitted)` (still skipped), and as a last resort
     /// failed items beyond what fits become one item
     /// `(N failed items omitted)` per category that still carries an err, so
@@ -174,25 +234,34 @@ impl NodeSummary {
     /// ranks 0), and the items of the highest rank go first, from the end,
     /// so one failure of each group is kept before a second of any, and so
     /// on: 140 failures of one script do not push out the one failure of
-    /// another.
+    /// another. A script's `<script>/output` item standing for the err
+    /// lines past the runner's limit (see [`failures_of`]) ranks 0 too.
     pub fn bounded_by<K: Ord>(&self, max: usize, source: impl Fn(&str, &str) -> K) -> NodeSummary {
         if self.to_yaml().len() <= max {
             return self.clone();
         }
         let mut s = self.clone();
+        s.cut_messages(FIRST_MESSAGE_LIMIT);
+        if s.to_yaml().len() <= max {
+            return s;
+        }
+        for items in s.categories.values_mut() {
+            fold(items, Verdict::Healthy);
+        }
+        if s.to_yaml().len() <= max {
+            return s;
+        }
         for limit in MESSAGE_LIMITS {
             s.cut_messages(limit);
             if s.to_yaml().len() <= max {
                 return s;
             }
         }
-        for verdict in [Verdict::Healthy, Verdict::Skipped] {
-            for items in s.categories.values_mut() {
-                fold(items, verdict);
-            }
-            if s.to_yaml().len() <= max {
-                return s;
-            }
+        for items in s.categories.values_mut() {
+            fold(items, Verdict::Skipped);
+        }
+        if s.to_yaml().len() <= max {
+            return s;
         }
         // (rank within its group, place, category, item) of every failed item.
         let mut seen: BTreeMap<(&str, K), usize> = BTreeMap::new();
@@ -200,6 +269,12 @@ impl NodeSummary {
         for (c, items) in &self.categories {
             for (i, r) in items {
                 if r.err.is_none() || !s.categories[c].contains_key(i) {
+                    continue;
+                }
+                // An item standing for many failures ranks as the first of
+                // a group of its own: its count goes last.
+                if failures_of(i, r) > 1 {
+                    order.push((0, order.len(), c.clone(), i.clone()));
                     continue;
                 }
                 let rank = seen.entry((c.as_str(), source(c, i))).or_insert(0);
@@ -215,10 +290,10 @@ impl NodeSummary {
                 break;
             }
             let items = s.categories.get_mut(&cat).expect("the item's category");
-            items.remove(&item);
+            let gone = items.remove(&item).unwrap_or_default();
             let n = omitted.entry(cat).or_insert(0);
             items.retain(|k, _| !k.ends_with("failed items omitted)"));
-            *n += 1;
+            *n += (failures_of(&item, &gone) as usize).max(1);
             items.insert(
                 format!("({n} failed items omitted)"),
                 ItemResult::err(OMITTED),

@@ -266,3 +266,111 @@ fn cutting_respects_utf8_boundaries_and_never_marks_twice() {
     cut(&mut m, 5);
     assert_eq!(m, format!("abé{CUT_MARKER}"));
 }
+
+/// `healthy` healthy items and `failed` failed ones of `msg_len`-byte
+/// messages in `disk`, like a node where one script reported very many
+/// healthy items and a few others failed.
+fn many_healthy_and_some_failed(healthy: usize, failed: usize, msg_len: usize) -> NodeSummary {
+    let mut s = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        finished_at: "2026-11-22T06:00:07Z".into(),
+        ..Default::default()
+    };
+    let disk = s.categories.entry("disk".into()).or_default();
+    for i in 0..healthy {
+        disk.insert(format!("big/line-{i:05}"), ItemResult::ok());
+    }
+    for i in 0..failed {
+        disk.insert(format!("fail-{i}"), ItemResult::err("m".repeat(msg_len)));
+    }
+    s
+}
+
+#[test]
+fn healthy_items_are_folded_before_messages_are_cut_below_512_bytes() {
+    let s = many_healthy_and_some_failed(1001, 7, 150);
+    let b = s.bounded(3072);
+    assert!(b.to_yaml().len() <= 3072, "{}", b.to_yaml().len());
+    let disk = &b.categories["disk"];
+    assert!(
+        disk.contains_key("(1001 healthy items omitted)"),
+        "{disk:?}"
+    );
+    for i in 0..7 {
+        assert_eq!(
+            disk[&format!("fail-{i}")].err.as_deref(),
+            Some("m".repeat(150).as_str()),
+            "the room the healthy items left holds the whole message"
+        );
+    }
+}
+
+#[test]
+fn messages_over_512_bytes_are_cut_before_healthy_items_are_folded() {
+    let mut s = many_healthy_and_some_failed(5, 1, 10);
+    s.categories
+        .get_mut("disk")
+        .unwrap()
+        .insert("long".into(), ItemResult::err("x".repeat(10_000)));
+    let b = s.bounded(3072);
+    let disk = &b.categories["disk"];
+    assert_eq!(disk.len(), 7, "every healthy item is still named: {disk:?}");
+    assert_eq!(
+        disk["long"].err.as_deref(),
+        Some(format!("{}{CUT_MARKER}", "x".repeat(FIRST_MESSAGE_LIMIT)).as_str())
+    );
+}
+
+#[test]
+fn a_message_is_never_cut_below_the_shortest_limit() {
+    let b = many_healthy_and_some_failed(0, 300, 100).bounded(3072);
+    assert!(b.to_yaml().len() <= 3072);
+    assert_eq!(SHORTEST_MESSAGE, 24);
+    for (_, item, msg) in b.failed() {
+        let body = msg.strip_suffix(CUT_MARKER).unwrap_or(msg);
+        if !item.ends_with("failed items omitted)") {
+            assert_eq!(body.len(), SHORTEST_MESSAGE, "{item}: {msg}");
+        }
+    }
+    assert!(b.categories["disk"]
+        .keys()
+        .any(|k| k.ends_with("failed items omitted)")));
+}
+
+#[test]
+fn the_output_item_of_lines_past_the_limit_stands_for_their_err_lines() {
+    let msg = untaken_message(19_000, 3, 2, 1000);
+    assert_eq!(
+        msg,
+        "19000 err, 3 skip and 2 ok lines past the limit of 1000 item lines were not taken"
+    );
+    assert_eq!(
+        failures_of("big/output", &ItemResult::err(msg.clone())),
+        19_000
+    );
+    let mut short = msg.clone();
+    cut(&mut short, SHORTEST_MESSAGE);
+    assert_eq!(
+        failures_of("big/output", &ItemResult::err(short)),
+        19_000,
+        "the count survives the shortest cut"
+    );
+    assert_eq!(failures_of("big/other", &ItemResult::err(msg.clone())), 1);
+    assert_eq!(
+        failures_of(
+            "big/output",
+            &ItemResult::err("output not in the script format: 2 lines")
+        ),
+        1
+    );
+    assert_eq!(failures_of("big/output", &ItemResult::skip(msg.clone())), 0);
+    assert_eq!(failures_of("sda", &ItemResult::ok()), 0);
+
+    let mut s = many_healthy_and_some_failed(3, 2, 10);
+    s.categories
+        .get_mut("disk")
+        .unwrap()
+        .insert("big/output".into(), ItemResult::err(msg));
+    assert_eq!(s.failed().count(), 3);
+    assert_eq!(s.failed_count(), 19_002);
+}
