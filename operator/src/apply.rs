@@ -188,6 +188,43 @@ pub async fn workload(
     Ok(p.change)
 }
 
+/// Deletes the workload `dbg` controls, DaemonSet and Pod alike (its
+/// summary name is another's, so it may run nothing); whether there was
+/// one.
+pub async fn remove_workload(
+    client: &Client,
+    metrics: &Metrics,
+    caches: &Caches,
+    dbg: &Debugger,
+    observed: &Observed,
+) -> Result<bool, Error> {
+    let ns = dbg.namespace().unwrap_or_default();
+    let name = dbg.name_any();
+    let mut removed = false;
+    if let Some(pod) = observed
+        .pod
+        .as_ref()
+        .filter(|p| controlled_by(&p.metadata, dbg) && p.metadata.deletion_timestamp.is_none())
+    {
+        delete::<Pod>(client, metrics, &ns, pod, "Pod").await?;
+        caches.recent_pods.forget(&ns, &name);
+        removed = true;
+    }
+    if let Some(ds) = observed
+        .daemonset
+        .as_ref()
+        .filter(|d| controlled_by(&d.metadata, dbg) && d.metadata.deletion_timestamp.is_none())
+    {
+        delete::<DaemonSet>(client, metrics, &ns, ds, "DaemonSet").await?;
+        caches.recent_daemonsets.forget(&ns, &name);
+        removed = true;
+    }
+    if removed {
+        tracing::info!("workload deleted: the summary ConfigMap's name is taken");
+    }
+    Ok(removed)
+}
+
 pub(crate) fn not_owned<K: Resource>(kind: &'static str, obj: &K) -> Error {
     Error::NotOwned {
         kind,

@@ -16,7 +16,7 @@ use crate::fetch::Observed;
 use crate::plan::Converged;
 use crate::status::{self, PodCounts};
 use crate::validate::{self, Invalid, Rejected, Valid, Verdict};
-use crate::{aggregate, apply, events, rbac, render};
+use crate::{apply, events, rbac, render, summary_plan};
 
 /// Converges a `valid` Debugger. A name another owner holds turns the
 /// verdict into `InvalidSpec`; a write the API server refuses for good
@@ -31,6 +31,13 @@ pub async fn converge(
     match workload(dbg, ctx, observed).await {
         Ok(done) => Ok((Ok(valid), done, None)),
         Err(apply::Error::NotOwned { kind, name }) => {
+            if kind == "ConfigMap" {
+                // The summary is another's: this Debugger runs nothing
+                // (docs/operator.md, "What the operator writes"), also when
+                // its workload was written before the name was found taken.
+                apply::remove_workload(&ctx.client, &ctx.metrics, &ctx.caches, dbg, observed)
+                    .await?;
+            }
             let taken = Invalid::InvalidSpec(format!(
                 "{kind} {name:?} already exists and is not owned by this Debugger"
             ));
@@ -73,15 +80,7 @@ async fn workload(
     ctx: &Arc<Context>,
     observed: &Observed,
 ) -> Result<Converged, apply::Error> {
-    let (data, level) = aggregate::summary_data(&observed.reports);
-    if level != aggregate::Level::Full {
-        tracing::debug!(
-            ?level,
-            nodes = observed.reports.len(),
-            "summary values shortened to fit"
-        );
-    }
-    let summary = render::summary_config_map(dbg, data);
+    let summary = summary_plan::desired(dbg, observed);
     // Checked first: a summary name taken by another owner is an invalid
     // spec, and then no workload is written.
     let summary_due = apply::summary_due(dbg, &summary, observed.summary.as_ref())?;

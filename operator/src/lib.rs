@@ -16,13 +16,15 @@ pub mod fetch;
 // validate: a valid Debugger (runAt parsed), or why not.
 pub mod validate;
 // converge: workload RBAC and workload, applied when the spec-hash differs;
-// render (with containers and node_data) is pure, apply and summary_write write.
+// render (with containers and node_data) is pure, apply and summary_write write;
+// summary_plan: the summary whatever the verdict.
 pub mod apply;
 pub mod containers;
 pub mod converge;
 pub mod node_data;
 pub mod rbac;
 pub mod render;
+pub mod summary_plan;
 pub mod summary_write;
 // plan: status, condition Ready, Events, summary ConfigMap, next look.
 pub mod plan;

@@ -43,6 +43,8 @@ pub struct Inputs<'a> {
     pub runs: RunSummary,
     /// What the node marks step adds: conditions, an Event, a recheck.
     pub marks: DebuggerMarks,
+    /// Why the Pinger it uses is not Ready, if it is not.
+    pub pinger_not_ready: Option<String>,
     /// The time the plan is for.
     pub now: DateTime<Utc>,
 }
@@ -75,6 +77,7 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         counts,
         runs,
         marks,
+        pinger_not_ready,
         now,
     } = inputs;
     // Only this operator writes the status, so the one it wrote last is the
@@ -94,7 +97,15 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         Ok(valid) => (Some(&valid.run_at), None),
         Err(rejected) => (rejected.run_at.as_ref(), Some(&rejected.invalid)),
     };
-    let mut status = status::compute(current, invalid, counts, &runs, run_at, now);
+    let mut status = status::compute(
+        current,
+        invalid,
+        counts,
+        &runs,
+        run_at,
+        now,
+        pinger_not_ready.as_deref(),
+    );
     let previous = current.status.as_ref().map(|s| s.conditions.as_slice());
     let (conditions, marks_events) = marks_status::conditions(
         previous.unwrap_or_default(),
@@ -116,23 +127,29 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         events.extend(events::for_distant(&valid.run_at, now));
     }
     events.extend(marks_events);
-    let next = converged.action.unwrap_or_else(|| {
-        // Refresh nextRunAt once the scheduled time has passed; check the
-        // runs nodes missed once a deadline passes.
-        let refresh = run_at
-            .and_then(|r| r.next_after(now))
-            .map(|t| t + chrono::Duration::seconds(1));
-        let rollout = status::rollout_recheck(&status);
-        match refresh
-            .into_iter()
-            .chain(marks.recheck_at)
-            .chain(rollout)
-            .min()
-        {
-            Some(at) => Action::requeue((at - now).to_std().unwrap_or_default()),
-            None => Action::await_change(),
-        }
-    });
+    // An invalid spec waits for a change: its retry looks again only for
+    // a held write (see `write`).
+    let next = if invalid.is_some() {
+        Action::await_change()
+    } else {
+        converged.action.unwrap_or_else(|| {
+            // Refresh nextRunAt once the scheduled time has passed; check the
+            // runs nodes missed once a deadline passes.
+            let refresh = run_at
+                .and_then(|r| r.next_after(now))
+                .map(|t| t + chrono::Duration::seconds(1));
+            let rollout = status::rollout_recheck(&status);
+            match refresh
+                .into_iter()
+                .chain(marks.recheck_at)
+                .chain(rollout)
+                .min()
+            {
+                Some(at) => Action::requeue((at - now).to_std().unwrap_or_default()),
+                None => Action::await_change(),
+            }
+        })
+    };
     Plan {
         status,
         status_changed,

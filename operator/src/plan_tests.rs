@@ -39,6 +39,7 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
         counts: None,
         runs: RunSummary::default(),
         marks: Default::default(),
+        pinger_not_ready: None,
         now: now(),
     }
 }
@@ -119,11 +120,27 @@ fn the_workload_steps_event_summary_and_requeue_pass_through() {
 fn an_invalid_spec_is_reported_once_per_generation_and_message() {
     let invalid = Invalid::InvalidSpec("bad".into());
     let d = dbg("");
-    let first = status::compute(&d, Some(&invalid), None, &Default::default(), None, now());
+    let first = status::compute(
+        &d,
+        Some(&invalid),
+        None,
+        &Default::default(),
+        None,
+        now(),
+        None,
+    );
     assert!(newly_reported(None, &first));
     assert!(!newly_reported(Some(&first), &first));
     let other = Invalid::InvalidSpec("worse".into());
-    let second = status::compute(&d, Some(&other), None, &Default::default(), None, now());
+    let second = status::compute(
+        &d,
+        Some(&other),
+        None,
+        &Default::default(),
+        None,
+        now(),
+        None,
+    );
     assert!(newly_reported(Some(&first), &second));
 }
 
@@ -168,4 +185,55 @@ fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
     assert!(again.events.is_empty(), "the generation was seen");
     let near = dbg("0 0 1 1 *");
     assert!(plan(inputs(&near, &valid("0 0 1 1 *"))).events.is_empty());
+}
+
+#[test]
+fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
+    let d = dbg("0 */6 * * *");
+    let verdict: Verdict = Err(Rejected {
+        invalid: Invalid::ConfigMapNotFound("configMap \"s\": not found".into()),
+        run_at: RunAt::parse("0 */6 * * *").ok(),
+    });
+    let p = plan(inputs(&d, &verdict));
+    assert!(!p.paced);
+    assert_eq!(
+        p.next,
+        Action::await_change(),
+        "only a held write (see write) makes it look again"
+    );
+}
+
+#[test]
+fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
+    let d = dbg("");
+    let verdict = valid("");
+    let counts = PodCounts {
+        desired: 2,
+        ready: 2,
+        ..PodCounts::default()
+    };
+    let why = "pinger \"mesh\" is not Ready (NoTargets): nothing to probe";
+    let p = plan(Inputs {
+        counts: Some(counts),
+        pinger_not_ready: Some(why.into()),
+        ..inputs(&d, &verdict)
+    });
+    let ready = status::ready_of(&p.status.conditions).unwrap();
+    assert_eq!(
+        (
+            ready.status.as_str(),
+            ready.reason.as_str(),
+            ready.message.as_str()
+        ),
+        ("False", "PingerNotReady", why)
+    );
+    assert_eq!(p.status.ready, "2/2", "the pods are counted as they are");
+    let fine = plan(Inputs {
+        counts: Some(counts),
+        ..inputs(&d, &verdict)
+    });
+    assert_eq!(
+        status::ready_of(&fine.status.conditions).unwrap().reason,
+        "WorkloadReady"
+    );
 }

@@ -17,14 +17,16 @@ use crate::context::Context;
 use crate::fetch;
 use crate::plan::{self, Converged, Inputs};
 use crate::validate::{validate, Invalid};
-use crate::{aggregate, apply, converge, finalizer, marks, records, write};
+use crate::{aggregate, apply, converge, finalizer, marks, records, summary_plan, write};
 
 /// Errors of a reconcile.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The spec is invalid; the Debugger waits for a change.
+    /// The spec is invalid; the Debugger waits for a change, or looks
+    /// again when a coalesced write of its summary or status is held
+    /// (the action, `await_change` when nothing is).
     #[error("invalid spec: {0}")]
-    Invalid(#[from] Invalid),
+    Invalid(Invalid, Action),
     /// Writing failed (transient).
     #[error(transparent)]
     Apply(#[from] apply::Error),
@@ -40,7 +42,7 @@ impl Error {
     /// Label of the `reconcile_errors` metric.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Invalid(i) => match i {
+            Error::Invalid(i, _) => match i {
                 Invalid::InvalidSpec(_) => "invalid_spec",
                 Invalid::PingerNotFound(_) => "pinger_not_found",
                 Invalid::ConfigMapNotFound(_) => "config_map_not_found",
@@ -67,7 +69,7 @@ pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, 
                 .remove(&ObjectRef::from_obj(dbg.as_ref()));
             tracing::debug!(?action, "reconciled");
         }
-        Err(Error::Invalid(i)) => info!(reason = i.reason(), message = %i, "invalid spec"),
+        Err(Error::Invalid(i, _)) => info!(reason = i.reason(), message = %i, "invalid spec"),
         Err(e) => warn!(error = %e, source = ?std::error::Error::source(e), "reconcile failed"),
     }
     result
@@ -97,6 +99,13 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         Ok(valid) => converge::converge(dbg, ctx, &observed, valid).await?,
         Err(rejected) => (Err(rejected), Converged::default(), None),
     };
+    let mut converged = converged;
+    if let Err(rejected) = &verdict {
+        // Whatever the condition, the summary follows the reports the
+        // status is computed from (docs/operator.md, "Reports, summary and
+        // status").
+        converged.summary = summary_plan::when_rejected(dbg, rejected, &observed);
+    }
     let uid = dbg.metadata.uid.clone().unwrap_or_default();
     let now = Utc::now();
     let (marks, marked) = marks::step(ctx, dbg, &verdict, &observed, counts, now).await;
@@ -108,6 +117,11 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         counts,
         runs: aggregate::run_summary(observed.reports.values().map(|r| r.as_ref())),
         marks,
+        pinger_not_ready: observed
+            .pinger
+            .as_ref()
+            .filter(|_| dbg.spec.enable_pinger)
+            .and_then(crate::pinger_status::not_ready),
         now,
     });
     let since = records::run_at_since(ctx, dbg, now);
@@ -119,6 +133,10 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         return Err(e.into());
     }
     marked?;
-    verdict.map_err(|r| r.invalid)?;
-    Ok(next)
+    match verdict {
+        Ok(_) => Ok(next),
+        // A write held by the coalescing is made by this requeue, not left
+        // for an unrelated change.
+        Err(r) => Err(Error::Invalid(r.invalid, next)),
+    }
 }

@@ -12,12 +12,13 @@ use crate::context::Context;
 use crate::reconcile::Error;
 use crate::records::count_failure;
 
-/// Invalid specs wait for a change; transient errors back off exponentially
-/// (1 s doubling to 5 min) per Debugger.
+/// Invalid specs wait for a change (or for a held write of their summary
+/// or status); transient errors back off exponentially (1 s doubling to
+/// 5 min) per Debugger.
 pub fn error_policy(dbg: Arc<Debugger>, err: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics.error(err.kind());
-    if let Error::Invalid(_) = err {
-        return Action::await_change();
+    if let Error::Invalid(_, then) = err {
+        return then.clone();
     }
     Action::requeue(backoff(count_failure(&ctx, &dbg)))
 }

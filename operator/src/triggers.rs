@@ -33,6 +33,8 @@ pub struct Triggers {
     daemonsets: Touched<DaemonSet>,
     pods: Touched<Pod>,
     config_maps: Touched<PartialObjectMeta<ConfigMap>>,
+    /// What the ConfigMap watch has seen, to tell a deletion apart.
+    config_map_cache: cache::ConfigMaps,
     reports: Touched<DebuggerReport>,
     pingers: Touched<Pinger>,
     roles: Touched<Role>,
@@ -134,6 +136,7 @@ pub fn watch(client: &Client, ns: &Option<String>, watches: &Watches) -> (Caches
         daemonsets,
         pods,
         config_maps,
+        config_map_cache: caches.config_maps.clone(),
         reports,
         pingers,
         roles,
@@ -223,11 +226,17 @@ impl Triggers {
         store: &Store<Debugger>,
     ) -> Controller<Debugger> {
         let (referrers, users) = (store.clone(), store.clone());
+        let config_maps = self.config_map_cache;
         controller
             .owns_stream(self.daemonsets)
             .owns_stream(self.pods)
             .watches_stream(self.config_maps, move |cm| {
-                config_map_users(&referrers.state(), &cm)
+                // The cache has applied this event already: a ConfigMap it
+                // no longer holds was just deleted.
+                let gone = config_maps
+                    .get(&cm.namespace().unwrap_or_default(), &cm.name_any())
+                    .is_none();
+                config_map_users(&referrers.state(), &cm, gone)
             })
             .owns_stream(self.roles)
             .owns_stream(self.accounts)
@@ -302,10 +311,15 @@ where
 
 /// The Debuggers a ConfigMap matters to: its controller, when a Debugger
 /// owns it (a summary), else those that name it as their scripts or
-/// summary ConfigMap. Pure.
+/// summary ConfigMap. A Debugger's summary that is `gone` (deleted) also
+/// matters to the others that name it as their summary: they waited for
+/// the name, and take it now (docs/operator.md, "What the operator
+/// writes"). Only a deletion looks through the Debuggers, so the summary
+/// writes of a run cost no scan. Pure.
 pub fn config_map_users(
     debuggers: &[Arc<Debugger>],
     cm: &PartialObjectMeta<ConfigMap>,
+    gone: bool,
 ) -> Vec<ObjectRef<Debugger>> {
     let ns = cm.namespace();
     let owner = cm.owner_references().iter().find(|o| {
@@ -313,19 +327,28 @@ pub fn config_map_users(
             && o.kind == "Debugger"
             && o.api_version.split('/').next() == Some(keys::GROUP)
     });
-    if let Some(o) = owner {
-        return vec![ObjectRef::new(&o.name).within(ns.as_deref().unwrap_or_default())];
-    }
     let name = cm.name_any();
-    debuggers
-        .iter()
-        .filter(|d| d.namespace() == ns)
-        .filter(|d| {
-            (d.spec.enable_config_map && d.spec.config_map == name)
-                || d.spec.summary_name(&d.name_any()) == name
-        })
-        .map(|d| ObjectRef::from_obj(d.as_ref()))
-        .collect()
+    let naming = |summary_only: bool| {
+        debuggers
+            .iter()
+            .filter(|d| d.namespace() == ns)
+            .filter(move |d| {
+                (!summary_only && d.spec.enable_config_map && d.spec.config_map == name)
+                    || d.spec.summary_name(&d.name_any()) == name
+            })
+            .map(|d| ObjectRef::from_obj(d.as_ref()))
+    };
+    match owner {
+        Some(o) => {
+            let owner = ObjectRef::new(&o.name).within(ns.as_deref().unwrap_or_default());
+            let mut users = vec![owner.clone()];
+            if gone {
+                users.extend(naming(true).filter(|d| *d != owner));
+            }
+            users
+        }
+        None => naming(false).collect(),
+    }
 }
 
 /// The Debuggers that use `pinger`. Pure.
@@ -357,6 +380,52 @@ mod tests {
         );
         d.metadata.namespace = Some(ns.into());
         Arc::new(d)
+    }
+
+    fn summary(ns: &str, name: &str, owner: Option<&Debugger>) -> PartialObjectMeta<ConfigMap> {
+        let mut cm = PartialObjectMeta::<ConfigMap>::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.namespace = Some(ns.into());
+        cm.metadata.owner_references = owner.map(|o| {
+            let mut o = o.clone();
+            o.metadata.uid = Some("uid".into());
+            vec![o.controller_owner_ref(&()).expect("a named Debugger")]
+        });
+        cm
+    }
+
+    #[test]
+    fn a_deleted_summary_wakes_the_debuggers_that_wait_for_its_name() {
+        let named = |ns: &str, name: &str, summary: &str| {
+            let mut d = dbg(ns, name, "");
+            Arc::make_mut(&mut d).spec.summary_config_map = summary.into();
+            d
+        };
+        let all = vec![
+            named("ops", "first", "shared"),
+            named("ops", "second", "shared"),
+            named("dev", "third", "shared"),
+            named("ops", "other", "mine"),
+        ];
+        let cm = summary("ops", "shared", Some(&all[0]));
+        let names = |gone| -> Vec<String> {
+            config_map_users(&all, &cm, gone)
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        };
+        assert_eq!(names(false), ["first"], "a write wakes its owner only");
+        assert_eq!(
+            names(true),
+            ["first", "second"],
+            "a deletion also wakes the one waiting for the name"
+        );
+        let by_hand = summary("ops", "shared", None);
+        let users: Vec<String> = config_map_users(&all, &by_hand, false)
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(users, ["first", "second"]);
     }
 
     #[test]
