@@ -28,6 +28,7 @@ pub const DNS_SERVER_PATTERN: &str = r"^(\[[0-9A-Fa-f:.%]+\](:[0-9]{1,5})?|[0-9A
     status = "PingerStatus",
     printcolumn = r#"{"name":"READY","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"REASON","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name":"TARGETS","type":"string","jsonPath":".status.targets"}"#,
     printcolumn = r#"{"name":"INTERVAL","type":"integer","jsonPath":".spec.intervalSeconds"}"#,
     printcolumn = r#"{"name":"PEERS","type":"boolean","jsonPath":".spec.peers"}"#,
     printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
@@ -135,6 +136,11 @@ pub struct PingerStatus {
     /// Conditions; `Ready` tells whether every target parses.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// What it probes, in short: the number of listed targets (ping,
+    /// tcpPing, udpPing and dns), then `+peers` and `+gateway` when those
+    /// are on, such as `3+peers`; `0` for nothing.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub targets: String,
 }
 
 fn yes() -> bool {

@@ -67,12 +67,40 @@ pub fn compute(pinger: &Pinger, now: DateTime<Utc>) -> PingerStatus {
     };
     let generation = pinger.metadata.generation.unwrap_or_default();
     let previous = pinger.status.as_ref().map(|s| s.conditions.as_slice());
+    let mut short = targets.to_string();
+    if pinger.spec.peers {
+        short.push_str("+peers");
+    }
+    if pinger.spec.gateway {
+        short.push_str("+gateway");
+    }
     PingerStatus {
         observed_generation: generation,
         conditions: vec![ready_condition(
             previous, status, reason, message, generation, now,
         )],
+        targets: short,
     }
+}
+
+/// Why the Debugger's Pinger `pinger` is not Ready, as the Debugger's
+/// `Ready` message says it (`None` while it is Ready or has no status
+/// yet). Pure.
+pub fn not_ready(pinger: &Pinger) -> Option<String> {
+    let ready = ready_of(&pinger.status.as_ref()?.conditions)?;
+    (ready.status == "False").then(|| {
+        format!(
+            "pinger {:?} is not Ready ({}): {}; the runner runs, the pinger probes {}",
+            pinger.metadata.name.as_deref().unwrap_or_default(),
+            ready.reason,
+            ready.message,
+            if ready.reason == REASON_NO_TARGETS {
+                "nothing"
+            } else {
+                "the valid targets"
+            }
+        )
+    })
 }
 
 /// Whether `new` reports an invalid spec that the Pinger's current status
@@ -185,6 +213,36 @@ mod tests {
         p.spec.peers = true;
         let c = compute(&p, Utc::now()).conditions[0].clone();
         assert_eq!(c.reason, "TargetsValid", "its peers are probed");
+    }
+
+    #[test]
+    fn the_targets_column_counts_the_listed_targets_and_names_peers_and_gateway() {
+        let mut p = pinger(&["10.0.0.1", "fd00::1"], &["10.0.0.1:80"]);
+        p.spec.peers = false;
+        assert_eq!(compute(&p, Utc::now()).targets, "3");
+        p.spec.peers = true;
+        p.spec.gateway = true;
+        assert_eq!(compute(&p, Utc::now()).targets, "3+peers+gateway");
+        let mut idle = pinger(&[], &[]);
+        idle.spec.peers = false;
+        assert_eq!(compute(&idle, Utc::now()).targets, "0");
+    }
+
+    #[test]
+    fn a_debugger_learns_why_its_pinger_is_not_ready_once_it_has_a_status() {
+        let mut idle = pinger(&[], &[]);
+        idle.spec.peers = false;
+        assert_eq!(not_ready(&idle), None, "no status yet: nothing known");
+        idle.status = Some(compute(&idle, Utc::now()));
+        let why = not_ready(&idle).expect("NoTargets");
+        assert!(
+            why.starts_with("pinger \"mesh\" is not Ready (NoTargets): nothing to probe"),
+            "{why}"
+        );
+        assert!(why.ends_with("the pinger probes nothing"), "{why}");
+        let mut fine = pinger(&["10.0.0.1"], &[]);
+        fine.status = Some(compute(&fine, Utc::now()));
+        assert_eq!(not_ready(&fine), None);
     }
 
     #[test]

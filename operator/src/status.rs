@@ -18,6 +18,10 @@ pub const REASON_WORKLOAD_READY: &str = "WorkloadReady";
 pub const REASON_WORKLOAD_NOT_READY: &str = "WorkloadNotReady";
 /// Reason of `Ready=False` when the DaemonSet schedules no pod.
 pub const REASON_NO_NODES_SELECTED: &str = "NoNodesSelected";
+/// Reason of `Ready=False` while the Pinger it uses is not Ready (no
+/// targets, or invalid ones): its pods run, but its pinger probes nothing
+/// or less than asked.
+pub const REASON_PINGER_NOT_READY: &str = "PingerNotReady";
 /// Reason of `Ready=True` while a Ready DaemonSet replaces its pods for a
 /// new template (docs/operator.md#validation-status-and-events).
 pub const REASON_ROLLING_OUT: &str = "RollingOut";
@@ -118,6 +122,7 @@ pub fn compute(
     runs: &RunSummary,
     run_at: Option<&RunAt>,
     now: DateTime<Utc>,
+    pinger: Option<&str>,
 ) -> DebuggerStatus {
     let counts = counts.unwrap_or_default();
     let previous = dbg.status.as_ref().map(|s| s.conditions.as_slice());
@@ -128,6 +133,11 @@ pub fn compute(
             "False",
             REASON_NO_NODES_SELECTED,
             "the selector, tolerations and affinity match no node: nothing runs".to_string(),
+        ),
+        None if pinger.is_some() => (
+            "False",
+            REASON_PINGER_NOT_READY,
+            pinger.unwrap_or_default().to_string(),
         ),
         None if counts.desired > 0 && counts.ready == counts.desired => (
             "True",

@@ -12,7 +12,7 @@ fn compute(
     now: DateTime<Utc>,
 ) -> DebuggerStatus {
     let run_at = RunAt::parse(&d.spec.run_at).ok();
-    super::compute(d, invalid, counts, runs, run_at.as_ref(), now)
+    super::compute(d, invalid, counts, runs, run_at.as_ref(), now, None)
 }
 
 fn now() -> DateTime<Utc> {

@@ -4,6 +4,8 @@
 //! `config/default`, driven through `kubectl combo`, `kubectl exec` and
 //! `kubectl logs`. Skipped, with a message, on a cluster without real nodes.
 
+#[path = "real_nodes/columns.rs"]
+mod columns;
 #[path = "real_nodes/helpers.rs"]
 mod helpers;
 #[path = "real_nodes/inspection.rs"]
