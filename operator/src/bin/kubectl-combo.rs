@@ -97,6 +97,10 @@ async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> 
     let dbg = debugger(client.clone(), ns, name).await?;
     let cm_name = dbg.spec.summary_name(name);
     let data = summary_data(client, ns, &dbg).await?;
+    // At the top: a summary that is not the status's run says so.
+    if let Some(stale) = plugin::truth::stale(&dbg, &data) {
+        eprintln!("{stale}");
+    }
     let rows = plugin::summary_rows(&data, all);
     if rows.is_empty() {
         eprintln!(
@@ -117,7 +121,8 @@ async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> 
 
 /// The summary ConfigMap's data of `dbg`: an error when the Debugger has no
 /// result yet (no summary, or one without a node), never an empty table
-/// that would read as "no failures".
+/// that would read as "no failures", and when the ConfigMap of that name
+/// is not the Debugger's own (another Debugger's summary, or the user's).
 async fn summary_data(
     client: Client,
     ns: &str,
@@ -129,15 +134,24 @@ async fn summary_data(
         .get_opt(&cm_name)
         .await
         .map_err(|e| api_error(e, &format!("ConfigMap {ns}/{cm_name}")))?;
+    if let Some(why) = cm
+        .as_ref()
+        .and_then(|c| plugin::truth::not_owned(dbg, &c.metadata))
+    {
+        bail!("Debugger {ns}/{name} has no summary to show: {why}");
+    }
     let data = cm.and_then(|c| c.data).unwrap_or_default();
     if data.is_empty() {
         bail!(
-            "Debugger {ns}/{name} has no result yet: its summary ConfigMap {cm_name} {} (see kubectl describe dbg {name} -n {ns})",
+            "Debugger {ns}/{name} has no result yet: its summary ConfigMap {cm_name} {}{} (see kubectl describe dbg {name} -n {ns})",
             if dbg.status.as_ref().and_then(|s| s.last_run_at.as_ref()).is_some() {
                 "holds no node"
             } else {
                 "has no node's run yet"
-            }
+            },
+            plugin::truth::not_ready(dbg)
+                .map(|why| format!("; the Debugger is {why}"))
+                .unwrap_or_default()
         );
     }
     Ok(data)

@@ -8,6 +8,7 @@ pub mod mesh;
 pub mod mesh_gather;
 pub mod mesh_html;
 pub mod run_now;
+pub mod truth;
 
 use std::collections::BTreeMap;
 
