@@ -128,6 +128,7 @@ pub const NO_NODE_LABEL: &str = "kubecombo.io/model-test";
 /// The reasons of a Debugger's `Ready` condition (docs/operator.md).
 pub const INVALID_SPEC: &str = "InvalidSpec";
 pub const PINGER_NOT_FOUND: &str = "PingerNotFound";
+pub const PINGER_NOT_READY: &str = "PingerNotReady";
 pub const CONFIG_MAP_NOT_FOUND: &str = "ConfigMapNotFound";
 pub const NO_NODES_SELECTED: &str = "NoNodesSelected";
 pub const WORKLOAD_READY: &str = "WorkloadReady";

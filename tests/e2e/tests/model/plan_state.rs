@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
     Action, Categories, Nodes, Ref, Spec, CONFIG_MAP_NOT_FOUND, INVALID_SPEC, MAX_NAME,
-    NO_NODES_SELECTED, PINGER_NOT_FOUND, ROLLING_OUT, SCRIPT_KEY, WORKLOAD_NOT_READY,
-    WORKLOAD_READY,
+    NO_NODES_SELECTED, PINGER_NOT_FOUND, PINGER_NOT_READY, ROLLING_OUT, SCRIPT_KEY,
+    WORKLOAD_NOT_READY, WORKLOAD_READY,
 };
 
 /// A user ConfigMap: its data, and whether it holds scripts.
@@ -110,7 +110,8 @@ impl Model {
     /// user made (`InvalidSpec`), a missing Pinger or scripts ConfigMap,
     /// a selector matching no node. With none, `WorkloadReady`,
     /// `WorkloadNotReady`, or `RollingOut` (a new template replacing the
-    /// pods of a Ready DaemonSet).
+    /// pods of a Ready DaemonSet); `PingerNotReady` instead when its
+    /// Pinger has an invalid target.
     pub fn expected(&self, name: &str) -> BTreeSet<&'static str> {
         let Some(d) = self.debuggers.get(name) else {
             return BTreeSet::new();
@@ -129,9 +130,13 @@ impl Model {
         if self.configmaps.contains_key(&summary) || d.summary_unsure {
             problems.insert(INVALID_SPEC);
         }
+        let mut pinger_not_ready = false;
         if let Ref::Named(p) = &spec.pinger {
-            if !self.pingers.contains_key(p) {
-                problems.insert(PINGER_NOT_FOUND);
+            match self.pingers.get(p) {
+                None => {
+                    problems.insert(PINGER_NOT_FOUND);
+                }
+                Some(bad_dns) => pinger_not_ready = bad_dns.is_some(),
             }
         }
         if let Ref::Named(cm) = &spec.scripts {
@@ -144,8 +149,14 @@ impl Model {
         }
         if problems.is_empty() || (d.summary_unsure && problems.len() == 1) {
             // With the user's summary ConfigMap deleted, the operator may
-            // not have looked again: InvalidSpec, or what follows.
-            problems.extend([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT]);
+            // not have looked again: InvalidSpec, or what follows. A
+            // Pinger with an invalid target leaves its Debugger running,
+            // Ready=False PingerNotReady whatever its pods.
+            if pinger_not_ready {
+                problems.insert(PINGER_NOT_READY);
+            } else {
+                problems.extend([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT]);
+            }
         }
         problems
     }
@@ -153,7 +164,9 @@ impl Model {
     /// Whether the model expects Debugger `name` to be reconciled into
     /// its workload: no problem at all.
     pub fn runs(&self, name: &str) -> bool {
-        self.expected(name) == BTreeSet::from([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT])
+        let expected = self.expected(name);
+        expected == BTreeSet::from([WORKLOAD_READY, WORKLOAD_NOT_READY, ROLLING_OUT])
+            || expected == BTreeSet::from([PINGER_NOT_READY])
     }
 
     /// A name no object of the sequence has had: `<prefix>-<n>`.

@@ -77,6 +77,27 @@ fn missing_objects_give_any_of_their_reasons() {
 }
 
 #[test]
+fn a_pinger_with_an_invalid_target_leaves_its_debugger_running_but_not_ready() {
+    let mut m = Model::default();
+    m.apply(&Action::CreatePinger {
+        name: "p".into(),
+        bad_dns: Some("10.1.2.3".into()),
+    });
+    m.apply(&debugger(Spec {
+        pinger: Ref::Named("p".into()),
+        ..plain()
+    }));
+    assert_eq!(m.expected("d1"), BTreeSet::from([PINGER_NOT_READY]));
+    assert!(m.runs("d1"));
+    m.apply(&Action::EditPinger {
+        name: "p".into(),
+        bad_dns: None,
+    });
+    assert!(m.expected("d1").contains(WORKLOAD_READY));
+    assert!(m.runs("d1"));
+}
+
+#[test]
 fn a_selector_patch_replaces_the_old_selector() {
     let spec = Spec {
         nodes: Nodes::One(2),
