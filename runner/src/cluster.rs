@@ -333,7 +333,7 @@ impl Scheduler {
         }
         // Whole: the report counts every failure and is cut to fit when written.
         let summary: NodeSummary = report::summary(&report);
-        let failed = summary.failed().count();
+        let failed = summary.failed_count();
         crate::runlog::log(run_id, &summary, report.scripts.len());
         let Some(owner) = publish::Owner::of(dbg) else {
             tracing::error!("the Debugger has no uid; the result is not reported");

@@ -300,6 +300,7 @@ mod tests {
                     exit: Exit::Code(0),
                     duration: std::time::Duration::from_millis(12),
                     lines: vec![],
+                    untaken: Default::default(),
                     stdout: Capture::default(),
                     stderr: Capture::default(),
                     last_stderr_line: String::new(),

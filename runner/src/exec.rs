@@ -11,14 +11,11 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::task::JoinHandle;
 
-use crate::output::{parse_line, Line};
+use crate::output::Line;
+use crate::stdout::{Collector, Untaken};
 
 /// Most bytes of stdout and of stderr kept for the errlog (docs/runner.md, "Errlogs": 64 KiB).
 pub const CAPTURE_LIMIT: usize = 64 * 1024;
-/// Most item lines taken from one script; more are ignored.
-pub const MAX_ITEMS: usize = 1000;
-/// Longest stdout line parsed for an item; longer lines are plain output.
-const MAX_LINE: usize = 8 * 1024;
 /// How long output is still read after the script is gone: a grandchild that
 /// left the process group may hold the pipes open forever.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
@@ -92,8 +89,11 @@ pub struct Outcome {
     pub exit: Exit,
     /// Wall time from start to end.
     pub duration: Duration,
-    /// The `ok`/`err` lines it printed, in order.
+    /// The `ok`/`err`/`skip` lines it printed, in order, up to
+    /// [`crate::stdout::MAX_ITEMS`].
     pub lines: Vec<Line>,
+    /// What it printed on stdout that was not taken as an item.
+    pub untaken: Untaken,
     /// Its stdout, capped.
     pub stdout: Capture,
     /// Its stderr, capped.
@@ -135,6 +135,7 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
                 exit: Exit::Spawn(e.to_string()),
                 duration: start.elapsed(),
                 lines: vec![],
+                untaken: Untaken::default(),
                 stdout: Capture::default(),
                 stderr: Capture::default(),
                 last_stderr_line: e.to_string(),
@@ -161,7 +162,7 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
     crate::reaper::sweep().await;
     let duration = start.elapsed();
 
-    let (lines, stdout) = join_reader(stdout).await.unwrap_or_default();
+    let (lines, untaken, stdout) = join_reader(stdout).await.unwrap_or_default();
     let stderr = join_reader(stderr).await.unwrap_or_default();
     let last_stderr_line = String::from_utf8_lossy(&stderr.bytes)
         .lines()
@@ -173,6 +174,7 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
         exit,
         duration,
         lines,
+        untaken,
         stdout,
         stderr,
         last_stderr_line,
@@ -218,45 +220,21 @@ async fn read_capped(mut r: impl AsyncRead + Unpin) -> Capture {
 }
 
 /// Reads all of stdout, parsing every line (not only the captured part) so
-/// items after a flood of plain output still count.
-async fn read_stdout(mut r: impl AsyncRead + Unpin) -> (Vec<Line>, Capture) {
+/// items after a flood of plain output still count, and counting what is
+/// not taken as an item.
+async fn read_stdout(mut r: impl AsyncRead + Unpin) -> (Vec<Line>, Untaken, Capture) {
     let mut cap = Capture::default();
-    let mut lines = Vec::new();
-    let mut pending: Vec<u8> = Vec::new();
-    let mut overlong = false;
+    let mut collector = Collector::default();
     let mut buf = vec![0u8; 16 * 1024];
-    let take = |line: &[u8], overlong: bool, lines: &mut Vec<Line>| {
-        if overlong || lines.len() >= MAX_ITEMS {
-            return;
-        }
-        match parse_line(&String::from_utf8_lossy(line)) {
-            Line::Plain => {}
-            l => lines.push(l),
-        }
-    };
     while let Ok(n) = r.read(&mut buf).await {
         if n == 0 {
             break;
         }
         cap.push(&buf[..n]);
-        for part in buf[..n].split_inclusive(|b| *b == b'\n') {
-            let complete = part.ends_with(b"\n");
-            if !overlong {
-                pending.extend_from_slice(part);
-                if pending.len() > MAX_LINE {
-                    overlong = true;
-                    pending.clear();
-                }
-            }
-            if complete {
-                take(&pending, overlong, &mut lines);
-                pending.clear();
-                overlong = false;
-            }
-        }
+        collector.push(&buf[..n]);
     }
-    take(&pending, overlong, &mut lines);
-    (lines, cap)
+    let (lines, untaken) = collector.finish();
+    (lines, untaken, cap)
 }
 
 #[cfg(test)]

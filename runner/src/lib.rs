@@ -20,6 +20,7 @@ pub mod runlog;
 pub mod schedule;
 pub mod shutdown;
 pub mod state;
+pub mod stdout;
 #[cfg(test)]
 mod testdir;
 pub mod writer;

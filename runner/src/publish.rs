@@ -183,13 +183,15 @@ pub fn event_note(summary: &NodeSummary) -> Option<String> {
         return None;
     }
     let run = summary.run_at.as_str();
+    // Err lines a script printed past the item limit count each.
+    let count = summary.failed_count().max(failed.len());
+    let shown = failed.len().min(EVENT_ITEMS);
     let mut note = format!(
-        "run {run}: {} failed item(s): {}",
-        failed.len(),
-        failed[..failed.len().min(EVENT_ITEMS)].join("; ")
+        "run {run}: {count} failed item(s): {}",
+        failed[..shown].join("; ")
     );
-    if failed.len() > EVENT_ITEMS {
-        note.push_str(&format!("; and {} more", failed.len() - EVENT_ITEMS));
+    if count > shown {
+        note.push_str(&format!("; and {} more", count - shown));
     }
     cut_note(&mut note);
     Some(note)

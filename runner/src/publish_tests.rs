@@ -63,6 +63,7 @@ fn failing(
             exit: Exit::Timeout(60),
             duration: Duration::from_secs(60),
             lines: vec![],
+            untaken: Default::default(),
             stdout: Capture::default(),
             stderr: Capture::default(),
             last_stderr_line: String::new(),

@@ -20,7 +20,8 @@ pub enum Format {
 
 /// The summary of a run. Items reported by several scripts of one category
 /// merge: a failure wins over a skip and a skip over ok, and the first
-/// result of the winning kind is kept.
+/// result of the winning kind is kept. `failedItems` is set when failures
+/// are not all listed (`err` lines past a script's item limit).
 pub fn summary(report: &Report) -> NodeSummary {
     let mut categories: BTreeMap<String, BTreeMap<String, ItemResult>> = BTreeMap::new();
     for run in &report.scripts {
@@ -36,14 +37,21 @@ pub fn summary(report: &Report) -> NodeSummary {
             }
         }
     }
-    NodeSummary {
+    let mut summary = NodeSummary {
         run_at: report.run_id.rfc3339(),
         finished_at: report
             .finished_at
             .to_rfc3339_opts(SecondsFormat::Secs, true),
         categories,
         ..NodeSummary::default()
+    };
+    // Err lines a script printed past the item limit are failures that are
+    // not listed (docs/runner.md, "Scripts"): the value says how many.
+    let failed = summary.failed_count();
+    if failed > summary.failed().count() {
+        summary.failed_items = Some(failed as u32);
     }
+    summary
 }
 
 /// The script that reported each failed item of a run, by category and
@@ -107,7 +115,9 @@ pub fn table(summary: &NodeSummary) -> String {
         }
     }
     let mut out = combo_api::table::table(&["CATEGORY", "ITEM", "STATUS", "MESSAGE"], &rows, 2);
-    let failed = summary.failed().count();
+    // Err lines a script printed past the item limit count each.
+    let failed = summary.failed_count();
+    let total = total + failed - summary.failed().count();
     let skipped = summary.skipped().count();
     out.push_str(&format!(
         "\nrun {}: {total} items, {failed} failed, {skipped} skipped\n",
@@ -139,6 +149,7 @@ mod tests {
                 exit: Exit::Code(0),
                 duration: Duration::ZERO,
                 lines: vec![],
+                untaken: Default::default(),
                 stdout: Capture::default(),
                 stderr: Capture::default(),
                 last_stderr_line: String::new(),

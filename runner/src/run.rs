@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use combo_api::summary::{untaken_message, OUTPUT_ITEM};
 use combo_api::{Category, ItemResult, RunId};
 use futures::StreamExt;
 
@@ -12,6 +13,7 @@ use crate::discover::{self, Script};
 use crate::exec::{self, Exit, Outcome};
 use crate::output::Line;
 use crate::state::{self, StateRoot};
+use crate::stdout::{self as script_stdout, MAX_ITEMS};
 
 /// What a run needs to know.
 #[derive(Clone, Debug)]
@@ -151,7 +153,10 @@ pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report>
 /// The items a script produced (docs/runner.md, "Scripts"): its
 /// `ok`/`err`/`skip` lines, plus an item named after the script with `timeout after <N>s`
 /// when it timed out, or with `exit <code>: <last stderr line>` when it
-/// failed without any `err` line.
+/// failed without any `err` line, plus the item `<script>/output` when
+/// some of its stdout was not taken: item lines past [`MAX_ITEMS`]
+/// (failed when an `err` line is among them, else skipped), or, when it
+/// printed no item line at all, lines not in the script format (failed).
 pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)> {
     let mut items: Vec<(String, ItemResult)> = Vec::new();
     let mut put = |item: String, r: ItemResult| match items.iter_mut().find(|(i, _)| *i == item) {
@@ -161,7 +166,8 @@ pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)>
         Some(_) => {}
         None => items.push((item, r)),
     };
-    let mut reported_err = false;
+    let untaken = &outcome.untaken;
+    let mut reported_err = untaken.err > 0;
     for line in &outcome.lines {
         match line {
             Line::Ok { item } => put(script.item(item), ItemResult::ok()),
@@ -189,170 +195,28 @@ pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)>
         let msg = msg.trim_end_matches([':', ' ']).to_string();
         put(script.name.clone(), ItemResult::err(msg));
     }
+    let output_item = format!("{}/{OUTPUT_ITEM}", script.name);
+    if untaken.past_limit() > 0 {
+        let msg = untaken_message(untaken.err, untaken.skip, untaken.ok, MAX_ITEMS);
+        // Lines that were all ok or skip do not fail the node, but their
+        // count must show: a skip says what could not be listed.
+        let r = if untaken.err > 0 {
+            ItemResult::err(msg)
+        } else {
+            ItemResult::skip(msg)
+        };
+        put(output_item, r);
+    } else if untaken.plain > 0 && outcome.lines.is_empty() {
+        // Printing only other output is not a check that found nothing: it
+        // is a check that reports in a form the runner cannot read.
+        put(
+            output_item,
+            ItemResult::err(script_stdout::not_in_format_message(untaken)),
+        );
+    }
     items
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::exec::Capture;
-
-    fn script(prefix: &str) -> Script {
-        Script {
-            category: Category::Disk,
-            path: "/scripts/disk/usage.sh".into(),
-            name: "usage".into(),
-            item_prefix: prefix.into(),
-        }
-    }
-
-    fn outcome(exit: Exit, lines: Vec<Line>, stderr: &str) -> Outcome {
-        Outcome {
-            exit,
-            duration: Duration::from_millis(5),
-            lines,
-            stdout: Capture::default(),
-            stderr: Capture::default(),
-            last_stderr_line: stderr.into(),
-        }
-    }
-
-    fn ok(i: &str) -> Line {
-        Line::Ok { item: i.into() }
-    }
-
-    fn err(i: &str, m: &str) -> Line {
-        Line::Err {
-            item: i.into(),
-            message: m.into(),
-        }
-    }
-
-    #[test]
-    fn reported_items_are_kept_in_order_with_their_prefix() {
-        let o = outcome(Exit::Code(0), vec![ok("sda"), err("sdb", "full")], "");
-        assert_eq!(
-            items_of(&script("smart/"), &o),
-            vec![
-                ("smart/sda".into(), ItemResult::ok()),
-                ("smart/sdb".into(), ItemResult::err("full")),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_non_zero_exit_without_err_line_becomes_the_script_item() {
-        let o = outcome(Exit::Code(2), vec![ok("sda")], "df: cannot read table");
-        assert_eq!(
-            items_of(&script(""), &o),
-            vec![
-                ("sda".into(), ItemResult::ok()),
-                (
-                    "usage".into(),
-                    ItemResult::err("exit 2: df: cannot read table")
-                ),
-            ]
-        );
-        let silent = outcome(Exit::Code(1), vec![], "");
-        assert_eq!(
-            items_of(&script(""), &silent),
-            vec![("usage".into(), ItemResult::err("exit 1"))]
-        );
-    }
-
-    #[test]
-    fn a_non_zero_exit_with_an_err_line_adds_nothing() {
-        let o = outcome(Exit::Code(1), vec![err("sdb", "full")], "boom");
-        assert_eq!(
-            items_of(&script(""), &o),
-            vec![("sdb".into(), ItemResult::err("full"))]
-        );
-    }
-
-    #[test]
-    fn a_timeout_names_the_limit() {
-        let o = outcome(Exit::Timeout(7), vec![ok("a")], "");
-        assert_eq!(
-            items_of(&script(""), &o)[1],
-            ("usage".into(), ItemResult::err("timeout after 7s"))
-        );
-    }
-
-    #[test]
-    fn a_timeout_adds_the_script_item_even_after_err_lines() {
-        let o = outcome(Exit::Timeout(1), vec![err("x", "boom")], "");
-        assert_eq!(
-            items_of(&script(""), &o),
-            vec![
-                ("x".into(), ItemResult::err("boom")),
-                ("usage".into(), ItemResult::err("timeout after 1s")),
-            ]
-        );
-    }
-
-    fn skip(i: &str, r: &str) -> Line {
-        Line::Skip {
-            item: i.into(),
-            reason: r.into(),
-        }
-    }
-
-    #[test]
-    fn skipped_items_are_kept_and_a_skip_is_not_an_err_line() {
-        let o = outcome(
-            Exit::Code(0),
-            vec![skip("sda", "no smartctl"), ok("sdb")],
-            "",
-        );
-        assert_eq!(
-            items_of(&script("smart/"), &o),
-            vec![
-                ("smart/sda".into(), ItemResult::skip("no smartctl")),
-                ("smart/sdb".into(), ItemResult::ok()),
-            ]
-        );
-        // Only an err line says why a script failed: a skip does not.
-        let failed = outcome(Exit::Code(3), vec![skip("sda", "no smartctl")], "boom");
-        assert_eq!(
-            items_of(&script(""), &failed)[1],
-            ("usage".into(), ItemResult::err("exit 3: boom"))
-        );
-    }
-
-    #[test]
-    fn an_item_keeps_its_worst_result_failed_then_skipped_then_healthy() {
-        let o = outcome(
-            Exit::Code(0),
-            vec![
-                ok("a"),
-                skip("a", "first skip"),
-                ok("a"),
-                skip("a", "second skip"),
-                skip("b", "no tool"),
-                err("b", "broken"),
-                skip("b", "no tool"),
-            ],
-            "",
-        );
-        assert_eq!(
-            items_of(&script(""), &o),
-            vec![
-                ("a".into(), ItemResult::skip("first skip")),
-                ("b".into(), ItemResult::err("broken")),
-            ]
-        );
-    }
-
-    #[test]
-    fn an_item_that_failed_stays_failed_when_reported_ok_later() {
-        let o = outcome(
-            Exit::Code(0),
-            vec![err("a", "first"), ok("a"), err("a", "second")],
-            "",
-        );
-        assert_eq!(
-            items_of(&script(""), &o),
-            vec![("a".into(), ItemResult::err("first"))]
-        );
-    }
-}
+#[path = "run_tests.rs"]
+mod tests;

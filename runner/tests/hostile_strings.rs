@@ -124,9 +124,13 @@ fn output_cases(long_message: &str) -> Vec<(&'static str, String, Option<String>
             Some(long_message.to_string()),
         ),
         (
-            "a line of 9,000 bytes (plain output)",
+            "a line of 9,000 bytes (cut to 8 KiB, its item kept)",
             "overlong".into(),
-            None,
+            Some(format!(
+                "{}{}",
+                "o".repeat(8 * 1024 - "err overlong ".len()),
+                combo_api::summary::CUT_MARKER
+            )),
         ),
     ]
 }
@@ -200,8 +204,8 @@ fn hostile_script_output_is_kept_as_text_replaced_where_needed_and_never_run() {
     assert!(problems.is_empty(), "{problems:#?}\ntable:\n{table_text}");
     assert_eq!(
         y["svc"].as_mapping().map(|m| m.len()),
-        Some(5),
-        "five items: the 9,000-byte line is plain output"
+        Some(6),
+        "six items: the 9,000-byte line is cut, not dropped"
     );
 }
 
