@@ -81,6 +81,21 @@ pub async fn act(c: &Client, ns: &str, action: &Action) -> Result<()> {
         Action::DeleteDebugger { name } => {
             debuggers.delete(name, &delete).await?;
         }
+        Action::CreateSharingDebuggers {
+            first,
+            second,
+            spec,
+        } => {
+            // Back to back, as one apply of both makes them.
+            let a: Debugger = object("Debugger", first, spec.json())?;
+            let b: Debugger = object("Debugger", second, spec.json())?;
+            let (ra, rb) = tokio::join!(debuggers.create(&pp, &a), debuggers.create(&pp, &b));
+            ra?;
+            rb?;
+        }
+        Action::DeleteScriptsOf { name, .. } => {
+            cms.delete(name, &delete).await?;
+        }
         Action::RestartOperator => restart_operator(c).await?,
     }
     Ok(())

@@ -49,6 +49,8 @@ pub const READY_CLAIM: &str = "2 Ready only when true";
 pub const REASON: &str = "2 expected reason";
 pub const PINGER: &str = "2 Pinger reason";
 pub const STATUS: &str = "2 status at the current generation";
+pub const SUMMARY_OWNER: &str = "2 no workload without its own summary";
+pub const SUMMARY_AGREES: &str = "2 summary agrees with status";
 pub const PODS_GONE: &str = "3 old pods gone";
 pub const PROCESS: &str = "3 processes stopped";
 /// Not an invariant: the API server refused the user's action, or the

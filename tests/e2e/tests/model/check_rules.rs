@@ -8,12 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use combo_api::{keys, Debugger, WorkloadType};
 use combo_e2e::running_and_ready;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use kube::ResourceExt;
 
 use super::{
     violation, Snapshot, Violation, BOUND, PINGER, PODS_GONE, PROCESS, READY_CLAIM, REASON, STATUS,
-    USER_DATA,
+    SUMMARY_AGREES, SUMMARY_OWNER, USER_DATA,
 };
 use crate::plan::{self, Model, Workload};
 
@@ -121,6 +121,7 @@ pub fn violations(model: &Model, snap: &Snapshot, nodes: &[Node]) -> Vec<Violati
     user_data(model, snap, &mut out);
     debugger_status(model, snap, nodes, &mut out);
     pinger_status(model, snap, &mut out);
+    summaries(snap, &mut out);
     old_pods(model, snap, &mut out);
     processes(snap, &mut out);
     out.sort();
@@ -208,6 +209,69 @@ fn debugger_status(model: &Model, snap: &Snapshot, nodes: &[Node], out: &mut Vec
                     ),
                 ));
             }
+        }
+    }
+}
+
+/// Invariant 2: a Debugger whose summary ConfigMap another controls (or
+/// none) has no workload; one that controls its summary shows in it the
+/// run of its status (`lastRunAt`, `completedNodes`, `failedItems`),
+/// whatever its condition.
+fn summaries(snap: &Snapshot, out: &mut Vec<Violation>) {
+    for (name, d) in &snap.debuggers {
+        let Some(cm) = snap.configmaps.get(&d.spec.summary_name(name)) else {
+            continue;
+        };
+        let ours = |refs: &[OwnerReference]| {
+            refs.iter().any(|o| {
+                o.controller == Some(true)
+                    && o.kind == "Debugger"
+                    && Some(&o.uid) == d.metadata.uid.as_ref()
+            })
+        };
+        if !ours(cm.owner_references()) {
+            let ds = snap
+                .daemonsets
+                .get(name)
+                .filter(|x| ours(x.owner_references()) && x.metadata.deletion_timestamp.is_none());
+            let pod = snap
+                .pods
+                .iter()
+                .find(|p| p.name_any() == *name && ours(p.owner_references()) && !terminating(p));
+            if ds.is_some() || pod.is_some() {
+                out.push(violation(
+                    SUMMARY_OWNER,
+                    format!(
+                        "Debugger {name} runs a workload though its summary ConfigMap {} is not its own",
+                        cm.name_any()
+                    ),
+                ));
+            }
+            continue;
+        }
+        let status = d.status.clone().unwrap_or_default();
+        let Some(last) = status.last_run_at.as_deref() else {
+            continue;
+        };
+        let time = |s: &str| s.parse::<k8s_openapi::jiff::Timestamp>().ok();
+        let values: Vec<combo_api::NodeSummary> = cm
+            .data
+            .iter()
+            .flatten()
+            .filter_map(|(_, v)| combo_api::NodeSummary::from_yaml(v).ok())
+            .collect();
+        let newest = values
+            .iter()
+            .filter(|v| time(&v.run_at) == time(last))
+            .fold((0, 0), |(n, f), v| (n + 1, f + v.failed_count() as i32));
+        if newest != (status.completed_nodes, status.failed_items) {
+            out.push(violation(
+                SUMMARY_AGREES,
+                format!(
+                    "Debugger {name}: status run {last} on {} node(s), {} failed; its summary has {} node(s), {} failed of that run",
+                    status.completed_nodes, status.failed_items, newest.0, newest.1
+                ),
+            ));
         }
     }
 }

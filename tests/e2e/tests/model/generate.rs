@@ -90,6 +90,8 @@ fn next_action(m: &mut Model, rng: &mut Rng, nodes: usize) -> Action {
         2,
         w(!pingers.is_empty(), 1),
         w(!pingers.is_empty(), 2),
+        w(debuggers.len() < 2, 2),
+        w(!scripts_in_use(m).is_empty(), 2),
     ]);
     match choice {
         0 => create_debugger(m, rng, nodes),
@@ -125,8 +127,35 @@ fn next_action(m: &mut Model, rng: &mut Rng, nodes: usize) -> Action {
             };
             Action::EditPinger { name, bad_dns: bad }
         }
-        _ => delete_pinger(m, rng, pingers),
+        8 => delete_pinger(m, rng, pingers),
+        9 => {
+            let Action::CreateDebugger { name, mut spec } = create_debugger(m, rng, nodes) else {
+                unreachable!("create_debugger creates a Debugger")
+            };
+            spec.summary = Some(m.fresh("shared"));
+            Action::CreateSharingDebuggers {
+                first: name,
+                second: m.next_debugger(),
+                spec,
+            }
+        }
+        _ => {
+            let (debugger, name) = rng.pick(&scripts_in_use(m));
+            Action::DeleteScriptsOf { debugger, name }
+        }
     }
+}
+
+/// (Debugger, its scripts ConfigMap) for each Debugger whose scripts
+/// ConfigMap exists.
+fn scripts_in_use(m: &Model) -> Vec<(String, String)> {
+    m.debuggers
+        .iter()
+        .filter_map(|(d, x)| match &x.spec.scripts {
+            Ref::Named(cm) if m.configmaps.contains_key(cm) => Some((d.clone(), cm.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A ConfigMap's data: a script, or a note.

@@ -69,6 +69,8 @@ fn kind(a: &Action, before: &Model, after: &Model, seen: &mut Seen) -> &'static 
             "delete Pinger"
         }
         Action::CreateDebugger { .. } => "create Debugger",
+        Action::CreateSharingDebuggers { .. } => "create two Debuggers sharing a summary",
+        Action::DeleteScriptsOf { .. } => "delete a Debugger's scripts ConfigMap",
         Action::EditDebugger {
             name,
             change: Change::Workload(_),

@@ -115,6 +115,20 @@ pub enum Action {
     DeleteDebugger {
         name: String,
     },
+    /// Two Debuggers of one spec naming one `summaryConfigMap`, created
+    /// together: one of them gets the summary, the other `InvalidSpec`
+    /// and no workload, and takes the name once it is free.
+    CreateSharingDebuggers {
+        first: String,
+        second: String,
+        spec: Spec,
+    },
+    /// Deletes the scripts ConfigMap Debugger `debugger` uses: it turns
+    /// `ConfigMapNotFound`, its summary still agreeing with its status.
+    DeleteScriptsOf {
+        debugger: String,
+        name: String,
+    },
     /// Deletes the operator's pod; its Deployment makes a new one.
     RestartOperator,
 }
@@ -272,6 +286,20 @@ impl fmt::Display for Action {
                 write!(f, "edit Debugger {name}: merge patch {}", change.patch())
             }
             Action::DeleteDebugger { name } => write!(f, "delete Debugger {name}"),
+            Action::CreateSharingDebuggers {
+                first,
+                second,
+                spec,
+            } => write!(
+                f,
+                "create Debuggers {first} and {second} together, both {spec}"
+            ),
+            Action::DeleteScriptsOf { debugger, name } => {
+                write!(
+                    f,
+                    "delete ConfigMap {name}, the scripts of Debugger {debugger}"
+                )
+            }
             Action::RestartOperator => f.write_str("delete the operator's pod (a restart)"),
         }
     }

@@ -60,7 +60,7 @@ impl Model {
                     },
                 );
             }
-            Action::DeleteConfigMap { name } => {
+            Action::DeleteConfigMap { name } | Action::DeleteScriptsOf { name, .. } => {
                 self.configmaps.remove(name);
                 for (d, m) in &mut self.debuggers {
                     if m.spec.summary_name(d) == *name {
@@ -93,8 +93,29 @@ impl Model {
                     self.cm_taken.insert(m.spec.summary_name(name));
                 }
             }
+            Action::CreateSharingDebuggers {
+                first,
+                second,
+                spec,
+            } => {
+                for name in [first, second] {
+                    self.apply(&Action::CreateDebugger {
+                        name: name.clone(),
+                        spec: spec.clone(),
+                    });
+                }
+            }
             Action::DeleteDebugger { name } => {
-                self.debuggers.remove(name);
+                if let Some(gone) = self.debuggers.remove(name) {
+                    // Its summary goes with the garbage collector, at its
+                    // pace: the others naming it may wait for it.
+                    let summary = gone.spec.summary_name(name);
+                    for (d, m) in &mut self.debuggers {
+                        if m.spec.summary_name(d) == summary {
+                            m.summary_unsure = true;
+                        }
+                    }
+                }
                 self.deleted.insert(name.clone());
             }
             Action::RestartOperator => {}
@@ -126,8 +147,15 @@ impl Model {
         if invalid {
             return BTreeSet::from([INVALID_SPEC]);
         }
+        // Another Debugger naming the same summary: whichever made it
+        // first runs, the other is InvalidSpec.
+        let shared = self
+            .debuggers
+            .iter()
+            .any(|(o, m)| o != name && m.spec.summary_name(o) == summary);
+        let unsure = d.summary_unsure || shared;
         let mut problems = BTreeSet::new();
-        if self.configmaps.contains_key(&summary) || d.summary_unsure {
+        if self.configmaps.contains_key(&summary) || unsure {
             problems.insert(INVALID_SPEC);
         }
         let mut pinger_not_ready = false;
@@ -147,7 +175,7 @@ impl Model {
         if spec.nodes == Nodes::None {
             problems.insert(NO_NODES_SELECTED);
         }
-        if problems.is_empty() || (d.summary_unsure && problems.len() == 1) {
+        if problems.is_empty() || (unsure && problems.len() == 1) {
             // With the user's summary ConfigMap deleted, the operator may
             // not have looked again: InvalidSpec, or what follows. A
             // Pinger with an invalid target leaves its Debugger running,
