@@ -1,7 +1,8 @@
 //! Nothing lost, nothing hidden: the operator never takes a ConfigMap it
 //! did not make, every Ready condition tells the truth, a hanging script
 //! leaves an item, the plugin never reads "no result" as "no failure", and
-//! the operator and the runner stop when asked. Run against the cluster of
+//! the operator and the runner stop when asked, and
+//! summary and status agree whatever the Debugger's condition. Run against the cluster of
 //! simulated nodes and again against the real nodes (tests/run-all.sh);
 //! the runner's stop is timed on real nodes only (docs/testing.md,
 //! "Truth tests").
@@ -18,5 +19,7 @@ mod plugin;
 mod ready;
 #[path = "truth/runs.rs"]
 mod runs;
+#[path = "truth/stale.rs"]
+mod stale;
 #[path = "truth/stop.rs"]
 mod stop;
