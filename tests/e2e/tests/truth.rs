@@ -1,6 +1,7 @@
 //! Nothing lost, nothing hidden: the operator never takes a ConfigMap it
 //! did not make, every Ready condition tells the truth, a hanging script
-//! leaves an item, the plugin never reads "no result" as "no failure", and
+//! leaves an item, every line a script prints is accounted for, the
+//! plugin never reads "no result" as "no failure", and
 //! the operator and the runner stop when asked, and
 //! summary and status agree whatever the Debugger's condition. Run against the cluster of
 //! simulated nodes and again against the real nodes (tests/run-all.sh);
@@ -11,6 +12,8 @@
 mod helpers;
 #[path = "truth/local_operator.rs"]
 mod local_operator;
+#[path = "truth/output.rs"]
+mod output;
 #[path = "truth/ownership.rs"]
 mod ownership;
 #[path = "truth/plugin.rs"]
