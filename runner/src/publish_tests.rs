@@ -395,3 +395,23 @@ fn the_event_names_the_count_and_the_first_failed_items() {
     assert!(note.starts_with("run 2026-11-22T06:00:00Z: 7 failed item(s): disk/sd0: full; "));
     assert!(note.ends_with("disk/sd4: full; and 2 more"), "{note}");
 }
+
+#[test]
+fn the_event_counts_each_err_line_past_a_scripts_limit() {
+    let mut s = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        ..Default::default()
+    };
+    s.categories.entry("disk".into()).or_default().insert(
+        "flood/output".into(),
+        ItemResult::err(combo_api::summary::untaken_message(19_000, 0, 0, 1000)),
+    );
+    let note = event_note(&s).unwrap();
+    assert!(
+        note.starts_with(
+            "run 2026-11-22T06:00:00Z: 19000 failed item(s): disk/flood/output: 19000 err, "
+        ),
+        "{note}"
+    );
+    assert!(note.ends_with("; and 18999 more"), "{note}");
+}
