@@ -97,7 +97,7 @@ pub fn stale(dbg: &Debugger, data: &BTreeMap<String, String>) -> Option<String> 
     };
     let why = match not_ready(dbg) {
         Some(why) => format!("the Debugger is {why}"),
-        None => "the operator writes the summary and the status at most every 2 s each; look again in a moment".to_string(),
+        None => "the operator paces its summary and status writes (a large summary waits longer); look again in a moment".to_string(),
     };
     Some(format!(
         "STALE: this summary shows {summary}; the Debugger's status has run {} on {} node(s), {} failed ({why})",

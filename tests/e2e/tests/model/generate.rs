@@ -90,7 +90,7 @@ fn next_action(m: &mut Model, rng: &mut Rng, nodes: usize) -> Action {
         2,
         w(!pingers.is_empty(), 1),
         w(!pingers.is_empty(), 2),
-        w(debuggers.len() < 2, 2),
+        w(debuggers.len() < 2, 1),
         w(!scripts_in_use(m).is_empty(), 2),
     ]);
     match choice {

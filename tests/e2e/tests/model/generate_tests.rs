@@ -108,7 +108,7 @@ fn count_debuggers(before: &Model, m: &Model, seen: &mut Seen) {
 }
 
 /// What a default run of sequences must hold, each at least 5 times.
-const EXPECTED: [&str; 20] = [
+const EXPECTED: [&str; 22] = [
     "create ConfigMap",
     "edit ConfigMap",
     "delete ConfigMap",
@@ -129,6 +129,8 @@ const EXPECTED: [&str; 20] = [
     "a Debugger that should run",
     "switch a running Debugger",
     "delete a running Debugger",
+    "create two Debuggers sharing a summary",
+    "delete a Debugger's scripts ConfigMap",
 ];
 
 /// What the issue asks the sequences to hold, counted over a default
