@@ -102,8 +102,8 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     let mut converged = converged;
     if let Err(rejected) = &verdict {
         // Whatever the condition, the summary follows the reports the
-        // status is computed from (docs/operator.md, "Reports, summary and
-        // status").
+        // status is computed from
+        // (docs/operator.md, "Reports, summary and status").
         converged.summary = summary_plan::when_rejected(dbg, rejected, &observed);
     }
     let uid = dbg.metadata.uid.clone().unwrap_or_default();

@@ -1,8 +1,8 @@
 //! Whether, and how, a Debugger's summary ConfigMap is written whatever its
 //! condition: the summary and the status's run fields come from the same
 //! reports, so a Debugger that is not Ready keeps its summary up to date
-//! over the ConfigMap it controls (docs/operator.md, "Reports, summary and
-//! status"). Pure but for the rendering of the summary's data.
+//! over the ConfigMap it controls
+//! (docs/operator.md, "Reports, summary and status"). Pure but for the rendering of the summary's data.
 
 use combo_api::Debugger;
 use k8s_openapi::api::core::v1::ConfigMap;

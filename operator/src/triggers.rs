@@ -313,8 +313,8 @@ where
 /// owns it (a summary), else those that name it as their scripts or
 /// summary ConfigMap. A Debugger's summary that is `gone` (deleted) also
 /// matters to the others that name it as their summary: they waited for
-/// the name, and take it now (docs/operator.md, "What the operator
-/// writes"). Only a deletion looks through the Debuggers, so the summary
+/// the name, and take it now
+/// (docs/operator.md, "What the operator writes"). Only a deletion looks through the Debuggers, so the summary
 /// writes of a run cost no scan. Pure.
 pub fn config_map_users(
     debuggers: &[Arc<Debugger>],
