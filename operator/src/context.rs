@@ -11,7 +11,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Client;
 
 use crate::cache::Caches;
-use crate::coalesce::Coalesce;
+use crate::coalesce::{Coalesce, SummaryPace};
 use crate::metrics::Metrics;
 use crate::node_watch::NodeWatch;
 use crate::pace::Pace;
@@ -44,8 +44,9 @@ pub struct Context {
     /// Consecutive transient failures per Debugger, for backoff. Removed
     /// by a success; pruned like `written`.
     pub failures: Mutex<HashMap<ObjectRef<Debugger>, u32>>,
-    /// Summary ConfigMap writes per Debugger uid, at most one per 2 s.
-    pub summary_writes: Coalesce,
+    /// Summary ConfigMap writes per Debugger uid: at most one per 2 s, paced
+    /// by their size while reports come (docs/operator.md#summary-writes).
+    pub summary_writes: SummaryPace,
     /// Status writes per Debugger uid, at most one per 2 s.
     pub status_writes: Coalesce,
     /// The newest run seen per Debugger uid: when it changes, reports of

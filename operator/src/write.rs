@@ -17,6 +17,7 @@ use crate::fetch::Observed;
 use crate::plan::Plan;
 use crate::reconcile::Error;
 use crate::records::{remember_run, remember_written};
+use crate::render::spec_hash_of;
 use crate::{aggregate, apply, events, reports};
 
 /// Writes `plan` for `dbg` (uid `uid`) and tells what the controller does
@@ -51,8 +52,9 @@ pub async fn write(
     for event in events {
         events::publish(&ctx.recorder, dbg, event).await;
     }
-    // Status and summary: at most one write each per `coalesce::WINDOW`;
-    // what has to wait is written by a requeue.
+    // Status and summary: at most one write each per `coalesce::WINDOW`,
+    // a large summary less often while reports come (`coalesce`); what
+    // has to wait is written by a requeue.
     let mut wait: Option<Duration> = None;
     let mut hold = |d: Duration| wait = Some(wait.map_or(d, |w| w.min(d)));
     // An invalid spec's status goes out at once: its Event is published
@@ -73,7 +75,14 @@ pub async fn write(
         }
     }
     if let Some((summary, how)) = summary {
-        match ctx.summary_writes.wait(uid, Instant::now()) {
+        let hash = spec_hash_of(&summary.metadata).unwrap_or_default();
+        let bytes = summary
+            .data
+            .iter()
+            .flatten()
+            .map(|(k, v)| k.len() + v.len())
+            .sum();
+        match ctx.summary_writes.wait(uid, hash, bytes, Instant::now()) {
             Some(d) => hold(d),
             None => {
                 // Last: should it fail, the Events above are out and the

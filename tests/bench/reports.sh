@@ -11,6 +11,8 @@
 #   tests/bench/reports.sh [N ...]        (default: 200 1000 5000)
 #
 # Environment: BASELINE_UP_TO (1000), LIMIT seconds per measurement (600),
+# COMBO_BENCH_ARRIVAL (seconds over which the results are handed to the
+# writers; 0, the default, hands them over at once),
 # RSS_STEP (1000), RSS_MAX (10000; 0 skips), WORK (a scratch directory).
 # Run it inside the sandbox that owns the cluster, e.g.
 #   /work/sandbox.sh run NAME tests/bench/reports.sh
