@@ -114,10 +114,13 @@ async fn lines_past_the_item_limit_are_counted_and_their_failures_each_count() -
             r.spec.node,
             r.spec.failed_items
         );
+        // 1000 failures of errs.sh crowd the report: messages are cut to
+        // the shortest, which still says the count first.
         let late = item(&r.spec.categories, "custom", "late/output")?;
         ensure!(
-            late.err.as_deref()
-                == Some("1 err, 0 skip and 18999 ok lines past the limit of 1000 item lines were not taken"),
+            late.err
+                .as_deref()
+                .is_some_and(|e| e.starts_with("1 err, 0 skip and 18999")),
             "{}: {late:?}",
             r.spec.node
         );
