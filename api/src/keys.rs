@@ -38,6 +38,12 @@ pub const ANNOTATION_ACCOUNT_UID: &str = "kubecombo.io/service-account-uid";
 /// own pod, so no pinger follows every pod of its Debugger.
 pub const ANNOTATION_PEERS: &str = "kubecombo.io/peers";
 
+/// Annotation written beside [`ANNOTATION_PEERS`]: the node of each listed
+/// address, `address=node` (docs/pinger.md, "Metrics"), so the pinger
+/// labels a peer's series with its node. A separate annotation, so a
+/// pinger that reads only the addresses keeps reading them.
+pub const ANNOTATION_PEER_NODES: &str = "kubecombo.io/peer-nodes";
+
 /// Annotation on a Debugger asking each of its nodes for one run besides
 /// those of `runAt`, which it leaves as it is (docs/runner.md, "Run now"):
 /// an RFC 3339 time, the run's id; at once if it has passed. A node runs

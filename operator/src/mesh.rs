@@ -155,17 +155,21 @@ impl Mesh {
     /// [`combo_api::peers::format`]): every address of each peer it
     /// probes; None for a pod it does not know.
     pub fn list(&self, prober: &str) -> Option<String> {
-        let chosen = self.chosen.get(prober)?;
-        let extra = self.extra_of.get(prober).into_iter().flatten();
-        let ips: Vec<IpAddr> = chosen
-            .iter()
-            .map(|(_, name)| name)
-            .chain(extra)
+        let ips: Vec<IpAddr> = self
+            .peers_of(prober)?
             .filter_map(|name| self.pods.get(name))
             .flatten()
             .copied()
             .collect();
         Some(peers::format(&ips))
+    }
+
+    /// The pods `prober` probes (chosen, then added for coverage); None
+    /// for a pod it does not know.
+    pub fn peers_of<'a>(&'a self, prober: &str) -> Option<impl Iterator<Item = &'a String> + 'a> {
+        let chosen = self.chosen.get(prober)?;
+        let extra = self.extra_of.get(prober).into_iter().flatten();
+        Some(chosen.iter().map(|(_, name)| name).chain(extra))
     }
 
     /// `name` became a candidate: every other prober that ranks it in its

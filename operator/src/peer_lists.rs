@@ -50,6 +50,10 @@ pub struct Seen {
     pub addrs: Vec<IpAddr>,
     /// Its annotation as last seen or written ("" when absent).
     pub current: String,
+    /// The node it runs on ("" while unscheduled).
+    pub node: String,
+    /// Its node annotation as last seen or written ("" when absent).
+    pub current_nodes: String,
     listing: u64,
 }
 
@@ -73,6 +77,8 @@ pub struct Write {
     pub uid: String,
     /// The annotation value.
     pub value: String,
+    /// The value of the node annotation beside it.
+    pub nodes: String,
 }
 
 /// Every Debugger's pods and lists. Pure.
@@ -97,18 +103,20 @@ pub fn seen(pod: &Pod) -> Option<(Key, String, Option<Seen>)> {
     let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
     let probed = status.filter(|_| ready && running);
     let addrs = probed.map(addresses).unwrap_or_default();
-    let current = pod
-        .annotations()
-        .get(keys::ANNOTATION_PEERS)
-        .cloned()
-        .unwrap_or_default();
+    let annotation = |key: &str| pod.annotations().get(key).cloned().unwrap_or_default();
     Some((
         key,
         name,
         Some(Seen {
             uid: pod.uid().unwrap_or_default(),
             addrs,
-            current,
+            current: annotation(keys::ANNOTATION_PEERS),
+            node: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default(),
+            current_nodes: annotation(keys::ANNOTATION_PEER_NODES),
             listing: 0,
         }),
     ))
@@ -154,10 +162,11 @@ impl Groups {
                 let addrs = e.addrs.clone();
                 // A pod seen for the first time or replaced under its name,
                 // or someone else's write: check its list.
-                let check = group
-                    .pods
-                    .get(name)
-                    .is_none_or(|old| old.current != e.current || old.uid != e.uid);
+                let check = group.pods.get(name).is_none_or(|old| {
+                    old.current != e.current
+                        || old.current_nodes != e.current_nodes
+                        || old.uid != e.uid
+                });
                 group.pods.insert(name.to_string(), e);
                 let mut touched = match (&mut group.mesh, same_addrs) {
                     (Some(mesh), false) => mesh.set(name, addrs),
@@ -238,12 +247,23 @@ impl Groups {
                     Some(mesh) => mesh.list(&name).unwrap_or_default(),
                     None => String::new(),
                 };
-                if want != seen.current {
+                let want_nodes = match &group.mesh {
+                    Some(mesh) => peers::format_nodes(
+                        mesh.peers_of(&name)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|peer| group.pods.get(peer))
+                            .flat_map(|p| p.addrs.iter().map(|ip| (*ip, p.node.as_str()))),
+                    ),
+                    None => String::new(),
+                };
+                if want != seen.current || want_nodes != seen.current_nodes {
                     out.push(Write {
                         key: key.clone(),
                         pod: name,
                         uid: seen.uid.clone(),
                         value: want,
+                        nodes: want_nodes,
                     });
                 }
             }
@@ -261,6 +281,7 @@ impl Groups {
             Some(seen) if seen.uid == w.uid => {
                 if ok {
                     seen.current = w.value.clone();
+                    seen.current_nodes = w.nodes.clone();
                 } else {
                     group.dirty.insert(w.pod.clone());
                 }
@@ -363,7 +384,10 @@ async fn write(client: Client, w: &Write) -> Outcome {
             "name": w.pod,
             "namespace": w.key.0,
             "uid": w.uid,
-            "annotations": { keys::ANNOTATION_PEERS: w.value },
+            "annotations": {
+                keys::ANNOTATION_PEERS: w.value,
+                keys::ANNOTATION_PEER_NODES: w.nodes,
+            },
         },
     });
     let params = PatchParams::apply(keys::FIELD_MANAGER_PEERS).force();

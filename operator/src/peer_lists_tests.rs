@@ -10,6 +10,10 @@ fn pod(name: &str, ip: Option<&str>, ready: bool) -> Pod {
     p.metadata.namespace = Some("ops".into());
     p.metadata.uid = Some(format!("uid-{name}"));
     p.metadata.labels = Some([(keys::LABEL_DEBUGGER.to_string(), "mesh".to_string())].into());
+    p.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+        node_name: Some(format!("node-{name}")),
+        ..Default::default()
+    });
     p.status = Some(PodStatus {
         phase: Some("Running".into()),
         pod_ip: ip.map(String::from),
@@ -44,6 +48,15 @@ fn addrs(ips: &[&str]) -> Vec<IpAddr> {
 /// The pods known, over all Debuggers.
 fn pod_count(g: &Groups) -> usize {
     g.groups.values().map(|g| g.pods.len()).sum()
+}
+
+/// The annotations a pod carries once `w` landed.
+fn carried(w: &Write) -> std::collections::BTreeMap<String, String> {
+    [
+        (keys::ANNOTATION_PEERS.to_string(), w.value.clone()),
+        (keys::ANNOTATION_PEER_NODES.to_string(), w.nodes.clone()),
+    ]
+    .into()
 }
 
 fn write_all(g: &mut Groups) -> Vec<Write> {
@@ -123,8 +136,7 @@ fn a_dual_stack_pod_is_listed_with_both_addresses_and_a_second_one_touches_only_
             "dual" => with_ips("dual", &["10.0.0.99", "fd00::63"]),
             n => ready(n[1..].parse().unwrap()),
         };
-        p.metadata.annotations =
-            Some([(keys::ANNOTATION_PEERS.to_string(), w.value.clone())].into());
+        p.metadata.annotations = Some(carried(w));
         g.observe(Event::Apply(p));
     }
     assert!(write_all(&mut g).is_empty());
@@ -135,9 +147,9 @@ fn a_dual_stack_pod_is_listed_with_both_addresses_and_a_second_one_touches_only_
         .filter(|w| has(w, "10.0.0.5"))
         .map(|w| w.pod.as_str())
         .collect();
-    let own = first.iter().find(|w| w.pod == "p5").unwrap().value.clone();
+    let own = first.iter().find(|w| w.pod == "p5").unwrap();
     let mut p5 = with_ips("p5", &["10.0.0.5", &v6(5)]);
-    p5.metadata.annotations = Some([(keys::ANNOTATION_PEERS.to_string(), own)].into());
+    p5.metadata.annotations = Some(carried(own));
     g.observe(Event::Apply(p5));
     let second = write_all(&mut g);
     let rewritten: BTreeSet<&str> = second.iter().map(|w| w.pod.as_str()).collect();
@@ -145,6 +157,9 @@ fn a_dual_stack_pod_is_listed_with_both_addresses_and_a_second_one_touches_only_
     assert!(second
         .iter()
         .all(|w| has(w, "10.0.0.5") && has(w, "fd00::5")));
+    assert!(second
+        .iter()
+        .all(|w| w.nodes.contains("10.0.0.5=node-p5") && w.nodes.contains("fd00::5=node-p5")));
 }
 
 #[test]
@@ -161,14 +176,23 @@ fn lists_are_written_once_and_only_where_they_change() {
     let first = write_all(&mut g);
     assert_eq!(first.len(), 30);
     assert!(first.iter().all(|w| w.value.split(',').count() == 3));
+    // Each listed address with the node of its pod.
+    for w in &first {
+        let nodes = combo_api::peers::parse_nodes(&w.nodes);
+        let (ips, _) = combo_api::peers::parse(&w.value);
+        assert_eq!(nodes.keys().copied().collect::<Vec<_>>(), ips, "{w:?}");
+        assert!(nodes.iter().all(|(ip, node)| match ip {
+            IpAddr::V4(v4) => *node == format!("node-p{}", v4.octets()[3]),
+            IpAddr::V6(_) => false,
+        }));
+    }
     assert!(first
         .iter()
         .all(|w| !w.value.contains(&format!("10.0.0.{},", &w.pod[1..]))));
     // The watch brings the written annotations back: nothing more.
     for w in &first {
         let mut p = pod(&w.pod, Some(&format!("10.0.0.{}", &w.pod[1..])), true);
-        p.metadata.annotations =
-            Some([(keys::ANNOTATION_PEERS.to_string(), w.value.clone())].into());
+        p.metadata.annotations = Some(carried(w));
         g.observe(Event::Apply(p));
     }
     assert!(write_all(&mut g).is_empty());
@@ -178,8 +202,8 @@ fn lists_are_written_once_and_only_where_they_change() {
         .filter(|w| w.value.split(',').any(|ip| ip == "10.0.0.7"))
         .count();
     let mut unready = pod("p7", Some("10.0.0.7"), false);
-    let own = first.iter().find(|w| w.pod == "p7").unwrap().value.clone();
-    unready.metadata.annotations = Some([(keys::ANNOTATION_PEERS.to_string(), own)].into());
+    let own = first.iter().find(|w| w.pod == "p7").unwrap();
+    unready.metadata.annotations = Some(carried(own));
     g.observe(Event::Apply(unready));
     let second = write_all(&mut g);
     assert_eq!(second.len(), holders, "{second:?}");
@@ -313,6 +337,7 @@ async fn a_write_landed_is_told_from_a_pod_gone_and_from_a_failure() {
         pod: "p1".into(),
         uid: "uid-p1".into(),
         value: "10.0.0.2,10.0.0.3".into(),
+        nodes: "10.0.0.2=node-2,10.0.0.3=node-3".into(),
     };
     let answers = [
         (
@@ -341,6 +366,10 @@ async fn a_write_landed_is_told_from_a_pod_gone_and_from_a_failure() {
         assert_eq!(
             body["metadata"]["annotations"][keys::ANNOTATION_PEERS],
             "10.0.0.2,10.0.0.3"
+        );
+        assert_eq!(
+            body["metadata"]["annotations"][keys::ANNOTATION_PEER_NODES],
+            "10.0.0.2=node-2,10.0.0.3=node-3"
         );
     }
 }

@@ -1,11 +1,12 @@
 //! Prometheus metrics (docs/reference.md, "Metrics") and the `/metrics` endpoint.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
 use combo_api::http;
-use prometheus_client::encoding::{text, EncodeLabelSet};
+use combo_api::pinger::Host;
+use prometheus_client::encoding::{text, EncodeLabel, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -18,28 +19,53 @@ use crate::recent::Windows;
 use crate::targets::Target;
 
 /// Labels of `combo_pinger_probes_total`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct ProbeLabels {
     kind: &'static str,
     target: Arc<String>,
+    /// The peer's node; empty for other targets, which have no `node`
+    /// label.
+    node: Arc<String>,
     result: &'static str,
 }
 
 /// Labels of the per-target metrics.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct TargetLabels {
     kind: &'static str,
     target: Arc<String>,
+    node: Arc<String>,
+}
+
+/// `kind`, `target`, and `node` when it is not empty.
+fn encode_target(
+    kind: &str,
+    target: &str,
+    node: &str,
+    encoder: &mut LabelSetEncoder,
+) -> Result<(), std::fmt::Error> {
+    ("kind", kind).encode(encoder.encode_label())?;
+    ("target", target).encode(encoder.encode_label())?;
+    if !node.is_empty() {
+        ("node", node).encode(encoder.encode_label())?;
+    }
+    Ok(())
+}
+
+impl EncodeLabelSet for TargetLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        encode_target(self.kind, &self.target, &self.node, encoder)
+    }
+}
+
+impl EncodeLabelSet for ProbeLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        encode_target(self.kind, &self.target, &self.node, encoder)?;
+        ("result", self.result).encode(encoder.encode_label())
+    }
 }
 
 type RttFamily = Family<TargetLabels, Histogram, fn() -> Histogram>;
-
-fn target_labels(report: &Report) -> TargetLabels {
-    TargetLabels {
-        kind: report.target.kind.as_str(),
-        target: report.label.clone(),
-    }
-}
 
 fn rtt_histogram() -> Histogram {
     // 50 µs .. ~3.3 s.
@@ -53,6 +79,8 @@ pub struct Metrics {
     rtt: RttFamily,
     up: Family<TargetLabels, Gauge>,
     handles: Mutex<HashMap<(&'static str, Arc<String>), Handles>>,
+    /// The node of each peer address, for the `node` label.
+    peer_nodes: Mutex<HashMap<IpAddr, Arc<String>>>,
     /// Loss and RTT of the last minutes, for `kubectl combo mesh`.
     recent: Mutex<Windows>,
 }
@@ -83,6 +111,7 @@ impl Default for Metrics {
             up,
             recent: Mutex::default(),
             handles: Mutex::new(HashMap::new()),
+            peer_nodes: Mutex::default(),
         }
     }
 }
@@ -91,6 +120,8 @@ impl Default for Metrics {
 /// one per metric family.
 #[derive(Default)]
 struct Handles {
+    /// The `node` label its series carry.
+    node: Arc<String>,
     /// `probes_total` by result, in [`RESULTS`] order; made on first use.
     probes: [Option<Counter>; 4],
     rtt: Option<Histogram>,
@@ -101,11 +132,46 @@ struct Handles {
 const RESULTS: [&str; 4] = ["ok", "timeout", "refused", "error"];
 
 impl Metrics {
+    /// Sets the node of each peer address: the `node` label of the series
+    /// of the peers probed from now on (docs/pinger.md, "Metrics").
+    pub fn set_peer_nodes(&self, nodes: HashMap<IpAddr, Arc<String>>) {
+        *self.peer_nodes.lock().unwrap_or_else(|p| p.into_inner()) = nodes;
+    }
+
+    /// The `node` label of `target`: its peer's node, else empty.
+    fn node_of(&self, target: &Target) -> Arc<String> {
+        let Host::Ip(ip) = &target.host else {
+            return Arc::default();
+        };
+        self.peer_nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(ip)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Counts a finished round.
     pub fn record(&self, report: &Report) {
         let kind = report.target.kind.as_str();
+        let node = self.node_of(&report.target);
         let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
-        let h = handles.entry((kind, report.label.clone())).or_default();
+        let key = (kind, report.label.clone());
+        if handles.get(&key).is_some_and(|h| h.node != node) {
+            // The address is another node's peer now: its series start
+            // again under that node.
+            let old = handles.remove(&key).map(|h| h.node).unwrap_or_default();
+            self.remove_series(kind, &report.label, &old);
+        }
+        let h = handles.entry(key).or_insert_with(|| Handles {
+            node: node.clone(),
+            ..Handles::default()
+        });
+        let labels = || TargetLabels {
+            kind,
+            target: report.label.clone(),
+            node: node.clone(),
+        };
         for o in &report.outcomes {
             let i = RESULTS.iter().position(|r| *r == o.label()).unwrap_or(3);
             h.probes[i]
@@ -113,17 +179,18 @@ impl Metrics {
                     self.probes.get_or_create_owned(&ProbeLabels {
                         kind,
                         target: report.label.clone(),
+                        node: node.clone(),
                         result: RESULTS[i],
                     })
                 })
                 .inc();
             if let Some(rtt) = o.rtt() {
                 h.rtt
-                    .get_or_insert_with(|| self.rtt.get_or_create_owned(&target_labels(report)))
+                    .get_or_insert_with(|| self.rtt.get_or_create_owned(&labels()))
                     .observe(rtt.as_secs_f64());
             }
         }
-        h.up.get_or_insert_with(|| self.up.get_or_create_owned(&target_labels(report)))
+        h.up.get_or_insert_with(|| self.up.get_or_create_owned(&labels()))
             .set(i64::from(report.stats.passed));
         drop(handles);
         self.recent
@@ -140,24 +207,34 @@ impl Metrics {
     pub fn forget(&self, target: &Target) {
         let label = Arc::new(target.label());
         let kind = target.kind.as_str();
-        self.handles
+        let node = self
+            .handles
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&(kind, label.clone()));
+            .remove(&(kind, label.clone()))
+            .map(|h| h.node)
+            .unwrap_or_default();
         self.recent
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .forget(kind, &label);
+        self.remove_series(kind, &label, &node);
+    }
+
+    /// Removes the series of one target under one `node` label.
+    fn remove_series(&self, kind: &'static str, label: &Arc<String>, node: &Arc<String>) {
         for result in RESULTS {
             self.probes.remove(&ProbeLabels {
                 kind,
                 target: label.clone(),
+                node: node.clone(),
                 result,
             });
         }
         let labels = TargetLabels {
             kind,
-            target: label,
+            target: label.clone(),
+            node: node.clone(),
         };
         self.rtt.remove(&labels);
         self.up.remove(&labels);
@@ -322,6 +399,49 @@ pub(crate) mod tests {
         let mut out = String::new();
         s.read_to_string(&mut out).await.unwrap();
         out
+    }
+
+    #[test]
+    fn a_peers_series_carry_its_node_and_follow_its_address_to_another_node() {
+        let m = Metrics::default();
+        let ok = || vec![Outcome::Ok(Duration::from_millis(1))];
+        let peer = report_at("10.0.0.7", std::time::SystemTime::UNIX_EPOCH, ok());
+        let other = report_at("10.0.0.8", std::time::SystemTime::UNIX_EPOCH, ok());
+        let node = |n: &str| Arc::new(n.to_string());
+        m.set_peer_nodes(HashMap::from([(
+            "10.0.0.7".parse().unwrap(),
+            node("node-7"),
+        )]));
+        m.record(&peer);
+        m.record(&other);
+        let text = m.encode();
+        assert!(
+            text.contains(
+                r#"combo_pinger_target_up{kind="icmp",target="10.0.0.7",node="node-7"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            r#"combo_pinger_probes_total{kind="icmp",target="10.0.0.7",node="node-7",result="ok"} 1"#
+        ));
+        assert!(
+            text.contains(r#"combo_pinger_target_up{kind="icmp",target="10.0.0.8"} 1"#),
+            "a target that is no known peer has no node label: {text}"
+        );
+        // The address now belongs to a pod on node-9: its series move.
+        m.set_peer_nodes(HashMap::from([(
+            "10.0.0.7".parse().unwrap(),
+            node("node-9"),
+        )]));
+        m.record(&peer);
+        let text = m.encode();
+        assert!(!text.contains("node-7"), "{text}");
+        assert!(
+            text.contains(r#"target="10.0.0.7",node="node-9"} 1"#),
+            "{text}"
+        );
+        m.forget(&peer.target);
+        assert!(!m.encode().contains("10.0.0.7"));
     }
 
     #[tokio::test]

@@ -61,6 +61,33 @@ pub fn parse(value: &str) -> (Vec<IpAddr>, Vec<String>) {
     (ips, bad)
 }
 
+/// The annotation value naming the node of each address: `address=node`
+/// pairs in address order, joined by commas; empty when there are none.
+pub fn format_nodes<'a>(pairs: impl IntoIterator<Item = (IpAddr, &'a str)>) -> String {
+    let mut sorted: Vec<(IpAddr, &str)> =
+        pairs.into_iter().filter(|(_, n)| !n.is_empty()).collect();
+    sorted.sort_unstable();
+    sorted.dedup_by_key(|(ip, _)| *ip);
+    sorted
+        .iter()
+        .map(|(ip, node)| format!("{ip}={node}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The node of each address of a [`format_nodes`] value; entries that do
+/// not parse are skipped.
+pub fn parse_nodes(value: &str) -> std::collections::BTreeMap<IpAddr, String> {
+    value
+        .split(',')
+        .filter_map(|entry| {
+            let (ip, node) = entry.trim().split_once('=')?;
+            let node = node.trim();
+            (!node.is_empty()).then(|| Some((ip.trim().parse().ok()?, node.to_string())))?
+        })
+        .collect()
+}
+
 /// Every address of a pod: each entry of its `status.podIPs` that is an
 /// address (both of a dual-stack pod), repeats kept once, in the order
 /// given; `status.podIP` when no entry is one. The operator's lists and the
@@ -115,6 +142,25 @@ mod tests {
         );
         assert!(pod_addresses([], None).is_empty());
         assert!(pod_addresses([], Some("")).is_empty());
+    }
+
+    #[test]
+    fn the_nodes_of_a_list_read_back_as_written_and_bad_entries_are_skipped() {
+        let pairs = [
+            ("fd00::7".parse().unwrap(), "node-7"),
+            ("10.0.0.9".parse().unwrap(), "node-9"),
+            ("10.0.0.7".parse().unwrap(), "node-7"),
+            ("10.0.0.8".parse().unwrap(), ""),
+        ];
+        let value = format_nodes(pairs);
+        assert_eq!(value, "10.0.0.7=node-7,10.0.0.9=node-9,fd00::7=node-7");
+        let back = parse_nodes(&value);
+        assert_eq!(back.len(), 3);
+        assert_eq!(back[&"fd00::7".parse::<IpAddr>().unwrap()], "node-7");
+        let odd = parse_nodes(" 10.0.0.1 = a ,x=b,10.0.0.2=,10.0.0.3,,");
+        assert_eq!(odd.len(), 1);
+        assert_eq!(odd[&"10.0.0.1".parse::<IpAddr>().unwrap()], "a");
+        assert_eq!(format_nodes([]), "");
     }
 
     #[test]

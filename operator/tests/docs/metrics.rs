@@ -81,6 +81,14 @@ fn pinger_text() -> String {
         Outcome::Error("x".into()),
     ];
     let limits = Thresholds::default();
+    // A peer's series carry its node.
+    m.set_peer_nodes(
+        [(
+            "::1".parse().expect("an address"),
+            Arc::new("node-a".to_string()),
+        )]
+        .into(),
+    );
     m.record(&combo_pinger::engine::Report {
         label: Arc::new(target.label()),
         target,

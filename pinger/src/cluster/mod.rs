@@ -11,7 +11,7 @@ mod table;
 mod table_watch;
 mod watch;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,6 +81,10 @@ struct State {
     /// The list as written, so that a list is parsed (and its bad entries
     /// logged) once, not at every change of the pod.
     listed_value: Option<String>,
+    /// The node of each address of the own pod's list.
+    listed_nodes: BTreeMap<IpAddr, String>,
+    /// The node of each peer pod, by name, while the pod watch runs.
+    peer_nodes: BTreeMap<String, String>,
 }
 
 impl State {
@@ -96,8 +100,19 @@ impl State {
                 }
             }
             Update::Peers(all) => self.peers = all,
+            Update::ListedNodes(value) => {
+                self.listed_nodes = value
+                    .as_deref()
+                    .map(combo_api::peers::parse_nodes)
+                    .unwrap_or_default();
+            }
+            Update::PeerNodes(all) => self.peer_nodes = all,
+            Update::PeerNode(name, node) => {
+                self.peer_nodes.insert(name, node);
+            }
             Update::Peer(name, ips) if ips.is_empty() => {
                 self.peers.remove(&name);
+                self.peer_nodes.remove(&name);
             }
             Update::Peer(name, ips) => {
                 self.peers.insert(name, ips);
@@ -122,6 +137,23 @@ impl State {
         self.listed = listed;
         self.listed_value = value;
         bad
+    }
+
+    /// The node of each peer address known, from the own pod's list or
+    /// the peer pods (docs/pinger.md, "Metrics").
+    fn peer_nodes(&self) -> HashMap<IpAddr, Arc<String>> {
+        let mut out: HashMap<IpAddr, Arc<String>> = self
+            .listed_nodes
+            .iter()
+            .map(|(ip, node)| (*ip, Arc::new(node.clone())))
+            .collect();
+        for (pod, node) in &self.peer_nodes {
+            let node = Arc::new(node.clone());
+            for ip in self.peers.get(pod).into_iter().flatten() {
+                out.entry(*ip).or_insert_with(|| node.clone());
+            }
+        }
+        out
     }
 
     /// Where the peers come from, as [`peers::desired`] reads it.
@@ -184,6 +216,7 @@ impl Probing {
         } else {
             Default::default()
         };
+        self.metrics.set_peer_nodes(state.peer_nodes());
         self.set_targets(&targets);
         spec
     }

@@ -211,6 +211,36 @@ async fn the_pod_watch_starts_and_stops_with_the_spec_and_takes_its_peers_along(
 }
 
 #[test]
+fn peer_addresses_are_named_by_node_from_the_list_or_the_pods() {
+    let mut state = State::default();
+    state.apply(Update::Listed(Some("10.0.0.2,10.0.0.3".into())));
+    state.apply(Update::ListedNodes(Some("10.0.0.2=n2,10.0.0.3=n3".into())));
+    let nodes = state.peer_nodes();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[&"10.0.0.3".parse::<IpAddr>().unwrap()].as_str(), "n3");
+    state.apply(Update::ListedNodes(None));
+    assert!(state.peer_nodes().is_empty());
+
+    state.apply(Update::Peers(Pods::from([(
+        "a".to_string(),
+        vec!["10.0.0.1".parse().unwrap(), "fd00::1".parse().unwrap()],
+    )])));
+    state.apply(Update::PeerNodes(
+        [("a".to_string(), "na".to_string())].into(),
+    ));
+    state.apply(Update::PeerNode("b".into(), "nb".into()));
+    state.apply(Update::Peer("b".into(), vec!["10.0.0.2".parse().unwrap()]));
+    let nodes = state.peer_nodes();
+    let of = |ip: &str| nodes[&ip.parse::<IpAddr>().unwrap()].as_str().to_string();
+    assert_eq!(
+        (of("10.0.0.1"), of("fd00::1"), of("10.0.0.2")),
+        ("na".into(), "na".into(), "nb".into())
+    );
+    state.apply(Update::Peer("b".into(), Vec::new()));
+    assert_eq!(state.peer_nodes().len(), 2, "b left with its node");
+}
+
+#[test]
 fn a_pods_phase_seed_stays_the_value_released_versions_computed() {
     // The seed places every target's rounds; a changed one moves them all.
     assert_eq!(seed("node-check-00000"), 0xb7e3_2d33_477c_7b1d);

@@ -82,6 +82,7 @@ pub(super) fn switch_pod_watch(
             tracing::info!("no longer following the Debugger's pods");
             *watch = None;
             state.peers.clear();
+            state.peer_nodes.clear();
         }
         _ => {}
     }

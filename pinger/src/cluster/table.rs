@@ -53,6 +53,7 @@ pub struct Columns {
     ready: usize,
     status: usize,
     ip: usize,
+    node: Option<usize>,
     gates: Option<usize>,
 }
 
@@ -70,6 +71,7 @@ impl Columns {
             ready: find("Ready")?,
             status: find("Status")?,
             ip: find("IP")?,
+            node: find("Node"),
             gates: find("Readiness Gates"),
         })
     }
@@ -84,6 +86,8 @@ pub struct Row {
     /// containers and readiness gates are ready, and it has an IP; else
     /// none.
     pub peer_ips: Vec<IpAddr>,
+    /// The node it runs on ("" while unscheduled, or without the column).
+    pub node: String,
 }
 
 /// The rows of a table.
@@ -103,8 +107,10 @@ pub fn rows(table: &Value, cols: Columns) -> Vec<Row> {
                 .gates
                 .is_none_or(|g| matches!(cell(g), "" | "<none>") || all_of(cell(g)));
             let eligible = cell(cols.status) == "Running" && all_of(cell(cols.ready)) && gates_ok;
+            let node = cols.node.map(cell).filter(|n| *n != "<none>");
             Some(Row {
                 name: name.to_string(),
+                node: node.unwrap_or_default().to_string(),
                 peer_ips: if eligible {
                     addresses(r, cell(cols.ip))
                 } else {

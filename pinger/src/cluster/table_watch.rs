@@ -159,6 +159,7 @@ async fn list(
     // Listed in pages, as kubectl lists: a page's text and parsed form are
     // what the pinger holds at once, not the whole namespace's.
     let mut all = Pods::new();
+    let mut nodes = std::collections::BTreeMap::new();
     let mut next_page: Option<String> = None;
     let (cols, version) = loop {
         let mut uri = format!("{path}?{}&limit={}", query.params, query.page);
@@ -167,12 +168,14 @@ async fn list(
         }
         let page: Value = client.request(request(uri)).await?;
         let cols = Columns::from_table(&page).ok_or(Error::Columns)?;
-        all.extend(
-            table::rows(&page, cols)
-                .into_iter()
-                .filter(|r| !r.peer_ips.is_empty())
-                .map(|r| (r.name, r.peer_ips)),
-        );
+        for r in table::rows(&page, cols) {
+            if !r.peer_ips.is_empty() {
+                if !r.node.is_empty() {
+                    nodes.insert(r.name.clone(), r.node);
+                }
+                all.insert(r.name, r.peer_ips);
+            }
+        }
         next_page = page
             .pointer("/metadata/continue")
             .and_then(Value::as_str)
@@ -186,6 +189,9 @@ async fn list(
         }
     };
     tx.send(Update::Peers(all))
+        .await
+        .map_err(|_| Error::Closed)?;
+    tx.send(Update::PeerNodes(nodes))
         .await
         .map_err(|_| Error::Closed)?;
     Ok((cols, version))
@@ -227,6 +233,11 @@ async fn watch(
                         } else {
                             row.peer_ips
                         };
+                        if !ips.is_empty() && !row.node.is_empty() {
+                            tx.send(Update::PeerNode(row.name.clone(), row.node))
+                                .await
+                                .map_err(|_| Error::Closed)?;
+                        }
                         tx.send(Update::Peer(row.name, ips))
                             .await
                             .map_err(|_| Error::Closed)?;

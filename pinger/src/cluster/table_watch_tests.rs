@@ -8,11 +8,58 @@ fn columns() -> Value {
 
 /// The next update, or None when none comes within a minute (of paused
 /// time).
-async fn next(rx: &mut mpsc::Receiver<Update>) -> Option<Update> {
+async fn next_any(rx: &mut mpsc::Receiver<Update>) -> Option<Update> {
     tokio::time::timeout(Duration::from_secs(60), rx.recv())
         .await
         .ok()
         .flatten()
+}
+
+/// The next update other than the nodes of peers.
+async fn next(rx: &mut mpsc::Receiver<Update>) -> Option<Update> {
+    loop {
+        match next_any(rx).await {
+            Some(Update::PeerNodes(_) | Update::PeerNode(..)) => continue,
+            other => return other,
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_peer_comes_with_its_node() {
+    let defs = json!([{"name": "Name"}, {"name": "Ready"}, {"name": "Status"},
+        {"name": "IP"}, {"name": "Node"}]);
+    let list = json!({
+        "kind": "Table", "metadata": {"resourceVersion": "5"},
+        "columnDefinitions": defs,
+        "rows": [
+            {"cells": ["a", "1/1", "Running", "10.0.0.1", "node-a"]},
+            {"cells": ["p", "1/1", "Pending", "", "<none>"]}
+        ]
+    });
+    let added = json!({"type": "ADDED", "object": {"kind": "Table",
+        "metadata": {"resourceVersion": "6"}, "columnDefinitions": defs,
+        "rows": [{"cells": ["b", "1/1", "Running", "10.0.0.2", "node-b"]}]}});
+    let (client, _) = StandIn::scripted(vec![
+        Answer::ok(list.to_string()),
+        Answer::ok(added.to_string()),
+    ]);
+    let (tx, mut rx) = mpsc::channel(16);
+    let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), Include::None, tx));
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(format!("{:?}", next_any(&mut rx).await));
+    }
+    assert_eq!(
+        got,
+        [
+            r#"Some(Peers({"a": [10.0.0.1]}))"#,
+            r#"Some(PeerNodes({"a": "node-a"}))"#,
+            r#"Some(PeerNode("b", "node-b"))"#,
+            r#"Some(Peer("b", [10.0.0.2]))"#,
+        ]
+    );
+    task.abort();
 }
 
 #[tokio::test(start_paused = true)]
@@ -182,6 +229,7 @@ async fn pause_after_the_broken_watch(serving: Duration) -> Duration {
     let (tx, mut rx) = mpsc::channel(16);
     let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), Include::None, tx));
     assert!(matches!(next(&mut rx).await, Some(Update::Peers(_))));
+    assert!(matches!(next_any(&mut rx).await, Some(Update::PeerNodes(_))));
     let listed = tokio::time::Instant::now();
     let again = tokio::time::timeout(serving + Duration::from_secs(60), rx.recv()).await;
     assert!(

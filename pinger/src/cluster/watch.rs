@@ -30,6 +30,13 @@ pub enum Update {
     /// The peer list the operator wrote on the own pod (annotation
     /// [`keys::ANNOTATION_PEERS`]) as it reads, or None without one.
     Listed(Option<String>),
+    /// The nodes of that list's addresses (annotation
+    /// [`keys::ANNOTATION_PEER_NODES`]), or None without one.
+    ListedNodes(Option<String>),
+    /// The node of each peer pod after a (re)list, by pod name.
+    PeerNodes(std::collections::BTreeMap<String, String>),
+    /// One pod's node, with its [`Update::Peer`].
+    PeerNode(String, String),
 }
 
 /// Follows one Pinger by name.
@@ -71,6 +78,7 @@ pub async fn own_pod(api: Api<PartialObjectMeta<Pod>>, me: String, tx: mpsc::Sen
     let mut stream = watcher(api, cfg).default_backoff().boxed();
     let mut sent_uid: Option<String> = None;
     let mut sent_list: Option<Option<String>> = None;
+    let mut sent_nodes: Option<Option<String>> = None;
     while let Some(event) = stream.next().await {
         let pod = match event {
             Ok(Event::Apply(pod)) | Ok(Event::InitApply(pod)) => pod,
@@ -92,6 +100,11 @@ pub async fn own_pod(api: Api<PartialObjectMeta<Pod>>, me: String, tx: mpsc::Sen
         if sent_list.as_ref() != Some(&list) {
             sent_list = Some(list.clone());
             updates.push(Update::Listed(list));
+        }
+        let nodes = pod.annotations().get(keys::ANNOTATION_PEER_NODES).cloned();
+        if sent_nodes.as_ref() != Some(&nodes) {
+            sent_nodes = Some(nodes.clone());
+            updates.push(Update::ListedNodes(nodes));
         }
         for update in updates {
             if tx.send(update).await.is_err() {
@@ -149,6 +162,9 @@ mod tests {
                 "resourceVersion": version.to_string(), "annotations": {"other": "x"}}});
         if let Some(value) = annotation {
             pod["metadata"]["annotations"][keys::ANNOTATION_PEERS] = value.into();
+            // The operator writes the nodes beside the addresses.
+            let nodes: Vec<String> = value.split(',').map(|ip| format!("{ip}=n-{ip}")).collect();
+            pod["metadata"]["annotations"][keys::ANNOTATION_PEER_NODES] = nodes.join(",").into();
         }
         pod
     }
@@ -184,9 +200,13 @@ mod tests {
             [
                 r#"SelfUid("u1")"#,
                 "Listed(None)",
+                "ListedNodes(None)",
                 r#"Listed(Some("10.0.0.2,10.0.0.3"))"#,
+                r#"ListedNodes(Some("10.0.0.2=n-10.0.0.2,10.0.0.3=n-10.0.0.3"))"#,
                 r#"Listed(Some("10.0.0.4"))"#,
+                r#"ListedNodes(Some("10.0.0.4=n-10.0.0.4"))"#,
                 "Listed(None)",
+                "ListedNodes(None)",
             ]
         );
         // Only the own pod is asked for, never the Debugger's pods.

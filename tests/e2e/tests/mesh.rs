@@ -11,7 +11,7 @@ use combo_api::Category;
 use combo_e2e::fixtures::{DebuggerBuilder, PingerBuilder};
 use combo_e2e::{
     apply_yaml, client, install_from_registry, kubectl_combo, namespace, pods_on_every_real_node,
-    real_cluster_or_skip, real_node_netns, real_nodes, wait_for, NftTable,
+    real_cluster_or_skip, real_node_netns, real_nodes, scrape, wait_for, NftTable,
 };
 use combo_testkit::chromium;
 
@@ -122,6 +122,13 @@ async fn a_link_cut_between_real_nodes_is_the_first_failing_path_of_the_mesh_and
             "not yet:\n{table}"
         );
         Ok(true)
+    })
+    .await?;
+
+    // The peer's series name its node, from the list the operator wrote.
+    let series = format!(r#"combo_pinger_target_up{{kind="icmp",target="{to_ip}",node="{to}"}}"#);
+    wait_for(WAIT, &format!("{series} on {from}'s pinger"), || async {
+        Ok(scrape(&pods[from], 8080)?.contains(&series))
     })
     .await?;
 
