@@ -96,9 +96,9 @@ mod tests {
 
 /// Bytes of summary per second the writes of one Debugger's summary
 /// ConfigMap may average while its reports keep coming: a summary of
-/// 64 KiB (about 350 nodes) is written every 2 s, one of 900 KiB (5,000
-/// nodes) every 28 s.
-pub const SUMMARY_BYTES_PER_SECOND: usize = 32 * 1024;
+/// 32 KiB (about 180 nodes) is written every 2 s, one of 900 KiB (5,000
+/// nodes) every 56 s.
+pub const SUMMARY_BYTES_PER_SECOND: usize = 16 * 1024;
 /// How long no report has to change a summary before it is written
 /// whatever its size: the last report of a run reaches the summary about
 /// this long after it lands.
@@ -158,8 +158,8 @@ impl SummaryPace {
         let mut m = self.0.lock().expect("summary pace lock");
         if m.len() >= KEEP && !m.contains_key(uid) {
             // A record dropped costs one write earlier than paced; one
-            // older than the window of the largest summary (1 MiB) holds
-            // nothing back.
+            // older than the window of the largest summary (1 MiB, 64 s)
+            // holds nothing back.
             let old = summary_window(1 << 20);
             m.retain(|_, r| {
                 r.written
@@ -204,8 +204,8 @@ mod summary_tests {
     #[test]
     fn a_small_summary_is_written_every_window_and_a_large_one_in_proportion_to_its_size() {
         assert_eq!(summary_window(10_000), WINDOW);
-        assert_eq!(summary_window(64 * 1024), WINDOW);
-        assert_eq!(summary_window(900 * 1024), Duration::from_secs_f64(28.125));
+        assert_eq!(summary_window(32 * 1024), WINDOW);
+        assert_eq!(summary_window(900 * 1024), Duration::from_secs_f64(56.25));
     }
 
     #[test]
@@ -221,11 +221,11 @@ mod summary_tests {
             wait, QUIET,
             "looked at again once the reports may have stopped"
         );
-        // Reports still coming at 20 s: the 28 s window holds.
-        let now = t0 + s(20);
+        // Reports still coming at 50 s: the 56 s window holds.
+        let now = t0 + s(50);
         assert!(summary_wait(Some(t0), now - Duration::from_millis(10), big, now).is_some());
-        // At 29 s, though reports come, the window has passed.
-        let now = t0 + s(29);
+        // At 57 s, though reports come, the window has passed.
+        let now = t0 + s(57);
         assert_eq!(summary_wait(Some(t0), now, big, now), None);
         // No report for QUIET: written, however large, once WINDOW passed.
         let now = t0 + s(6);
