@@ -48,6 +48,7 @@ trap cleanup EXIT
 # The debug build: `cargo test` above has built its dependencies already.
 tests/e2e/cluster.sh up "$dir" --nodes 3 --debug
 status=0
+bash tests/e2e/second-cluster.sh "$dir" || status=$?
 COMBO_E2E_DIR=$dir cargo test -p combo-e2e --no-fail-fast -- --test-threads 4 || status=$?
 # 200 runners applying their DebuggerReports at once.
 COMBO_E2E_DIR=$dir cargo test -p combo-runner --test cluster_writes -- --ignored || status=$?

@@ -19,6 +19,10 @@
 # (the build `cargo test` has made already: the test command saves a release
 # build that way). The directory they run from is written to DIR/bin-dir.
 #
+# One cluster per machine: `up` refuses while another DIR's cluster runs
+# (recorded in /run/kube-combo-cluster), naming it and how to stop it, and
+# `down` of another DIR leaves the running cluster's networks alone.
+#
 # Network plan (one cluster per machine; its names and addresses: netplan.sh):
 #   bridge kcbr0 172.31.0.1/24 on the host: the API server listens there.
 #   node-i: network namespace kc-node-i with InternalIP 172.31.0.(10+i) on the
@@ -50,6 +54,24 @@ usage() { die "usage: cluster.sh up DIR [--nodes N] [--real N] [--debug] | down 
 . "$here/realnodes.sh"
 
 pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# One cluster per machine (the network plan's names and addresses are
+# fixed): the DIR of the cluster that runs is kept here while it runs.
+owner_file=${KUBE_COMBO_CLUSTER_OWNER:-/run/kube-combo-cluster}
+
+# The DIR of another cluster with a process of it still running on this
+# machine; nothing when there is none.
+other_cluster() {
+    local other p
+    other=$(cat "$owner_file" 2>/dev/null) || return 0
+    [[ -n $other && $other != "$dir" ]] || return 0
+    for p in "$other"/pids/*.pid; do
+        if pid_alive "$p"; then
+            echo "$other"
+            return 0
+        fi
+    done
+}
 
 # apt_install [APT-OPTION...] [PACKAGE...]: installs the packages, reading
 # the package lists again only when they are missing or stale.
@@ -226,7 +248,12 @@ cmd_up() {
     if ! [[ $nodes =~ ^[0-9]+$ ]] || ((nodes > 200)); then die "--nodes takes 0..200"; fi
     if ! [[ $real =~ ^[0-9]+$ ]] || ((real > 50)); then die "--real takes 0..50"; fi
     ((nodes + real > 0)) || die "a cluster needs a node (--nodes or --real)"
-    local p
+    local p other
+    # Two `up`s at once: the second waits for the first's check and record.
+    exec 8>"$owner_file.lock"
+    flock -w 600 8 || die "another cluster.sh up holds $owner_file.lock"
+    other=$(other_cluster)
+    [[ -z $other ]] || die "a cluster already runs on this machine from $other; stop it first with: $0 down $other"
     for p in "$dir"/pids/*.pid; do
         if pid_alive "$p"; then die "a cluster already runs in $dir (cluster.sh down $dir first)"; fi
     done
@@ -240,6 +267,8 @@ cmd_up() {
         pkill -f "^$repo/target/(release|debug)/combo-" 2>/dev/null || true
         net_down
     fi
+    echo "$dir" >"$owner_file"
+    flock -u 8
     ensure_packages
     ((real == 0)) || ensure_real_packages
     "$here/build-k8s.sh"
@@ -332,13 +361,20 @@ cmd_up() {
 }
 
 cmd_down() {
-    local name
+    local name other
     # Nodes first: they stop their pods' processes and remove their namespaces.
     stop_real_nodes
     for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd dnsmasq registry; do
         stop_process "$name"
     done
+    other=$(other_cluster)
+    if [[ -n $other ]]; then
+        # The networks are the running cluster's: left to its own `down`.
+        echo "cluster down: $dir (the networks belong to the cluster of $other, which runs)"
+        return 0
+    fi
     net_down
+    [[ $(cat "$owner_file" 2>/dev/null) != "$dir" ]] || rm -f "$owner_file"
     echo "cluster down: $dir"
 }
 
