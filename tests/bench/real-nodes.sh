@@ -70,7 +70,7 @@ kubectl apply -k "$dir/overlay" 2>&1 | quiet >/dev/null
 kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=300s 2>&1 | quiet >/dev/null
 kubectl apply -n default -f config/samples/pinger.yaml 2>&1 | quiet >/dev/null
 t=$(now)
-kubectl apply -n default -f config/samples/debugger_daemonset.yaml 2>&1 | quiet >/dev/null
+kubectl apply -n default -f config/samples/debugger_daemonset_mesh.yaml 2>&1 | quiet >/dev/null
 while :; do
     running=$(kubectl get pods -n default -l kubecombo.io/debugger=node-check \
         -o jsonpath='{range .items[*]}{.status.containerStatuses[?(@.name=="runner")].state.running.startedAt}{"\n"}{end}' \

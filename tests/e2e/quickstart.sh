@@ -35,6 +35,8 @@ refuse() {
     local what=$1 pattern=$2
     ! grep -Eq -- "$pattern" "$out" || problems+=("$what: $(grep -E -m1 -- "$pattern" "$out")")
 }
+expect "the README's steps: kubectl combo run --wait saw the run finish on both nodes" \
+    '^run [0-9TZ]+ finished on 2 node\(s\): [0-9]+ failed item\(s\)'
 expect "kubectl combo run asked for a run and kept the schedule" \
     'requested on every node .*runAt "0 \*/6 \* \* \*" is unchanged'
 refuse "the run finished on both nodes" 'has not finished on both nodes'

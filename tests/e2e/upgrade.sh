@@ -25,7 +25,7 @@ dir=$(cd "${1:?usage: upgrade.sh DIR}" && pwd)
 export KUBECONFIG=$dir/kubeconfig
 registry=172.31.0.1:5000 # netplan.sh
 ns=combo-install
-debugger=node-check # config/samples/debugger_daemonset.yaml
+debugger=node-check # config/samples/debugger_daemonset_mesh.yaml
 work=$(mktemp -d /tmp/kube-combo-upgrade.XXXXXX)
 poller=''
 mapfile -t nodes < <(seq 1 "$(cat "$dir/real-nodes")" | sed 's/^/real-/')
@@ -147,7 +147,7 @@ install_and_run() {
     kubectl apply -f "$work/dist/A/kube-combo.yaml" >/dev/null
     wait_until 180 "operator of A rolled out" operator_at A
     kubectl create namespace "$ns" >/dev/null
-    kubectl apply -n "$ns" -f "$work/dist/A/samples/pinger.yaml" -f "$work/dist/A/samples/debugger_daemonset.yaml" >/dev/null
+    kubectl apply -n "$ns" -f "$work/dist/A/samples/debugger_daemonset_mesh.yaml" >/dev/null
     wait_until 180 "a Ready pod of the sample on every node" rolled_to "$(image_of A runner)"
     combo A run "$debugger" -n "$ns" >/dev/null
     local run

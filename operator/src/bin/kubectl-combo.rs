@@ -47,7 +47,11 @@ async fn dispatch(args: Args) -> Result<()> {
         .unwrap_or_else(|| client.default_namespace().to_string());
     match args.command {
         Command::Summary { debugger, all } => summary(client, &ns, &debugger, all).await,
-        Command::Run { debugger } => run(client, &ns, &debugger).await,
+        Command::Run {
+            debugger,
+            wait,
+            timeout,
+        } => run(client, &ns, &debugger, wait.then_some(timeout)).await,
         Command::Errlog {
             debugger,
             node,
@@ -159,23 +163,52 @@ async fn summary_data(
 
 /// Asks every node of Debugger `ns/name` for one run now, keeping its
 /// runAt (docs/runner.md, "Run now").
-async fn run(client: Client, ns: &str, name: &str) -> Result<()> {
+async fn run(client: Client, ns: &str, name: &str, wait: Option<u64>) -> Result<()> {
     let (run, patch) = plugin::run_now::request(Utc::now());
+    let api = Api::<Debugger>::namespaced(client, ns);
     let pp = PatchParams {
         field_manager: Some(keys::FIELD_MANAGER_PLUGIN.into()),
         ..PatchParams::default()
     };
-    let dbg = match Api::<Debugger>::namespaced(client, ns)
-        .patch(name, &pp, &Patch::Merge(&patch))
-        .await
-    {
+    let dbg = match api.patch(name, &pp, &Patch::Merge(&patch)).await {
         Err(kube::Error::Api(s)) if s.code == 404 => {
             return Err(NotFound::debugger(ns, name).into())
         }
         r => r.map_err(|e| api_error(e, &format!("annotating Debugger {ns}/{name}")))?,
     };
     println!("{}", plugin::run_now::said(name, run, &dbg.spec.run_at));
-    Ok(())
+    let Some(timeout) = wait else {
+        return Ok(());
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(timeout);
+    let mut last = None;
+    loop {
+        let dbg = api
+            .get(name)
+            .await
+            .map_err(|e| api_error(e, &format!("reading Debugger {ns}/{name}")))?;
+        let now = plugin::run_now::progress(dbg.status.as_ref(), run);
+        match now {
+            plugin::run_now::Progress::Done { nodes, failed } => {
+                println!("run {run} finished on {nodes} node(s): {failed} failed item(s); kubectl combo summary {name} -n {ns} shows them");
+                if failed > 0 {
+                    std::process::exit(1);
+                }
+                return Ok(());
+            }
+            plugin::run_now::Progress::Waiting { completed, desired } => {
+                if last != Some(now) {
+                    eprintln!("waiting for run {run}: {completed} of {desired} node(s) reported");
+                    last = Some(now);
+                }
+                if std::time::Instant::now() >= until {
+                    eprintln!("run {run}: {completed} of {desired} node(s) reported within {timeout} s; kubectl combo summary {name} -n {ns} shows what is there");
+                    std::process::exit(4);
+                }
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
 }
 
 async fn errlog(

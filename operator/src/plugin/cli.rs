@@ -35,6 +35,13 @@ pub enum Command {
     Run {
         /// The Debugger.
         debugger: String,
+        /// Wait until every node of the Debugger reported the run, then say
+        /// how many items failed (exit status 1 when some did).
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: give up after this many seconds (exit status 4).
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
     },
     /// Print an errlog of one node and category, through `kubectl exec`.
     Errlog {

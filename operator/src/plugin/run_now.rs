@@ -2,7 +2,51 @@
 //! on the Debugger and what it says. Pure.
 
 use chrono::{DateTime, Utc};
-use combo_api::{keys, RunId};
+use combo_api::{keys, DebuggerStatus, RunId};
+
+/// Where a run asked for stands, as the Debugger's status tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Not every node has reported it (or a later run) yet.
+    Waiting {
+        /// Nodes whose report holds the newest run.
+        completed: i32,
+        /// Pods of the workload (0 while it has none yet).
+        desired: i32,
+    },
+    /// Every pod's node reported it (or a later run).
+    Done {
+        /// Nodes that reported.
+        nodes: i32,
+        /// Failed items of the run.
+        failed: i32,
+    },
+}
+
+/// Whether `run` is done on every node of a Debugger whose status is
+/// `status`: its newest run (`lastRunAt`) is `run` or later and every
+/// desired pod's node reported it. Pure.
+pub fn progress(status: Option<&DebuggerStatus>, run: RunId) -> Progress {
+    let Some(s) = status else {
+        return Progress::Waiting {
+            completed: 0,
+            desired: 0,
+        };
+    };
+    let newest = s.last_run_at.as_deref().and_then(RunId::from_rfc3339);
+    let done = newest.is_some_and(|n| n >= run) && s.desired_pods > 0;
+    if done && s.completed_nodes >= s.desired_pods {
+        Progress::Done {
+            nodes: s.completed_nodes,
+            failed: s.failed_items,
+        }
+    } else {
+        Progress::Waiting {
+            completed: if done { s.completed_nodes } else { 0 },
+            desired: s.desired_pods,
+        }
+    }
+}
 
 /// The run asked for at `now` and the merge patch that asks for it: the
 /// annotation [`keys::ANNOTATION_RUN_NOW`], nothing of the spec.
@@ -32,6 +76,58 @@ pub fn said(name: &str, run: RunId, run_at: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_is_done_once_every_desired_pods_node_reported_it_or_a_later_one() {
+        let run: RunId = "20261122T063012Z".parse().unwrap();
+        assert_eq!(
+            progress(None, run),
+            Progress::Waiting {
+                completed: 0,
+                desired: 0
+            }
+        );
+        let status = |last: Option<&str>, completed, desired| DebuggerStatus {
+            last_run_at: last.map(String::from),
+            completed_nodes: completed,
+            desired_pods: desired,
+            failed_items: 3,
+            ..DebuggerStatus::default()
+        };
+        // The run before: its nodes count for nothing.
+        let before = status(Some("2026-11-22T06:00:00Z"), 2, 2);
+        assert_eq!(
+            progress(Some(&before), run),
+            Progress::Waiting {
+                completed: 0,
+                desired: 2
+            }
+        );
+        let half = status(Some("2026-11-22T06:30:12Z"), 1, 2);
+        assert_eq!(
+            progress(Some(&half), run),
+            Progress::Waiting {
+                completed: 1,
+                desired: 2
+            }
+        );
+        let all = status(Some("2026-11-22T06:30:12Z"), 2, 2);
+        assert_eq!(
+            progress(Some(&all), run),
+            Progress::Done {
+                nodes: 2,
+                failed: 3
+            }
+        );
+        let later = status(Some("2026-11-22T07:00:00Z"), 2, 2);
+        assert!(matches!(progress(Some(&later), run), Progress::Done { .. }));
+        // No pod yet (a Debugger just applied): never done.
+        let none = status(Some("2026-11-22T06:30:12Z"), 0, 0);
+        assert!(matches!(
+            progress(Some(&none), run),
+            Progress::Waiting { .. }
+        ));
+    }
 
     #[test]
     fn the_request_is_an_annotation_with_the_time_to_the_second_and_no_spec() {

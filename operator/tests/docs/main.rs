@@ -29,6 +29,7 @@ mod crds;
 mod metrics;
 mod names;
 mod readme;
+mod samples;
 mod source;
 
 fn repo() -> PathBuf {

@@ -352,7 +352,7 @@ async fn the_node_sample_finds_no_err_on_healthy_real_nodes_in_five_runs() -> Re
     let ns = namespace("real-healthy").await;
     let c = client().await;
     let samples = repo_root().join("config/samples");
-    for file in ["pinger.yaml", "debugger_daemonset.yaml"] {
+    for file in ["debugger_daemonset_mesh.yaml"] {
         apply_yaml(&ns.name, &std::fs::read_to_string(samples.join(file))?)?;
     }
     let name = "node-check";

@@ -18,8 +18,7 @@ use crate::helpers::{
 #[tokio::test]
 async fn sample_debugger_becomes_a_daemonset_whose_pods_get_ready() -> Result<()> {
     let (ns, c) = setup("op-ds").await;
-    apply_file(&ns.name, "config/samples/pinger.yaml")?;
-    apply_file(&ns.name, "config/samples/debugger_daemonset.yaml")?;
+    apply_file(&ns.name, "config/samples/debugger_daemonset_mesh.yaml")?;
     let ds: DaemonSet = eventually(&c, &ns.name, "node-check").await?;
     let owner = &ds.owner_references()[0];
     assert_eq!(

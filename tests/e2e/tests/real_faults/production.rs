@@ -160,7 +160,7 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
     let ns = namespace("real-busy").await;
     let c = client().await;
     let samples = repo_root().join("config/samples");
-    for file in ["pinger.yaml", "debugger_daemonset.yaml"] {
+    for file in ["debugger_daemonset_mesh.yaml"] {
         apply_yaml(&ns.name, &std::fs::read_to_string(samples.join(file))?)?;
     }
     pods_ready(&c, &ns.name, NAME).await?;
