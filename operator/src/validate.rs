@@ -49,8 +49,14 @@ pub fn refusal(kind: &str, name: &str, source: &kube::Error, failures: u32) -> O
     let persistent = combo_api::retry::is_permanent(source)
         || (status.code != 409 && status.code != 429 && failures >= 1);
     persistent.then(|| {
+        let fix = if status.message.contains("violates PodSecurity") {
+            // Pod Security admission: the fix is the namespace's label.
+            "; to let the Debugger's pods in, label its namespace pod-security.kubernetes.io/enforce=privileged, or turn enableSys and hostNetwork off"
+        } else {
+            ""
+        };
         Invalid::WorkloadRefused(format!(
-            "the API server refused {kind} {name}: {} ({})",
+            "the API server refused {kind} {name}: {} ({}){fix}",
             status.message, status.code
         ))
     })

@@ -101,6 +101,15 @@ fn a_refused_workload_is_reported_at_once_and_an_outage_once_it_persists() {
         msg.contains("DaemonSet check") && msg.contains("exceeded quota: q") && msg.contains("403"),
         "{msg}"
     );
+    let psa = answer(
+        403,
+        "pods \"check-x\" is forbidden: violates PodSecurity \"baseline:latest\": privileged (container \"runner\" must not set securityContext.privileged=true)",
+    );
+    let msg = refusal("Pod", "check", &psa, 0).unwrap().to_string();
+    assert!(
+        msg.ends_with("label its namespace pod-security.kubernetes.io/enforce=privileged, or turn enableSys and hostNetwork off"),
+        "Pod Security's refusal names the fix: {msg}"
+    );
     let token = answer(500, "No API token found for service account");
     assert_eq!(
         refusal("Pod", "p", &token, 0),
