@@ -172,7 +172,6 @@ build() {
     ensure_packages
     mkdir -p "$store"
     base_images
-    pause_image
     local i
     for i in "${built[@]}"; do
         log "kube-combo/$i:$tag (deploy/docker/Dockerfile.$i, profile $profile${KUBE_COMBO_VERSION:+, version $KUBE_COMBO_VERSION})"
@@ -198,6 +197,9 @@ push() { # registry
         list=(pause:3.4)
     else
         build
+        # The test cluster's sandbox image, not a release artifact: only a
+        # push to a cluster's registry builds it (from the Kubernetes tree).
+        pause_image
     fi
     for i in "${list[@]}"; do
         bh push --quiet --tls-verify=false "kube-combo/$i" "docker://$reg/kube-combo/$i" >/dev/null
