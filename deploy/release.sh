@@ -10,6 +10,9 @@
 #   kube-combo.yaml          the install manifest (config/default), images pinned by digest
 #   kube-combo-VERSION.tgz   the Helm chart, as `helm package` makes it, values pinned by digest
 #   kubectl-combo            the kubectl plugin (Linux x86-64, from the operator image)
+#   kubectl-combo-linux-amd64.tar.gz, combo.yaml
+#                            the plugin as krew installs it: the archive and krew's
+#                            Plugin manifest with its sha256 and URL (--url)
 #   samples/                 the example Debuggers and Pingers of config/samples
 #   images.txt               NAME REGISTRY/kube-combo/NAME@sha256:... per image
 #   SHA256SUMS               of all the above
@@ -21,6 +24,9 @@
 #                            them: a release that changes the operator alone keeps the
 #                            Debuggers' pods (their pod template does not change)
 #   --prebuilt               push the images tests/e2e/images.sh built last, without a build
+#   --url BASE               where the artifacts will be downloaded from, for the krew
+#                            manifest's uri (default file://OUT, for `kubectl krew install
+#                            --manifest=OUT/combo.yaml` on this machine)
 # KUBE_COMBO_IMAGE_PROFILE (default release) is the cargo profile. Credentials
 # for REGISTRY are buildah's (`buildah login`, with KUBE_COMBO_CACHE's storage).
 # With Docker instead of buildah (the Dockerfiles' cache mounts need BuildKit):
@@ -33,15 +39,16 @@ images_sh=$repo/tests/e2e/images.sh
 all=(operator runner pinger)
 
 die() { echo "release.sh: $*" >&2; exit 2; }
-usage() { die "usage: release.sh [--insecure] [--keep NAMES --previous DIR] [--prebuilt] VERSION REGISTRY [OUT]"; }
+usage() { die "usage: release.sh [--insecure] [--keep NAMES --previous DIR] [--prebuilt] [--url BASE] VERSION REGISTRY [OUT]"; }
 
-tls=true keep='' previous='' prebuilt=0 args=()
+tls=true keep='' previous='' prebuilt=0 url='' args=()
 while (($#)); do
     case $1 in
     --insecure) tls=false; shift ;;
     --keep) keep=${2:?--keep needs NAMES}; shift 2 ;;
     --previous) previous=${2:?--previous needs DIR}; shift 2 ;;
     --prebuilt) prebuilt=1; shift ;;
+    --url) url=${2:?--url needs BASE}; shift 2 ;;
     -*) usage ;;
     *) args+=("$1"); shift ;;
     esac
@@ -122,6 +129,33 @@ else
     "$images_sh" plugin "$out"
 fi
 cp "$repo"/config/samples/*.yaml "$out/samples/"
-(cd "$out" && sha256sum kube-combo.yaml "kube-combo-$version.tgz" kubectl-combo images.txt samples/*.yaml >SHA256SUMS)
+
+# The plugin for krew: an archive of the binary and krew's Plugin manifest.
+krew_archive=kubectl-combo-linux-amd64.tar.gz
+tar -C "$out" --owner=0 --group=0 --numeric-owner --mtime=@0 -czf "$out/$krew_archive" kubectl-combo
+url=${url:-file://$(cd "$out" && pwd)}
+cat >"$out/combo.yaml" <<EOF
+apiVersion: krew.googlecontainertools.github.com/v1alpha2
+kind: Plugin
+metadata:
+  name: combo
+spec:
+  version: v$version
+  shortDescription: Read kube-combo's node inspections and network probes
+  description: |
+    kubectl combo reads what kube-combo's Debuggers found: the summary of a
+    run node by node, the errlog of a node, the mesh of the pingers' paths,
+    and asks for a run now.
+  platforms:
+    - selector:
+        matchLabels:
+          os: linux
+          arch: amd64
+      uri: ${url%/}/$krew_archive
+      sha256: $(sha256sum "$out/$krew_archive" | cut -d' ' -f1)
+      bin: kubectl-combo
+EOF
+(cd "$out" && sha256sum kube-combo.yaml "kube-combo-$version.tgz" kubectl-combo "$krew_archive" combo.yaml \
+    images.txt samples/*.yaml >SHA256SUMS)
 echo "release $version in $out:"
 sed 's/^/  /' "$out/images.txt"

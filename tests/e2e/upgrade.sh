@@ -68,6 +68,30 @@ build_releases() {
     for r in A B C; do (cd "$work/dist/$r" && sha256sum --quiet -c SHA256SUMS) || fail "release $r: SHA256SUMS"; done
     [[ $("$work/dist/A/kubectl-combo" --version) == "kubectl-combo 0.1.0-ci.1" ]] ||
         fail "A's kubectl-combo --version: $("$work/dist/A/kubectl-combo" --version)"
+    check_krew "$work/dist/A" 0.1.0-ci.1
+}
+
+# The krew manifest of the release in $1 (version $2): krew's Plugin for
+# linux/amd64, whose sha256 is its archive's and whose archive holds the
+# release's plugin binary, which krew links (`bin`).
+check_krew() {
+    local dir=$1 version=$2 m=$1/combo.yaml x
+    [[ -f $m ]] || fail "release $version: no krew manifest combo.yaml"
+    local line
+    for line in 'apiVersion: krew.googlecontainertools.github.com/v1alpha2' 'kind: Plugin' \
+        "  version: v$version" '      bin: kubectl-combo'; do
+        grep -qx -- "$line" "$m" || fail "release $version: combo.yaml has no line '$line': $(cat "$m")"
+    done
+    [[ $(awk '$1 == "sha256:" {print $2}' "$m") == $(sha256sum "$dir/kubectl-combo-linux-amd64.tar.gz" | cut -d' ' -f1) ]] ||
+        fail "release $version: combo.yaml's sha256 is not its archive's"
+    grep -q "uri: .*/kubectl-combo-linux-amd64.tar.gz$" "$m" || fail "release $version: combo.yaml's uri"
+    x=$(mktemp -d)
+    tar -C "$x" -xzf "$dir/kubectl-combo-linux-amd64.tar.gz"
+    if ! cmp -s "$x/kubectl-combo" "$dir/kubectl-combo" || [[ ! -x $x/kubectl-combo ]]; then
+        rm -rf "$x"
+        fail "release $version: the krew archive does not hold the release's kubectl-combo"
+    fi
+    rm -rf "$x"
 }
 
 image_of() { awk -v n="$2" '$1 == n {print $2}' "$work/dist/$1/images.txt"; }
