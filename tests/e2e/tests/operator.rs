@@ -6,6 +6,8 @@
 mod helpers;
 #[path = "operator/invalid.rs"]
 mod invalid;
+#[path = "operator/own_check.rs"]
+mod own_check;
 #[path = "operator/ownership.rs"]
 mod ownership;
 #[path = "operator/rbac.rs"]
