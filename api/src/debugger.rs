@@ -189,6 +189,24 @@ pub struct DebuggerStatus {
     /// nodes for lastRunAt.
     #[serde(default)]
     pub skipped_items: i32,
+    /// The script sets the nodes ran for lastRunAt, by the scripts hash
+    /// of their reports, the set of most nodes first; at most 5 are
+    /// listed. More than one means nodes ran different scripts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script_sets: Vec<ScriptSet>,
+}
+
+/// Most script sets a Debugger's status lists.
+pub const MAX_SCRIPT_SETS: usize = 5;
+
+/// Nodes of one run that ran the same scripts.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScriptSet {
+    /// The scripts hash their reports carry.
+    pub scripts: String,
+    /// How many nodes ran it.
+    pub nodes: i32,
 }
 
 /// Workload kind of a Debugger.

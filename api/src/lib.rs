@@ -24,7 +24,7 @@ pub mod signal;
 pub mod summary;
 pub mod table;
 
-pub use debugger::{Category, Debugger, DebuggerSpec, DebuggerStatus, WorkloadType};
+pub use debugger::{Category, Debugger, DebuggerSpec, DebuggerStatus, ScriptSet, WorkloadType};
 pub use pinger::{Pinger, PingerSpec, PingerStatus};
 pub use report::{DebuggerReport, DebuggerReportSpec};
 pub use runat::{RunAt, RunId};

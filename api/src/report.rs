@@ -40,6 +40,13 @@ pub struct DebuggerReportSpec {
     /// When the node finished the run (RFC 3339, UTC).
     #[serde(default)]
     pub finished_at: String,
+    /// The scripts the run executed: 12 hex digits of a hash over the
+    /// path under the scripts directory and the content of each script,
+    /// the image's and the ConfigMap's, and of the files in lib/; nodes
+    /// with the same value ran the same scripts. Absent from a runner that
+    /// does not tell.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scripts: String,
     /// Items with an error in the run, counting those left out of
     /// `categories` to keep the report small.
     #[serde(default)]
@@ -154,6 +161,7 @@ impl DebuggerReportSpec {
             node: node.to_string(),
             run_at: bounded.run_at,
             finished_at: bounded.finished_at,
+            scripts: bounded.scripts,
             failed_items: result.failed_count() as u32,
             skipped_items: result.skipped().count() as u32,
             categories: bounded.categories,
@@ -165,6 +173,7 @@ impl DebuggerReportSpec {
         NodeSummary {
             run_at: self.run_at.clone(),
             finished_at: self.finished_at.clone(),
+            scripts: self.scripts.clone(),
             categories: self.categories.clone(),
             ..NodeSummary::default()
         }

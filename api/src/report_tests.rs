@@ -210,3 +210,36 @@ fn a_report_counts_the_err_lines_a_script_printed_past_the_limit() {
         "the metrics count them too"
     );
 }
+
+#[test]
+fn the_scripts_hash_goes_from_result_to_report_to_summary_and_back() {
+    let result = NodeSummary {
+        run_at: "2026-01-01T00:00:00Z".into(),
+        scripts: "0a1b2c3d4e5f".into(),
+        ..NodeSummary::default()
+    };
+    let spec = DebuggerReportSpec::of("d", "n", &result);
+    assert_eq!(spec.scripts, "0a1b2c3d4e5f");
+    let json = serde_json::to_value(&spec).unwrap();
+    assert_eq!(json["scripts"], "0a1b2c3d4e5f");
+    let back: DebuggerReportSpec = serde_json::from_value(json).unwrap();
+    assert_eq!(back, spec);
+    let value = spec.summary().to_yaml();
+    assert!(value.contains("scripts: 0a1b2c3d4e5f\n"), "{value}");
+    assert_eq!(
+        NodeSummary::from_yaml(&value).unwrap().scripts,
+        "0a1b2c3d4e5f"
+    );
+}
+
+#[test]
+fn a_report_without_a_scripts_hash_parses_and_writes_none() {
+    let spec: DebuggerReportSpec = serde_json::from_value(serde_json::json!({
+        "debugger": "d", "node": "n", "runAt": "2026-01-01T00:00:00Z",
+    }))
+    .unwrap();
+    assert_eq!(spec.scripts, "");
+    let json = serde_json::to_value(&spec).unwrap();
+    assert!(json.get("scripts").is_none(), "{json}");
+    assert!(!spec.summary().to_yaml().contains("scripts"));
+}

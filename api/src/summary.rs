@@ -16,6 +16,10 @@ pub struct NodeSummary {
     /// When the run finished (RFC 3339, UTC).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub finished_at: String,
+    /// The hash of the scripts the run executed; empty from a runner that
+    /// does not tell (docs/runner.md, "Which scripts a run used").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub scripts: String,
     /// Healthy items, when they are counted instead of listed (a shortened
     /// value in a large summary ConfigMap).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use combo_api::debugger::MAX_SCRIPT_SETS;
 use combo_api::report::ItemCounts;
 use combo_api::summary::{ItemResult, NodeSummary};
-use combo_api::DebuggerReportSpec;
+use combo_api::{DebuggerReportSpec, ScriptSet};
 
 use crate::status::RunSummary;
 
@@ -174,6 +175,7 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
         let mut v = NodeSummary {
             run_at: spec.run_at.clone(),
             finished_at: spec.finished_at.clone(),
+            scripts: spec.scripts.clone(),
             healthy_items: Some(spec.healthy_items()),
             failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
             skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
@@ -202,6 +204,7 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
         Level::FirstFailure => counted(1, Some(SHORT_MESSAGE)),
         Level::Counts | Level::KeysOmitted(_) => NodeSummary {
             run_at: spec.run_at.clone(),
+            scripts: spec.scripts.clone(),
             healthy_items: Some(spec.healthy_items()),
             failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
             skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
@@ -234,8 +237,36 @@ pub fn run_summary<'a>(reports: impl IntoIterator<Item = &'a NodeReport>) -> Run
             .clone()
             .map(|(_, r)| r.spec.failed_items as i32)
             .sum(),
-        skipped_items: current.map(|(_, r)| r.spec.skipped_items as i32).sum(),
+        skipped_items: current
+            .clone()
+            .map(|(_, r)| r.spec.skipped_items as i32)
+            .sum(),
+        script_sets: script_sets(current.map(|(_, r)| r.spec.scripts.as_str())),
     }
+}
+
+/// The script sets of one run's reports (their scripts hashes): the set of
+/// most nodes first (ties by hash), at most [`MAX_SCRIPT_SETS`]; reports
+/// without a hash are not counted.
+pub fn script_sets<'a>(hashes: impl IntoIterator<Item = &'a str>) -> Vec<ScriptSet> {
+    let mut nodes: BTreeMap<&str, i32> = BTreeMap::new();
+    for h in hashes.into_iter().filter(|h| !h.is_empty()) {
+        *nodes.entry(h).or_default() += 1;
+    }
+    let mut sets: Vec<ScriptSet> = nodes
+        .into_iter()
+        .map(|(scripts, nodes)| ScriptSet {
+            scripts: scripts.to_string(),
+            nodes,
+        })
+        .collect();
+    sets.sort_by(|a, b| {
+        b.nodes
+            .cmp(&a.nodes)
+            .then_with(|| a.scripts.cmp(&b.scripts))
+    });
+    sets.truncate(MAX_SCRIPT_SETS);
+    sets
 }
 
 /// Reports to delete at a new run: those of nodes that run no pod of the

@@ -70,10 +70,26 @@ fn a_small_cluster_gets_every_nodes_whole_result() {
     }
 }
 
+/// [`cluster`], each report with a scripts hash, as runners write them.
+fn cluster_with_scripts(
+    n: usize,
+    fail_every: usize,
+    failed: usize,
+) -> BTreeMap<String, Arc<NodeReport>> {
+    cluster(n, fail_every, failed)
+        .into_iter()
+        .map(|(node, r)| {
+            let mut spec = r.spec.clone();
+            spec.scripts = "0a1b2c3d4e5f".into();
+            (node, Arc::new(NodeReport::new(r.name.clone(), spec)))
+        })
+        .collect()
+}
+
 #[test]
 fn five_thousand_nodes_fit_under_900_kib_with_every_key() {
     for (fail_every, failed) in [(10, 3), (1, 40)] {
-        let reports = cluster(5000, fail_every, failed);
+        let reports = cluster_with_scripts(5000, fail_every, failed);
         let (data, level) = summary_data(&reports);
         assert!(
             stored_size(&data) <= MAX_SUMMARY_BYTES,
@@ -212,4 +228,54 @@ fn reports_of_nodes_without_a_pod_go_at_the_next_run_only() {
     let gone = departed(reports.iter().map(|r| r.as_ref()), later, &pods);
     assert_eq!(gone, [report_name("node-check", "gone")]);
     assert!(departed(reports.iter().map(|r| r.as_ref()), "garbage", &pods).is_empty());
+}
+
+#[test]
+fn every_level_keeps_each_nodes_scripts_hash() {
+    let reports = cluster_with_scripts(40, 4, 6);
+    for max in [usize::MAX, 20_000, 12_000, 9_000, 7_000] {
+        let (data, level) = summary_data_within(&reports, max);
+        for (node, value) in &data {
+            let v = NodeSummary::from_yaml(value).unwrap();
+            assert_eq!(v.scripts, "0a1b2c3d4e5f", "{node} at {level:?}: {value}");
+        }
+    }
+}
+
+#[test]
+fn script_sets_count_the_nodes_of_each_hash_most_first_at_most_five() {
+    let sets = script_sets(["bbb", "aaa", "bbb", "", "ccc", "aaa", "bbb"]);
+    let shown: Vec<(&str, i32)> = sets.iter().map(|s| (s.scripts.as_str(), s.nodes)).collect();
+    assert_eq!(
+        shown,
+        [("bbb", 3), ("aaa", 2), ("ccc", 1)],
+        "no hash is no set"
+    );
+    let many: Vec<String> = (0..9).map(|i| format!("h{i}")).collect();
+    let sets = script_sets(many.iter().map(String::as_str));
+    assert_eq!(sets.len(), combo_api::debugger::MAX_SCRIPT_SETS);
+    assert!(script_sets([]).is_empty());
+}
+
+#[test]
+fn the_run_summary_lists_the_script_sets_of_the_newest_run_only() {
+    let with = |node: &str, run: &str, scripts: &str| {
+        let mut r = (*report(node, run, 2, 0, 0)).clone();
+        r.spec.scripts = scripts.into();
+        r
+    };
+    let reports = [
+        with("n1", RUN, "aaa"),
+        with("n2", RUN, "aaa"),
+        with("n3", RUN, "bbb"),
+        with("n4", "2026-11-22T05:00:00Z", "ccc"),
+    ];
+    let runs = run_summary(reports.iter());
+    let shown: Vec<(&str, i32)> = runs
+        .script_sets
+        .iter()
+        .map(|s| (s.scripts.as_str(), s.nodes))
+        .collect();
+    assert_eq!(shown, [("aaa", 2), ("bbb", 1)]);
+    assert_eq!(runs.completed_nodes, 3);
 }

@@ -110,6 +110,9 @@ pub struct RunSummary {
     pub failed_items: i32,
     /// Skipped items over those nodes.
     pub skipped_items: i32,
+    /// The script sets those nodes ran, the set of most nodes first, at
+    /// most [`combo_api::debugger::MAX_SCRIPT_SETS`].
+    pub script_sets: Vec<combo_api::ScriptSet>,
 }
 
 /// The status `dbg` should have. `invalid` is the validation outcome;
@@ -171,6 +174,7 @@ pub fn compute(
         completed_nodes: runs.completed_nodes,
         failed_items: runs.failed_items,
         skipped_items: runs.skipped_items,
+        script_sets: runs.script_sets.clone(),
     }
 }
 

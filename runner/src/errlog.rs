@@ -289,6 +289,7 @@ mod tests {
         Report {
             run_id: RunId::at(t),
             finished_at: t,
+            scripts_hash: String::new(),
             scripts: vec![ScriptRun {
                 script: Script {
                     category,

@@ -18,6 +18,7 @@ pub mod report;
 pub mod run;
 pub mod runlog;
 pub mod schedule;
+pub mod scripts_hash;
 pub mod shutdown;
 pub mod state;
 pub mod stdout;

@@ -103,6 +103,7 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
         let report = crate::run::Report {
             run_id: RunId::at(t),
             finished_at: t,
+            scripts_hash: String::new(),
             scripts: vec![many(Category::Net, "counters"), lone(category, lone_item)],
         };
         let summary = crate::report::summary(&report);

@@ -42,6 +42,7 @@ pub fn summary(report: &Report) -> NodeSummary {
         finished_at: report
             .finished_at
             .to_rfc3339_opts(SecondsFormat::Secs, true),
+        scripts: report.scripts_hash.clone(),
         categories,
         ..NodeSummary::default()
     };
@@ -165,6 +166,7 @@ mod tests {
         Report {
             run_id: RunId::at(t),
             finished_at: t + chrono::Duration::seconds(7),
+            scripts_hash: "0a1b2c3d4e5f".into(),
             scripts: vec![
                 run(
                     Category::Disk,
@@ -194,6 +196,7 @@ mod tests {
         assert_eq!(
             yaml,
             "runAt: 2026-11-22T06:00:00Z\nfinishedAt: 2026-11-22T06:00:07Z\n\
+             scripts: 0a1b2c3d4e5f\n\
              disk:\n  sdb1:\n    err: disk full (97% used)\n  sdb2: {}\n\
              net:\n  eth0: {}\n  eth2:\n    err: link down\n"
         );

@@ -77,14 +77,19 @@ pub struct Report {
     pub finished_at: DateTime<Utc>,
     /// Every script, sorted by category and path.
     pub scripts: Vec<ScriptRun>,
+    /// The hash of the scripts the run executed (see
+    /// [`crate::scripts_hash`]).
+    pub scripts_hash: String,
 }
 
 /// Runs every script of `cfg.categories` for `run_id`. Scripts are read from
 /// disk now, so edits since the last run count.
 pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report> {
     let scripts = discover::discover(&cfg.scripts, &cfg.categories)?;
+    let scripts_hash = crate::scripts_hash::scripts_hash(&cfg.scripts, &scripts);
     let previous = cfg.state.as_ref().and_then(StateRoot::previous_run);
-    tracing::info!(run_id = %run_id, scripts = scripts.len(), "run started");
+    tracing::info!(run_id = %run_id, scripts = scripts.len(), scripts_hash = %scripts_hash,
+        "run started");
     let mut runs: Vec<ScriptRun> = futures::stream::iter(scripts)
         .map(|script| async move {
             let state_dir = cfg.state.as_ref().and_then(|root| {
@@ -147,6 +152,7 @@ pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report>
         run_id,
         finished_at: Utc::now(),
         scripts: runs,
+        scripts_hash,
     })
 }
 

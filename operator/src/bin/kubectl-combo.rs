@@ -105,6 +105,10 @@ async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> 
     if let Some(stale) = plugin::truth::stale(&dbg, &data) {
         eprintln!("{stale}");
     }
+    // Nodes of the newest run that ran different scripts say so too.
+    if let Some(differ) = plugin::scripts::differ_in_summary(&data) {
+        eprintln!("{differ}");
+    }
     let rows = plugin::summary_rows(&data, all);
     if rows.is_empty() {
         eprintln!(
@@ -112,7 +116,12 @@ async fn summary(client: Client, ns: &str, name: &str, all: bool) -> Result<()> 
             if all { "" } else { "failed " }
         );
     } else {
-        print!("{}", plugin::table(&plugin::SUMMARY_HEADER, &rows));
+        let header: &[&str] = if all {
+            &plugin::SUMMARY_ALL_HEADER
+        } else {
+            &plugin::SUMMARY_HEADER
+        };
+        print!("{}", plugin::table(header, &rows));
     }
     let skipped = plugin::skipped_count(&data);
     if skipped > 0 && !all {
@@ -415,5 +424,16 @@ async fn status(client: Client, ns: &str, all_namespaces: bool) -> Result<()> {
         "{}",
         plugin::table(&plugin::STATUS_HEADER, &plugin::status_rows(&list.items))
     );
+    for d in &list.items {
+        let ns = d.metadata.namespace.as_deref().unwrap_or_default();
+        let name = d.metadata.name.as_deref().unwrap_or_default();
+        let differ = d
+            .status
+            .as_ref()
+            .and_then(|s| plugin::scripts::differ_in_status(ns, name, s));
+        if let Some(line) = differ {
+            eprintln!("{line}");
+        }
+    }
     Ok(())
 }

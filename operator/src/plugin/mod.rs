@@ -8,6 +8,7 @@ pub mod mesh;
 pub mod mesh_gather;
 pub mod mesh_html;
 pub mod run_now;
+pub mod scripts;
 pub mod truth;
 
 use std::collections::BTreeMap;
@@ -29,75 +30,107 @@ pub fn run_id_of(run_at: &str) -> String {
 }
 
 /// Rows NODE, RUN, CATEGORY, ITEM, ERROR of a summary ConfigMap's data:
-/// failed items only unless `all`. Values that do not parse are shown as
-/// one row with the parse error.
+/// failed items only unless `all`. With `all` every row also has the
+/// node's scripts hash after RUN ([`SUMMARY_ALL_HEADER`]), and a node
+/// without any item gets a row `(no items)`, so each node's hash shows.
+/// Values that do not parse are shown as one row with the parse error.
 pub fn summary_rows(data: &BTreeMap<String, String>, all: bool) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for (node, value) in data {
-        let summary = match NodeSummary::from_yaml(value) {
-            Ok(s) => s,
-            Err(e) => {
+        let first = rows.len();
+        let parsed = NodeSummary::from_yaml(value);
+        node_rows(&mut rows, node, &parsed, all);
+        if all {
+            let scripts = parsed.as_ref().map(scripts::shown);
+            let scripts = scripts.unwrap_or_else(|_| "-".into());
+            if rows.len() == first {
+                let run = parsed.as_ref().map(|s| run_id_of(&s.run_at));
+                let run = run.unwrap_or_else(|_| "-".into());
                 rows.push(vec![
                     node.clone(),
+                    run,
                     "-".into(),
+                    "(no items)".into(),
                     "-".into(),
-                    "-".into(),
-                    format!("unreadable summary: {e}"),
-                ]);
-                continue;
-            }
-        };
-        let run = run_id_of(&summary.run_at);
-        for (category, items) in &summary.categories {
-            for (item, result) in items {
-                if result.err.is_none() && !all {
-                    continue;
-                }
-                let error = match (&result.err, result.skip_reason()) {
-                    (Some(e), _) => e.clone(),
-                    (None, Some(why)) => format!("(skipped: {why})"),
-                    (None, None) => "-".into(),
-                };
-                rows.push(vec![
-                    node.clone(),
-                    run.clone(),
-                    category.clone(),
-                    item.clone(),
-                    error,
                 ]);
             }
-        }
-        // A value shortened to fit a large cluster's ConfigMap counts what
-        // it leaves out and names the DebuggerReport that has it all.
-        let listed = summary.failed().count() as u32;
-        if let Some(more) = summary
-            .failed_items
-            .map(|n| n.saturating_sub(listed))
-            .filter(|n| *n > 0)
-        {
-            let whole = match &summary.report {
-                Some(r) => format!("kubectl get dbgr {r} -o yaml"),
-                None => "see the node's DebuggerReport".into(),
-            };
-            rows.push(vec![
-                node.clone(),
-                run.clone(),
-                "-".into(),
-                format!("({more} more failed)"),
-                whole,
-            ]);
-        }
-        if let (true, Some(n)) = (all, summary.healthy_items) {
-            rows.push(vec![
-                node.clone(),
-                run.clone(),
-                "-".into(),
-                format!("({n} healthy)"),
-                "-".into(),
-            ]);
+            for row in &mut rows[first..] {
+                row.insert(2, scripts.clone());
+            }
         }
     }
     rows
+}
+
+/// The rows of one node's value, as [`summary_rows`] without the scripts.
+fn node_rows(
+    rows: &mut Vec<Vec<String>>,
+    node: &str,
+    parsed: &Result<NodeSummary, serde_yaml::Error>,
+    all: bool,
+) {
+    let summary = match parsed {
+        Ok(s) => s,
+        Err(e) => {
+            rows.push(vec![
+                node.to_string(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                format!("unreadable summary: {e}"),
+            ]);
+            return;
+        }
+    };
+    let run = run_id_of(&summary.run_at);
+    for (category, items) in &summary.categories {
+        for (item, result) in items {
+            if result.err.is_none() && !all {
+                continue;
+            }
+            let error = match (&result.err, result.skip_reason()) {
+                (Some(e), _) => e.clone(),
+                (None, Some(why)) => format!("(skipped: {why})"),
+                (None, None) => "-".into(),
+            };
+            rows.push(vec![
+                node.to_string(),
+                run.clone(),
+                category.clone(),
+                item.clone(),
+                error,
+            ]);
+        }
+    }
+    // A value shortened to fit a large cluster's ConfigMap counts what
+    // it leaves out and names the DebuggerReport that has it all.
+    let listed = summary.failed().count() as u32;
+    if let Some(more) = summary
+        .failed_items
+        .map(|n| n.saturating_sub(listed))
+        .filter(|n| *n > 0)
+    {
+        let whole = match &summary.report {
+            Some(r) => format!("kubectl get dbgr {r} -o yaml"),
+            None => "see the node's DebuggerReport".into(),
+        };
+        rows.push(vec![
+            node.to_string(),
+            run.clone(),
+            "-".into(),
+            format!("({more} more failed)"),
+            whole,
+        ]);
+    }
+    if let (true, Some(n)) = (all, summary.healthy_items) {
+        rows.push(vec![
+            node.to_string(),
+            run.clone(),
+            "-".into(),
+            format!("({n} healthy)"),
+            "-".into(),
+        ]);
+    }
 }
 
 /// Skipped items over every node of a summary: listed ones, or the count
@@ -115,8 +148,11 @@ pub fn skipped_count(data: &BTreeMap<String, String>) -> u32 {
 /// Header of [`summary_rows`].
 pub const SUMMARY_HEADER: [&str; 5] = ["NODE", "RUN", "CATEGORY", "ITEM", "ERROR"];
 
+/// Header of [`summary_rows`] with `all`: the node's scripts hash after RUN.
+pub const SUMMARY_ALL_HEADER: [&str; 6] = ["NODE", "RUN", "SCRIPTS", "CATEGORY", "ITEM", "ERROR"];
+
 /// Header of [`status_rows`].
-pub const STATUS_HEADER: [&str; 10] = [
+pub const STATUS_HEADER: [&str; 11] = [
     "NAMESPACE",
     "NAME",
     "TYPE",
@@ -126,6 +162,7 @@ pub const STATUS_HEADER: [&str; 10] = [
     "COMPLETED",
     "FAILED",
     "SKIPPED",
+    "SCRIPTS",
     "CONDITION",
 ];
 
@@ -135,6 +172,7 @@ pub fn status_rows(debuggers: &[Debugger]) -> Vec<Vec<String>> {
         .iter()
         .map(|d| {
             let s = d.status.clone().unwrap_or_default();
+            let scripts = scripts::status_cell(&s);
             let condition = s
                 .conditions
                 .iter()
@@ -154,6 +192,7 @@ pub fn status_rows(debuggers: &[Debugger]) -> Vec<Vec<String>> {
                 s.completed_nodes.to_string(),
                 s.failed_items.to_string(),
                 s.skipped_items.to_string(),
+                scripts,
                 condition,
             ]
         })
@@ -258,7 +297,49 @@ mod tests {
         );
         let all = summary_rows(&data(), true);
         assert_eq!(all.len(), 3);
-        assert!(all.iter().any(|r| r[0] == "node-2" && r[4] == "-"));
+        assert!(all.iter().any(|r| r[0] == "node-2" && r[5] == "-"));
+    }
+
+    #[test]
+    fn all_shows_each_nodes_scripts_hash_even_without_items() {
+        let data = BTreeMap::from([
+            (
+                "node-1".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nscripts: 0a1b2c3d4e5f\ndisk:\n  sdb1: {err: full}\n  sdb2: {}\n".to_string(),
+            ),
+            (
+                "node-2".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nscripts: 5f4e3d2c1b0a\n".to_string(),
+            ),
+            (
+                "node-3".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nnet:\n  eth0: {}\n".to_string(),
+            ),
+        ]);
+        let all = summary_rows(&data, true);
+        let shown: Vec<String> = all.iter().map(|r| r[..4].join(" ")).collect();
+        assert_eq!(
+            shown,
+            [
+                "node-1 20261122T060000Z 0a1b2c3d4e5f disk",
+                "node-1 20261122T060000Z 0a1b2c3d4e5f disk",
+                "node-2 20261122T060000Z 5f4e3d2c1b0a -",
+                "node-3 20261122T060000Z - net",
+            ]
+        );
+        assert_eq!(all[2][4], "(no items)");
+        let out = table(&SUMMARY_ALL_HEADER, &all);
+        assert!(
+            out.starts_with("NODE     RUN                SCRIPTS        CATEGORY"),
+            "{out}"
+        );
+        let failed = summary_rows(&data, false);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(
+            failed[0].len(),
+            SUMMARY_HEADER.len(),
+            "no SCRIPTS without --all"
+        );
     }
 
     #[test]
@@ -281,7 +362,7 @@ mod tests {
         let all = summary_rows(&data, true);
         assert!(all
             .iter()
-            .any(|r| r[0] == "node-2" && r[3] == "(12 healthy)"));
+            .any(|r| r[0] == "node-2" && r[4] == "(12 healthy)"));
     }
 
     #[test]
@@ -298,7 +379,7 @@ mod tests {
         let all = summary_rows(&data, true);
         assert!(
             all.iter()
-                .any(|r| r[3] == "smart" && r[4] == "(skipped: no smartctl in the image)"),
+                .any(|r| r[4] == "smart" && r[5] == "(skipped: no smartctl in the image)"),
             "{all:?}"
         );
         assert_eq!(skipped_count(&data), 1);
@@ -327,6 +408,8 @@ mod tests {
             ..DebuggerStatus::default()
         });
         let rows = status_rows(&[d]);
+        assert_eq!(rows[0].len(), STATUS_HEADER.len());
+        assert_eq!(rows[0][9], "-", "no report told its scripts");
         assert_eq!(
             rows[0][..8],
             [
