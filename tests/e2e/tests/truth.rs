@@ -3,7 +3,8 @@
 //! leaves an item, every line a script prints is accounted for, the
 //! plugin never reads "no result" as "no failure", and
 //! the operator and the runner stop when asked, and
-//! summary and status agree whatever the Debugger's condition. Run against the cluster of
+//! summary and status agree whatever the Debugger's condition, and a
+//! scripts edit shows as a new scripts hash on every node. Run against the cluster of
 //! simulated nodes and again against the real nodes (tests/run-all.sh);
 //! the runner's stop is timed on real nodes only (docs/testing.md,
 //! "Truth tests").
@@ -22,6 +23,8 @@ mod plugin;
 mod ready;
 #[path = "truth/runs.rs"]
 mod runs;
+#[path = "truth/scripts.rs"]
+mod scripts;
 #[path = "truth/stale.rs"]
 mod stale;
 #[path = "truth/stop.rs"]
