@@ -37,7 +37,9 @@ const SHORT_MESSAGE: usize = 64;
 pub struct NodeReport {
     /// The DebuggerReport's name.
     pub name: String,
-    /// Its spec: the node's result.
+    /// Its spec: the node's result, its healthy items folded into one
+    /// `(N healthy items omitted)` per category once `full` holds them
+    /// (see [`NodeReport::new`]).
     pub spec: DebuggerReportSpec,
     /// The whole result as a summary value, rendered once when the report
     /// arrives (every summary write reuses it).
@@ -48,8 +50,10 @@ pub struct NodeReport {
 }
 
 impl NodeReport {
-    /// The report `name` holding `spec`.
-    pub fn new(name: String, spec: DebuggerReportSpec) -> NodeReport {
+    /// The report `name` holding `spec`. Its healthy items are kept by
+    /// name in `full` only: every shorter value counts them, and at 5,000
+    /// nodes their names would be most of what the operator holds.
+    pub fn new(name: String, mut spec: DebuggerReportSpec) -> NodeReport {
         let full = spec.summary().to_yaml();
         let counts = spec
             .category_counts()
@@ -57,6 +61,9 @@ impl NodeReport {
             .filter(|(_, c)| *c != ItemCounts::default())
             .map(|(cat, c)| (cat.to_string(), c))
             .collect();
+        for items in spec.categories.values_mut() {
+            fold_healthy(items);
+        }
         NodeReport {
             name,
             spec,
@@ -103,6 +110,32 @@ pub enum Level {
     /// Even counts do not fit (only with node names far longer than usual):
     /// keys are left out, healthy nodes first; the count is returned.
     KeysOmitted(usize),
+}
+
+/// Folds the healthy items of `items`, two or more, into one healthy item
+/// `(N healthy items omitted)`, N counting those folded before.
+fn fold_healthy(items: &mut BTreeMap<String, ItemResult>) {
+    let healthy: Vec<String> = items
+        .iter()
+        .filter(|(_, r)| r.is_healthy())
+        .map(|(k, _)| k.clone())
+        .collect();
+    if healthy.len() < 2 {
+        return;
+    }
+    let count: u32 = healthy
+        .iter()
+        .map(|k| {
+            k.strip_prefix('(')
+                .and_then(|k| k.strip_suffix(" healthy items omitted)"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1)
+        })
+        .sum();
+    for k in &healthy {
+        items.remove(k);
+    }
+    items.insert(format!("({count} healthy items omitted)"), ItemResult::ok());
 }
 
 /// Stored size of `data` as a ConfigMap (an estimate that errs high).

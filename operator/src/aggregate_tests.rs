@@ -64,10 +64,31 @@ fn a_small_cluster_gets_every_nodes_whole_result() {
     assert_eq!(data.len(), 3);
     for (node, value) in &data {
         let v = NodeSummary::from_yaml(value).unwrap();
-        assert_eq!(v, reports[node].spec.summary(), "unchanged format");
+        let failed = reports[node].spec.failed_items as usize;
+        let names: Vec<&String> = v.categories.values().flat_map(|i| i.keys()).collect();
+        assert_eq!(names.len(), 12 + failed, "every item by name: {names:?}");
+        assert!(v.categories["disk"].contains_key("item0"), "{value}");
+        assert!(!value.contains("omitted"), "{value}");
         assert_eq!(v.healthy_items, None);
         assert!(!value.contains("healthyItems"), "{value}");
+        assert_eq!(v.run_at, reports[node].spec.run_at);
     }
+}
+
+#[test]
+fn a_kept_report_counts_its_healthy_items_and_keeps_the_others_by_name() {
+    let r = report("n1", RUN, 12, 2, 10);
+    assert_eq!(r.spec.healthy_items(), 12);
+    assert_eq!(r.spec.failed_items, 2);
+    let disk = &r.spec.categories["disk"];
+    assert!(disk.contains_key("(3 healthy items omitted)"), "{disk:?}");
+    assert!(disk.contains_key("bad0") && disk.contains_key("bad1"));
+    assert_eq!(r.spec.categories.len(), 4, "every category stays");
+    let full = NodeSummary::from_yaml(&r.full).unwrap();
+    assert!(
+        full.categories["mem"].contains_key("item2"),
+        "full keeps the names"
+    );
 }
 
 /// [`cluster`], each report with a scripts hash, as runners write them.
