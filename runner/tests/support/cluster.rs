@@ -65,18 +65,20 @@ impl Ns {
         }
     }
 
-    /// Deletes the namespace and waits (up to 2 minutes) until it is gone,
-    /// so its deletion does not load the API server during what follows.
+    /// Deletes the namespace and waits (up to 10 minutes: the namespace
+    /// controller deletes 5,000 reports at its 20 requests a second) until
+    /// it is gone, so its deletion does not load the API server during what
+    /// follows.
     pub async fn delete_and_wait(&self) {
         let api: Api<Namespace> = Api::all(self.client.clone());
         let _ = api.delete(&self.name, &DeleteParams::background()).await;
-        for _ in 0..240 {
+        for _ in 0..1200 {
             match api.get_opt(&self.name).await {
                 Ok(None) => return,
                 _ => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
             }
         }
-        panic!("namespace {} still there after 2 minutes", self.name);
+        panic!("namespace {} still there after 10 minutes", self.name);
     }
 }
 
