@@ -11,7 +11,8 @@
 //!
 //! Every round and probe starts on a [`TICK`] boundary, so the probes that
 //! fall due together go out in one batch (see `probe::icmp`) and the
-//! process wakes once per tick, not once per probe.
+//! process wakes once per tick, not once per probe. The targets wait for
+//! their tick on one shared clock ([`Ticks`]), not on a timer each.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use tokio::task::JoinHandle;
 use crate::probe::{self, Probers};
 use crate::round::{evaluate, Outcome, RoundStats, Thresholds};
 use crate::targets::{phase, Target};
+use crate::ticks::Ticks;
 
 /// How rounds are run; shared by all targets.
 #[derive(Clone)]
@@ -67,6 +69,9 @@ pub struct Engine {
     reports: mpsc::UnboundedSender<Report>,
     seed: u64,
     rounds: Option<u64>,
+    /// The clock the tasks wait on, and its task once a target runs.
+    ticks: Arc<Ticks>,
+    clock: Option<JoinHandle<()>>,
 }
 
 impl Engine {
@@ -84,6 +89,8 @@ impl Engine {
             reports,
             seed,
             rounds,
+            ticks: Arc::default(),
+            clock: None,
         }
     }
 
@@ -106,6 +113,10 @@ impl Engine {
             }
             tracing::debug!(target = %t, "target removed");
         }
+        if self.clock.is_none() && !want.is_empty() {
+            let ticks = self.ticks.clone();
+            self.clock = Some(tokio::spawn(async move { ticks.run().await }));
+        }
         for t in want {
             if !self.tasks.contains_key(t) {
                 tracing::debug!(target = %t, "target added");
@@ -115,6 +126,7 @@ impl Engine {
                     self.reports.clone(),
                     phase(t, self.seed),
                     self.rounds,
+                    self.ticks.clone(),
                 ));
                 self.tasks.insert(t.clone(), task);
             }
@@ -125,14 +137,19 @@ impl Engine {
     /// Waits until every target finished its rounds (with a round limit).
     pub async fn join(mut self) {
         let tasks: Vec<JoinHandle<()>> = self.tasks.drain().map(|(_, t)| t).collect();
+        // The clock runs until the tasks are done.
+        let clock = self.clock.take();
         drop(self);
         join_all(tasks).await;
+        if let Some(clock) = clock {
+            clock.abort();
+        }
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        for task in self.tasks.values() {
+        for task in self.tasks.values().chain(&self.clock) {
             task.abort();
         }
     }
@@ -157,15 +174,16 @@ async fn run_target(
     reports: mpsc::UnboundedSender<Report>,
     phase: f64,
     rounds: Option<u64>,
+    ticks: Arc<Ticks>,
 ) {
     let label = Arc::new(target.label());
     let first = settings.borrow().interval.mul_f64(phase);
     let mut next = on_tick(tokio::time::Instant::now() + first);
     for round in 1.. {
-        tokio::time::sleep_until(next).await;
+        ticks.sleep_until(next).await;
         let s = settings.borrow().clone();
         let started = SystemTime::now();
-        let outcomes = run_round(&target, &s).await;
+        let outcomes = run_round(&target, &s, &ticks).await;
         let stats = evaluate(&outcomes, s.limits);
         let report = Report {
             target: target.clone(),
@@ -189,7 +207,7 @@ pub fn probe_spacing(interval: Duration, count: u32) -> Duration {
     (interval / count.max(1) / 2).min(Duration::from_secs(1))
 }
 
-async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
+async fn run_round(target: &Target, s: &Settings, ticks: &Ticks) -> Vec<Outcome> {
     let count = s.count.max(1);
     let resolved = match probe::resolve(target, s.timeout).await {
         Ok(r) => r,
@@ -204,7 +222,7 @@ async fn run_round(target: &Target, s: &Settings) -> Vec<Outcome> {
         let resolved = &resolved;
         async move {
             if i > 0 {
-                tokio::time::sleep_until(on_tick(start + spacing * i)).await;
+                ticks.sleep_until(on_tick(start + spacing * i)).await;
             }
             s.probers.probe(target.kind, resolved, s.timeout).await
         }

@@ -12,6 +12,7 @@ pub mod recent;
 pub mod round;
 pub mod standalone;
 pub mod targets;
+pub mod ticks;
 
 /// Exit status of the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

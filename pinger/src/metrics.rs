@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
+use combo_api::hash::FnvBuild;
 use combo_api::http;
 use combo_api::pinger::Host;
 use prometheus_client::encoding::{text, EncodeLabel, EncodeLabelSet, LabelSetEncoder};
@@ -65,6 +66,9 @@ impl EncodeLabelSet for ProbeLabels {
     }
 }
 
+/// A target's kind and label, the key of its metric handles.
+type TargetKey = (&'static str, Arc<String>);
+
 type RttFamily = Family<TargetLabels, Histogram, fn() -> Histogram>;
 
 fn rtt_histogram() -> Histogram {
@@ -78,7 +82,7 @@ pub struct Metrics {
     probes: Family<ProbeLabels, Counter>,
     rtt: RttFamily,
     up: Family<TargetLabels, Gauge>,
-    handles: Mutex<HashMap<(&'static str, Arc<String>), Handles>>,
+    handles: Mutex<HashMap<TargetKey, Handles, FnvBuild>>,
     /// The node of each peer address, for the `node` label.
     peer_nodes: Mutex<HashMap<IpAddr, Arc<String>>>,
     /// Loss and RTT of the last minutes, for `kubectl combo mesh`.
@@ -110,7 +114,7 @@ impl Default for Metrics {
             rtt,
             up,
             recent: Mutex::default(),
-            handles: Mutex::new(HashMap::new()),
+            handles: Mutex::default(),
             peer_nodes: Mutex::default(),
         }
     }

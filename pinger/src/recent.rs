@@ -8,10 +8,11 @@
 //!
 //! docs/pinger.md#the-mesh-view
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use combo_api::hash::FnvBuild;
 use combo_api::recent::{Recent, RecentTarget, WINDOW_MINUTES};
 
 use crate::engine::Report;
@@ -33,10 +34,13 @@ struct Window {
     up: bool,
 }
 
-/// The last minutes of every target probed now.
+/// The last minutes of every target probed now. Hashed, not ordered: a
+/// round's lookup is one hash of its label, where a search of an ordered map
+/// followed one label string to another (each an allocation of its own) at
+/// every level; the summary is sorted when served.
 #[derive(Debug, Default)]
 pub struct Windows {
-    targets: BTreeMap<(&'static str, Arc<String>), Window>,
+    targets: HashMap<(&'static str, Arc<String>), Window, FnvBuild>,
 }
 
 fn minute_of(t: SystemTime) -> u64 {
@@ -88,9 +92,10 @@ impl Windows {
     /// minutes, the current one included.
     pub fn summary(&self, now: SystemTime) -> Recent {
         let first = (minute_of(now) + 1).saturating_sub(WINDOW_MINUTES);
-        let targets = self
-            .targets
-            .iter()
+        let mut sorted: Vec<_> = self.targets.iter().collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let targets = sorted
+            .into_iter()
             .map(|((kind, label), w)| {
                 let mut t = RecentTarget {
                     kind: kind.to_string(),
