@@ -6,6 +6,13 @@
 # numbers; not a timed test.
 #
 #   tests/bench/pinger-scale.sh PID METRICS_PORT NAMESPACE POD [SECONDS]
+#   tests/bench/pinger-scale.sh --targets [N]
+#
+# With --targets, no cluster: one standalone pinger probing N loopback
+# targets (default 5000), each once a second, against fping and the floor of
+# a probe's cost, as tests/bench/pinger.sh does at 1,000: CPU per probe of
+# the three, the ratios pinger/fping (target <= 0.5) and pinger/floor
+# (target <= 3), median of RUNS (default 5) with min and max, and RSS.
 #
 # PID is a running combo-pinger following a Pinger (with the defaults) as
 # pod POD of NAMESPACE, whose peers' addresses answer on this machine (for
@@ -18,6 +25,9 @@
 # list (maxPeers 1..1000, the default), `pods` when it follows every pod of
 # its Debugger (maxPeers 0); it picks the cluster-wide watch formula.
 set -euo pipefail
+if [[ ${1:-} == --targets ]]; then
+    N=${2:-5000} exec "$(dirname "${BASH_SOURCE[0]}")/pinger.sh"
+fi
 pid=${1:?pid} port=${2:?metrics port} ns=${3:?namespace} pod=${4:?pod} secs=${5:-60}
 loss_secs=${LOSS_SECONDS:-$((3 * secs))} nodes=${NODES:-5000} log=${PINGER_LOG:-}
 source=${PEER_SOURCE:-list}
