@@ -167,23 +167,44 @@ pub fn summary_data_within(
         Level::FirstFailure,
         Level::Counts,
     ];
-    let mut data = BTreeMap::new();
-    for level in levels {
-        data = reports
+    // One node's value at a level: the rendered full value where it
+    // stands as it is.
+    let at = |r: &NodeReport, level: Level| -> String {
+        match level {
+            Level::Full => r.full.clone(),
+            Level::HealthyCounted if !r.healthy() => r.full.clone(),
+            _ => value(r, level).to_yaml(),
+        }
+    };
+    // Each level is measured one value at a time and built only when it
+    // fits: at 5,000 nodes a level's values are megabytes, and building
+    // each in turn held them all at once.
+    let size_at = |level: Level| -> usize {
+        FIXED_BYTES
+            + reports
+                .iter()
+                .map(|(node, r)| {
+                    let len = match level {
+                        Level::Full => r.full.len(),
+                        Level::HealthyCounted if !r.healthy() => r.full.len(),
+                        _ => at(r, level).len(),
+                    };
+                    2 * node.len() + len + PER_KEY_BYTES
+                })
+                .sum::<usize>()
+    };
+    let build = |level: Level| -> BTreeMap<String, String> {
+        reports
             .iter()
-            .map(|(node, r)| {
-                let v = match level {
-                    Level::Full => r.full.clone(),
-                    Level::HealthyCounted if !r.healthy() => r.full.clone(),
-                    _ => value(r, level).to_yaml(),
-                };
-                (node.clone(), v)
-            })
-            .collect();
-        if stored_size(&data) <= max {
-            return (data, level);
+            .map(|(node, r)| (node.clone(), at(r, level)))
+            .collect()
+    };
+    for level in levels {
+        if size_at(level) <= max {
+            return (build(level), level);
         }
     }
+    let mut data = build(Level::Counts);
     // Healthy nodes' keys go first, then failed ones, from the end.
     let mut order: Vec<&String> = reports.keys().collect();
     order.sort_by_key(|n| (!reports[*n].healthy(), std::cmp::Reverse(*n)));

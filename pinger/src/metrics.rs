@@ -85,6 +85,8 @@ pub struct Metrics {
     handles: Mutex<HashMap<TargetKey, Handles, FnvBuild>>,
     /// The node of each peer address, for the `node` label.
     peer_nodes: Mutex<HashMap<IpAddr, Arc<String>>>,
+    /// The empty `node` of the other targets, shared.
+    no_node: Arc<String>,
     /// Loss and RTT of the last minutes, for `kubectl combo mesh`.
     recent: Mutex<Windows>,
 }
@@ -116,6 +118,7 @@ impl Default for Metrics {
             recent: Mutex::default(),
             handles: Mutex::default(),
             peer_nodes: Mutex::default(),
+            no_node: Arc::default(),
         }
     }
 }
@@ -145,14 +148,14 @@ impl Metrics {
     /// The `node` label of `target`: its peer's node, else empty.
     fn node_of(&self, target: &Target) -> Arc<String> {
         let Host::Ip(ip) = &target.host else {
-            return Arc::default();
+            return self.no_node.clone();
         };
         self.peer_nodes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(ip)
             .cloned()
-            .unwrap_or_default()
+            .unwrap_or_else(|| self.no_node.clone())
     }
 
     /// Counts a finished round.

@@ -229,7 +229,10 @@ async fn pause_after_the_broken_watch(serving: Duration) -> Duration {
     let (tx, mut rx) = mpsc::channel(16);
     let task = tokio::spawn(peers(client, "ops".into(), "x=y".into(), Include::None, tx));
     assert!(matches!(next(&mut rx).await, Some(Update::Peers(_))));
-    assert!(matches!(next_any(&mut rx).await, Some(Update::PeerNodes(_))));
+    assert!(matches!(
+        next_any(&mut rx).await,
+        Some(Update::PeerNodes(_))
+    ));
     let listed = tokio::time::Instant::now();
     let again = tokio::time::timeout(serving + Duration::from_secs(60), rx.recv()).await;
     assert!(

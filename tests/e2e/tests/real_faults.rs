@@ -352,9 +352,8 @@ async fn the_node_sample_finds_no_err_on_healthy_real_nodes_in_five_runs() -> Re
     let ns = namespace("real-healthy").await;
     let c = client().await;
     let samples = repo_root().join("config/samples");
-    for file in ["debugger_daemonset_mesh.yaml"] {
-        apply_yaml(&ns.name, &std::fs::read_to_string(samples.join(file))?)?;
-    }
+    let sample = samples.join("debugger_daemonset_mesh.yaml");
+    apply_yaml(&ns.name, &std::fs::read_to_string(sample)?)?;
     let name = "node-check";
     pods_ready(&c, &ns.name, name).await?;
     let case = Case::new(AREA, "healthy runs", HEALTHY_RUNS);

@@ -160,9 +160,8 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
     let ns = namespace("real-busy").await;
     let c = client().await;
     let samples = repo_root().join("config/samples");
-    for file in ["debugger_daemonset_mesh.yaml"] {
-        apply_yaml(&ns.name, &std::fs::read_to_string(samples.join(file))?)?;
-    }
+    let sample = samples.join("debugger_daemonset_mesh.yaml");
+    apply_yaml(&ns.name, &std::fs::read_to_string(sample)?)?;
     pods_ready(&c, &ns.name, NAME).await?;
     let pods: Api<Pod> = Api::namespaced(c.clone(), &ns.name);
     let lp = ListParams::default().labels(&format!("kubecombo.io/debugger={NAME}"));
