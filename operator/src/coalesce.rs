@@ -102,7 +102,7 @@ pub const SUMMARY_BYTES_PER_SECOND: usize = 16 * 1024;
 /// How long no report has to change a summary before it is written
 /// whatever its size: the last report of a run reaches the summary about
 /// this long after it lands.
-pub const QUIET: Duration = Duration::from_secs(1);
+pub const QUIET: Duration = Duration::from_millis(500);
 
 /// The shortest time between two writes of a summary of `bytes` while
 /// reports keep changing it: [`WINDOW`], or longer in proportion to its
