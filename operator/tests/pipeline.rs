@@ -113,17 +113,16 @@ async fn a_missing_pinger_is_reported_and_its_arrival_brings_the_workload() {
     watches.show(&with_pinger);
     let (requests, result) = settle(&ctx, &seen, &with_pinger).await;
     assert!(result.unwrap_err().contains("not found"));
-    assert_eq!(requests, [EVENT, STATUS]);
+    // Its summary too: status and summary agree whatever the condition.
+    assert_eq!(requests, [EVENT, STATUS, NEW_SUMMARY]);
 
     let mut pinger = Pinger::new("p", Default::default());
     pinger.metadata.namespace = Some("ops".into());
     watches.pingers.apply_watcher_event(&Event::Apply(pinger));
     let (requests, result) = settle(&ctx, &seen, &with_pinger).await;
     assert_eq!(result, Ok(()));
-    assert_eq!(
-        requests,
-        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, NEW_SUMMARY]
-    );
+    // The summary made while the Pinger was missing stays as it is.
+    assert_eq!(requests, [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS]);
 }
 
 #[tokio::test]
@@ -144,16 +143,17 @@ async fn a_refused_workload_is_reported_and_retried() {
     watches.show(&dbg);
     let first = reconcile(Arc::new(dbg.clone()), ctx.clone()).await;
     assert!(first.is_err());
-    // The refusal is reported: an Event and the status, once; the retry
-    // (the controller's backoff) writes the workload again and nothing else.
+    // The refusal is reported: an Event and the status, once, and the
+    // summary made; the retry (the controller's backoff) writes the
+    // workload again and nothing else.
     assert_eq!(
         requests(&seen, 0),
-        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS]
+        [SA, ROLE, BINDING, DAEMONSET, EVENT, STATUS, NEW_SUMMARY]
     );
     assert!(last_body(&seen, STATUS).contains("WorkloadRefused"));
     let second = reconcile(Arc::new(dbg), ctx.clone()).await;
     assert!(second.is_err());
-    assert_eq!(requests(&seen, 6), [DAEMONSET]);
+    assert_eq!(requests(&seen, 7), [DAEMONSET]);
 }
 
 #[tokio::test]
