@@ -80,7 +80,7 @@ async fn generated_debugger_specs_are_refused_with_a_message_or_reconciled_or_re
         verdicts.warned.len(),
         refusals.messages,
     );
-    run.finish("Debugger", problems.len(), problems);
+    run.finish("Debugger", problems.len(), problems).await;
     Ok(())
 }
 
@@ -154,6 +154,6 @@ async fn generated_pinger_specs_are_refused_with_a_message_or_reconciled_or_repo
     );
     let failed_cases = problems.cases(run.n) + global.len();
     let report = problems.report(&specs).into_iter().chain(global).collect();
-    run.finish("Pinger", failed_cases, report);
+    run.finish("Pinger", failed_cases, report).await;
     Ok(())
 }

@@ -148,13 +148,14 @@ pub fn pinger_verdict(p: &Pinger) -> Option<String> {
     ready_reason(p.metadata.generation, s.observed_generation, &s.conditions)
 }
 
-pub const REASONS: [&str; 8] = [
+pub const REASONS: [&str; 9] = [
     "WorkloadReady",
     "RollingOut",
     "WorkloadNotReady",
     "NoNodesSelected",
     "InvalidSpec",
     "PingerNotFound",
+    "PingerNotReady",
     "ConfigMapNotFound",
     "WorkloadRefused",
 ];

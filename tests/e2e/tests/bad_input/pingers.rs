@@ -158,8 +158,13 @@ fn expected_pinger(stored: &BTreeMap<usize, PingerSpec>, i: usize) -> &'static s
 
 /// Whether `reason` is right for case `i`'s Debugger.
 fn debugger_ok(stored: &BTreeMap<usize, PingerSpec>, i: usize, reason: &str) -> bool {
-    // PingerNotFound exactly when the Pinger was refused.
-    REASONS.contains(&reason) && (reason == "PingerNotFound") != stored.contains_key(&i)
+    // PingerNotFound exactly when the Pinger was refused; PingerNotReady
+    // only when its Pinger is not Ready
+    // (docs/operator.md, "Validation, status and Events").
+    REASONS.contains(&reason)
+        && (reason == "PingerNotFound") != stored.contains_key(&i)
+        && (reason != "PingerNotReady"
+            || matches!(expected_pinger(stored, i), "InvalidSpec" | "NoTargets"))
 }
 
 /// Waits up to 5 minutes for the expected verdict on every Pinger and

@@ -11,6 +11,8 @@ use combo_e2e::{
     apply_yaml, client, install_operator, namespace, operator_pid, record, wait_for, TestNamespace,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::DeleteParams;
 use kube::{Api, Client, ResourceExt};
 use serde_json::{json, Value};
 
@@ -93,8 +95,24 @@ impl Run {
     }
 
     /// Records the suite report's line of the `kind` cases, of which
-    /// `failed` went wrong, and fails with `problems` if there are any.
-    pub fn finish(&self, kind: &str, failed: usize, problems: Vec<String>) {
+    /// `failed` went wrong, deletes the cases' namespace and waits until it
+    /// is gone, and fails with `problems` if there are any. A thousand
+    /// Debuggers and what they own are the garbage collector's work, which
+    /// the tests after this one would otherwise wait on.
+    pub async fn finish(&self, kind: &str, failed: usize, problems: Vec<String>) {
+        let namespaces: Api<Namespace> = Api::all(self.c.clone());
+        let _ = namespaces
+            .delete(&self.ns.name, &DeleteParams::default())
+            .await;
+        let gone = wait_for(
+            Duration::from_secs(300),
+            "the cases' namespace deleted",
+            || async { Ok(namespaces.get_opt(&self.ns.name).await?.is_none()) },
+        )
+        .await;
+        if let Err(e) = gone {
+            eprintln!("bad input: {e}");
+        }
         let seed = self.seed;
         let tried = self.n as u64;
         record(
