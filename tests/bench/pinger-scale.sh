@@ -94,7 +94,7 @@ loss_events=$((ev1 - ev0)) loss_failed=$((f1 - f0))
 echo "1 % loss    : $loss_secs s, $sent probes, $lost lost, $loss_failed rounds failed${log:+ (from the log)}, $loss_events Warning Event(s)"
 
 # One chosen peer stops answering.
-dead=$(printf %s "$metrics" | sed -n 's/^combo_pinger_target_up{kind="icmp",target="\([0-9.]*\)"} 1$/\1/p' | head -1)
+dead=$(printf %s "$metrics" | sed -n 's/^combo_pinger_target_up{kind="icmp",target="\([0-9.]*\)"[^}]*} 1$/\1/p' | head -1)
 before=$(events)
 nft add table ip "$table"
 nft "add chain ip $table out { type filter hook output priority 0; }"

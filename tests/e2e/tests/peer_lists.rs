@@ -92,8 +92,9 @@ fn probed_peers(pod: &Pod, candidates: &[IpAddr]) -> Result<Vec<IpAddr>> {
     let mut probed: Vec<IpAddr> = candidates
         .iter()
         .filter(|ip| {
+            // A peer's series also carries its node: `,node="..."}`.
             text.contains(&format!(
-                r#"combo_pinger_target_up{{kind="icmp",target="{ip}"}}"#
+                r#"combo_pinger_target_up{{kind="icmp",target="{ip}""#
             ))
         })
         .copied()

@@ -114,7 +114,8 @@ async fn pinger_pods_ping_their_peers_report_injected_loss_and_follow_pinger_edi
                         .all(|ip| {
                             sample(
                                 &text,
-                                &format!(r#"combo_pinger_target_up{{kind="icmp",target="{ip}"}}"#),
+                                // A peer's series may carry its node too.
+                                &format!(r#"combo_pinger_target_up{{kind="icmp",target="{ip}""#),
                             ) == Some(1.0)
                         }))
             },
