@@ -18,7 +18,7 @@ max_ms=${NET_STORAGE_MAX_MS:-100}
 limit=${NET_STORAGE_TIMEOUT:-3}
 
 if [ -z "$targets" ]; then
-    echo "no storage endpoint configured (NET_STORAGE_TARGETS)"
+    echo "no storage endpoint configured (NET_STORAGE_TARGETS)" >&2
     exit 0
 fi
 pids=()
