@@ -85,9 +85,12 @@ async fn lines_past_the_item_limit_are_counted_and_their_failures_each_count() -
             ),
             ("errs.sh", &flood("err", "errs", 20_000, "")),
         ],
+        // 40,000 lines printed by shell loops: on a real node the default
+        // 100m CPU limit would make the flood itself outlast the wait.
         DebuggerBuilder::new("lines")
             .categories(&[Category::Custom])
             .script_timeout(120)
+            .cpu("1")
             .tolerate_all(),
     )
     .await?;
