@@ -169,14 +169,14 @@ pub const CUT_MARKER: &str = " [cut]";
 /// are worth more than a message's bytes beyond them.
 pub const FIRST_MESSAGE_LIMIT: usize = 512;
 
-/// Longest err messages and skip reasons are cut to, in turn, once the
-/// healthy items are folded, until the summary fits. The last is the
-/// shortest a message gets (plus [`CUT_MARKER`]); below it failed items
-/// are left out instead.
-pub const MESSAGE_LIMITS: [usize; 3] = [160, 64, 24];
+/// Shortest skip reasons are cut to before healthy items are folded: the
+/// first 64 bytes say why an item could not be checked (the runner's log
+/// has the whole reason), and the names of healthy items say what was.
+pub const SKIP_REASON_LIMIT: usize = 64;
 
-/// The shortest an err message or skip reason is cut to: [`MESSAGE_LIMITS`]'s last.
-pub const SHORTEST_MESSAGE: usize = MESSAGE_LIMITS[MESSAGE_LIMITS.len() - 1];
+/// The shortest an err message or skip reason is cut to (plus
+/// [`CUT_MARKER`]); below it failed items are left out instead.
+pub const SHORTEST_MESSAGE: usize = 24;
 
 /// Name (after `<script>/`) of the item that tells what of a script's
 /// stdout the runner did not take as items (docs/runner.md, "Scripts").
@@ -215,11 +215,13 @@ pub fn failures_of(item: &str, r: &ItemResult) -> u32 {
 impl NodeSummary {
     /// This summary made to fit in `max` bytes of YAML.
     ///
-    /// Err messages and skip reasons longer than [`FIRST_MESSAGE_LIMIT`]
-    /// are cut first (ending with [`CUT_MARKER`]). If that is not enough,
-    /// healthy items are folded into one item `(N healthy items omitted)`
-    /// per category; only then are messages cut shorter and shorter, down
-    /// to [`SHORTEST_MESSAGE`], so they take the room the healthy items
+    /// Each step is taken only while the summary does not fit yet. Err
+    /// messages and skip reasons longer than [`FIRST_MESSAGE_LIMIT`] are
+    /// cut (ending with [`CUT_MARKER`]); then skip reasons, to the longest
+    /// that fits but not below [`SKIP_REASON_LIMIT`]. Then healthy items
+    /// are folded into one item `(N healthy items omitted)` per category,
+    /// and only then are all messages cut to the longest that fits, not
+    /// below [`SHORTEST_MESSAGE`], so they take the room the healthy items
     /// left. Then skipped items are folded into one item
     /// `(N skipped items omitted)` (still skipped), and as a last resort
     /// failed items beyond what fits become one item
@@ -244,27 +246,30 @@ impl NodeSummary {
         if self.to_yaml().len() <= max {
             return self.clone();
         }
+        let fits = |s: &NodeSummary| s.to_yaml().len() <= max;
         let mut s = self.clone();
-        s.cut_messages(FIRST_MESSAGE_LIMIT);
-        if s.to_yaml().len() <= max {
+        s.cut_messages(FIRST_MESSAGE_LIMIT, Cut::All);
+        if fits(&s) {
             return s;
         }
+        if let Some(fit) = s.longest_cut_that_fits(SKIP_REASON_LIMIT, Cut::SkipReasons, max) {
+            return fit;
+        }
+        s.cut_messages(SKIP_REASON_LIMIT, Cut::SkipReasons);
         for items in s.categories.values_mut() {
             fold(items, Verdict::Healthy);
         }
-        if s.to_yaml().len() <= max {
+        if fits(&s) {
             return s;
         }
-        for limit in MESSAGE_LIMITS {
-            s.cut_messages(limit);
-            if s.to_yaml().len() <= max {
-                return s;
-            }
+        if let Some(fit) = s.longest_cut_that_fits(SHORTEST_MESSAGE, Cut::All, max) {
+            return fit;
         }
+        s.cut_messages(SHORTEST_MESSAGE, Cut::All);
         for items in s.categories.values_mut() {
             fold(items, Verdict::Skipped);
         }
-        if s.to_yaml().len() <= max {
+        if fits(&s) {
             return s;
         }
         // (rank within its group, place, category, item) of every failed item.
@@ -306,15 +311,59 @@ impl NodeSummary {
         s
     }
 
-    fn cut_messages(&mut self, limit: usize) {
+    /// This summary with the messages `which` names cut to the longest
+    /// limit from `shortest` to [`FIRST_MESSAGE_LIMIT`] that makes it fit
+    /// in `max` bytes, or `None` when even `shortest` is too long.
+    fn longest_cut_that_fits(
+        &self,
+        shortest: usize,
+        which: Cut,
+        max: usize,
+    ) -> Option<NodeSummary> {
+        let cut_to = |limit: usize| {
+            let mut s = self.clone();
+            s.cut_messages(limit, which);
+            s
+        };
+        let fitting = cut_to(shortest);
+        if fitting.to_yaml().len() > max {
+            return None;
+        }
+        // The summary grows with the limit: the longest limit that fits is
+        // found by halving the range between one that fits and one that
+        // does not.
+        let (mut fits, mut best, mut too_long) = (shortest, fitting, FIRST_MESSAGE_LIMIT + 1);
+        while too_long - fits > 1 {
+            let mid = fits + (too_long - fits) / 2;
+            let s = cut_to(mid);
+            if s.to_yaml().len() <= max {
+                (fits, best) = (mid, s);
+            } else {
+                too_long = mid;
+            }
+        }
+        Some(best)
+    }
+
+    fn cut_messages(&mut self, limit: usize, which: Cut) {
         for items in self.categories.values_mut() {
             for r in items.values_mut() {
-                for msg in [r.err.as_mut(), r.skip.as_mut()].into_iter().flatten() {
+                let err = r.err.as_mut().filter(|_| which == Cut::All);
+                for msg in [err, r.skip.as_mut()].into_iter().flatten() {
                     cut(msg, limit);
                 }
             }
         }
     }
+}
+
+/// Which messages a step of [`NodeSummary::bounded_by`] cuts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Err messages and skip reasons.
+    All,
+    /// Skip reasons only.
+    SkipReasons,
 }
 
 /// Err message or skip reason of the item that stands for failed or

@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeSet;
 
 #[test]
 fn summary_yaml_matches_the_spec_shape() {
@@ -319,6 +320,50 @@ fn messages_over_512_bytes_are_cut_before_healthy_items_are_folded() {
         disk["long"].err.as_deref(),
         Some(format!("{}{CUT_MARKER}", "x".repeat(FIRST_MESSAGE_LIMIT)).as_str())
     );
+}
+
+#[test]
+fn skip_reasons_are_cut_before_healthy_items_are_folded() {
+    // 40 healthy items, one failure and 12 skips with 200-byte reasons:
+    // over 3072 bytes whole, under it with the reasons at 64 bytes.
+    let mut s = many_healthy_and_some_failed(40, 1, 300);
+    let svc = s.categories.entry("svc".into()).or_default();
+    for i in 0..12 {
+        svc.insert(format!("skipped-{i}"), ItemResult::skip("s".repeat(200)));
+    }
+    assert!(s.to_yaml().len() > 3072);
+    let b = s.bounded(3072);
+    assert!(b.to_yaml().len() <= 3072, "{}", b.to_yaml().len());
+    assert_eq!(b.categories["disk"].len(), 41, "every healthy item named");
+    assert_eq!(
+        b.categories["disk"]["fail-0"].err.as_deref(),
+        Some("m".repeat(300).as_str()),
+        "the err message is not cut for skip reasons"
+    );
+    for (_, item, why) in b.skipped() {
+        let body = why.strip_suffix(CUT_MARKER).expect("cut");
+        assert!(
+            (SKIP_REASON_LIMIT..200).contains(&body.len()),
+            "{item}: {why}"
+        );
+    }
+}
+
+#[test]
+fn messages_are_cut_to_the_longest_length_that_fits() {
+    let b = many_healthy_and_some_failed(500, 20, 400).bounded(3072);
+    let yaml = b.to_yaml().len();
+    assert!(yaml <= 3072, "{yaml}");
+    assert!(b.categories["disk"].contains_key("(500 healthy items omitted)"));
+    let lengths: BTreeSet<usize> = b
+        .failed()
+        .map(|(_, _, msg)| msg.strip_suffix(CUT_MARKER).expect("cut").len())
+        .collect();
+    assert_eq!(lengths.len(), 1, "one length for all: {lengths:?}");
+    let len = *lengths.first().unwrap();
+    assert!(len > 64 && len < 160, "{len}");
+    // One byte more for each of the 20 messages would not fit.
+    assert!(yaml + 20 > 3072, "{yaml} bytes with messages of {len}");
 }
 
 #[test]
