@@ -2,12 +2,14 @@
 //! the stand-in API server of the in-process tests, [`suite`], with which
 //! the tests record the suite report, [`netplan`], the test cluster's
 //! network plan that the node simulator and the end-to-end tests share,
-//! [`chromium`], which shows a page in a headless browser, and
-//! [`leftovers`], what a killed test run left behind.
+//! [`chromium`], which shows a page in a headless browser, [`helm`], the
+//! chart tests' `helm`, and [`leftovers`], what a killed test run left
+//! behind.
 //!
 //! Only tests depend on this crate, as a dev-dependency; no binary does.
 
 pub mod chromium;
+pub mod helm;
 pub mod leftovers;
 pub mod netplan;
 pub mod stand_in;
