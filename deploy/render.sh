@@ -5,6 +5,7 @@
 #   deploy/helm/kube-combo/rules.yaml (the operator's ClusterRole rules)
 #   deploy/kube-combo.yaml       (kubectl kustomize config/default)
 #   config/prometheus/prometheusrule.yaml (from config/prometheus/rules.yaml)
+#   deploy/helm/kube-combo/prometheus-rules.yaml (a copy of config/prometheus/rules.yaml)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -21,3 +22,4 @@ sed -n '/^rules:$/,$p' config/rbac/cluster_role.yaml | tail -n +2 | sed 's/^  //
     printf 'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: kube-combo-pinger\n  labels:\n    app.kubernetes.io/name: kube-combo\nspec:\n'
     grep -v '^#' config/prometheus/rules.yaml | sed 's/^/  /'
 } > config/prometheus/prometheusrule.yaml
+cp config/prometheus/rules.yaml deploy/helm/kube-combo/prometheus-rules.yaml

@@ -26,6 +26,8 @@ rm -f target/suite-report.tsv target/suite-production-node.txt
 # The mesh page's browser test skips without chromium elsewhere; here
 # tests/deps.sh installed it, so a missing one fails (docs/testing.md).
 export COMBO_REQUIRE_CHROMIUM=1
+# So does the chart's test without helm (tests/deps.sh installed it).
+export COMBO_REQUIRE_HELM=1
 cargo test  # default members: everything but the end-to-end crate
 
 step "Prometheus alert rules and the Grafana dashboard"

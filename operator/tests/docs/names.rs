@@ -110,68 +110,133 @@ fn every_condition_type_and_reason_has_its_row_and_every_row_one() {
     both_ways("condition type or reason", &code, &documented);
 }
 
-/// Every key path of the chart's values: `image.operator`, `resources`,
-/// `resources.requests`, `resources.requests.cpu`, ...
-fn value_paths(v: &Value, prefix: &str, out: &mut Vec<(String, Value)>) {
-    let Some(map) = v.as_mapping() else { return };
-    for (k, sub) in map {
-        let key = k.as_str().expect("value keys are strings");
+/// The chart's values as its schema defines them: the path of each leaf
+/// (`image.operator`, `resources`: a Kubernetes type is one leaf) with its
+/// schema, and the path of each object the chart defines, whose keys the
+/// schema closes (`additionalProperties: false`).
+fn schema_leaves(
+    schema: &serde_json::Value,
+    prefix: &str,
+    leaves: &mut Vec<(String, serde_json::Value)>,
+    closed: &mut Vec<String>,
+) {
+    let props = schema["properties"]
+        .as_object()
+        .expect("an object's properties");
+    if schema["additionalProperties"] == serde_json::Value::Bool(false) {
+        closed.push(prefix.to_string());
+    }
+    for (key, sub) in props {
         let path = if prefix.is_empty() {
-            key.to_string()
+            key.clone()
         } else {
             format!("{prefix}.{key}")
         };
-        out.push((path.clone(), sub.clone()));
-        value_paths(sub, &path, out);
+        if sub.get("properties").is_some() {
+            schema_leaves(sub, &path, leaves, closed);
+        } else {
+            leaves.push((path, sub.clone()));
+        }
     }
 }
 
+/// The value at `path` (`a.b`) of values.yaml.
+fn value_at<'a>(values: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(values, |v, k| v.get(k))
+}
+
+/// The chart's values, its schema (deploy/helm/kube-combo/values.schema.json)
+/// and its README's table agree: every value of values.yaml is in the
+/// schema and every leaf of the schema has a default there; each object the
+/// chart defines refuses unknown keys; every leaf has one row in the
+/// README whose default (YAML in a code span) is values.yaml's and whose
+/// description is the schema's, and every row names a leaf.
 #[test]
-fn every_helm_value_has_its_row_with_its_default_and_every_row_a_value() {
-    let values: Value = serde_yaml::from_str(&read("deploy/helm/kube-combo/values.yaml"))
-        .expect("values.yaml parses");
-    let mut paths = Vec::new();
-    value_paths(&values, "", &mut paths);
-    let reference = read("docs/reference.md");
-    let lines = reference_section(&reference, 2, "Helm values");
-    let rows = table_rows(&lines, "value");
+fn every_helm_value_has_its_row_with_its_default_and_description_and_every_row_a_value() {
+    let chart = "deploy/helm/kube-combo";
+    let values: Value =
+        serde_yaml::from_str(&read(&format!("{chart}/values.yaml"))).expect("values.yaml parses");
+    let schema: serde_json::Value =
+        serde_json::from_str(&read(&format!("{chart}/values.schema.json")))
+            .expect("values.schema.json parses");
+    let (mut leaves, mut closed) = (Vec::new(), Vec::new());
+    schema_leaves(&schema, "", &mut leaves, &mut closed);
     let mut problems = Vec::new();
-    // A map with keys is documented by the rows of its keys, or by a row of
-    // its own that covers them all.
-    let leaves = paths
-        .iter()
-        .filter(|(_, v)| v.as_mapping().is_none_or(|m| m.is_empty()));
-    for (path, value) in leaves {
-        let covering = rows.iter().find(|r| {
-            named(&r[0])
-                .iter()
-                .any(|n| n == path || path.starts_with(&format!("{n}.")))
-        });
-        let Some(row) = covering else {
-            problems.push(format!("value `{path}` has no row"));
-            continue;
-        };
-        let scalar = match value {
-            // An empty string is written as YAML writes it.
-            Value::String(s) if s.is_empty() => Some("`\"\"`".to_string()),
-            Value::String(s) => Some(format!("`{s}`")),
-            Value::Bool(b) => Some(format!("`{b}`")),
-            Value::Number(n) => Some(format!("`{n}`")),
-            _ => None,
-        };
-        if let Some(default) = scalar.filter(|_| named(&row[0]).len() == 1) {
-            if !row[1].contains(&default) {
+
+    // values.yaml against the schema, both ways.
+    let mut objects = vec![(String::new(), &values)];
+    while let Some((prefix, v)) = objects.pop() {
+        for (k, sub) in v.as_mapping().into_iter().flatten() {
+            let key = k.as_str().expect("value keys are strings");
+            let path = if prefix.is_empty() {
+                key.to_string()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            if closed.contains(&path) {
+                objects.push((path, sub));
+            } else if !leaves.iter().any(|(l, _)| *l == path) {
                 problems.push(format!(
-                    "the row of `{path}` does not give its default {default}"
+                    "values.yaml has `{path}`, which values.schema.json does not define"
                 ));
             }
         }
     }
+    for (path, _) in &leaves {
+        if value_at(&values, path).is_none() {
+            problems.push(format!(
+                "values.schema.json defines `{path}`, which has no default in values.yaml"
+            ));
+        }
+    }
+    for path in closed.iter().filter(|p| !p.is_empty()) {
+        if value_at(&values, path).is_none_or(|v| v.as_mapping().is_none()) {
+            problems.push(format!(
+                "values.schema.json defines the object `{path}`, not one in values.yaml"
+            ));
+        }
+    }
+    if !closed.contains(&String::new()) {
+        problems.push("values.schema.json lets unknown top-level values through".into());
+    }
+
+    // The README's table against both.
+    let readme = read(&format!("{chart}/README.md"));
+    let lines: Vec<&str> = readme.lines().collect();
+    let rows = table_rows(&lines, "value");
+    for (path, leaf) in &leaves {
+        let mine: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|r| named(&r[0]) == [path.clone()])
+            .collect();
+        let [row] = mine[..] else {
+            problems.push(format!(
+                "value `{path}` has {} rows in {chart}/README.md, not one",
+                mine.len()
+            ));
+            continue;
+        };
+        let default = named(&row[1]);
+        let parsed = default
+            .first()
+            .and_then(|d| serde_yaml::from_str::<Value>(d).ok());
+        if default.len() != 1 || parsed.as_ref() != value_at(&values, path) {
+            problems.push(format!(
+                "the row of `{path}` gives the default {}, values.yaml {:?}",
+                row[1],
+                value_at(&values, path)
+            ));
+        }
+        let description = leaf["description"].as_str().unwrap_or("");
+        if row[2] != description {
+            problems.push(format!("the row of `{path}` says {:?}; values.schema.json's description is {description:?}", row[2]));
+        }
+    }
     for name in rows.iter().flat_map(|r| named(&r[0])) {
-        if !paths.iter().any(|(p, _)| *p == name) {
+        if !leaves.iter().any(|(p, _)| *p == name) {
             problems.push(format!("the row `{name}` names no value of the chart"));
         }
     }
-    assert!(paths.len() > 8, "only {} values read", paths.len());
-    assert_none("docs/reference.md, \"Helm values\"", problems);
+    assert!(leaves.len() > 20, "only {} values read", leaves.len());
+    assert_none(&format!("{chart}/README.md, \"Values\""), problems);
 }
