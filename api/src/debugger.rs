@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Affinity, Toleration};
+use k8s_openapi::api::core::v1::{Affinity, LocalObjectReference, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
@@ -39,6 +39,12 @@ pub struct DebuggerSpec {
     /// Runner image; empty means the operator's `--runner-image`.
     #[serde(default)]
     pub image: String,
+
+    /// Secrets of the Debugger's namespace with the credentials to pull the
+    /// runner and pinger images, as in a pod's `imagePullSecrets`; empty
+    /// means the operator's `--image-pull-secrets`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
 
     /// CPU of each container, request = limit.
     #[serde(default = "default_cpu")]
@@ -346,6 +352,7 @@ mod tests {
         assert!(spec.taints.is_empty());
         assert_eq!(spec.max_tainted_percent, 10);
         assert!(spec.check_settings.is_empty());
+        assert!(spec.image_pull_secrets.is_empty());
     }
 
     #[test]

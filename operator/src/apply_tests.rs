@@ -8,6 +8,7 @@ fn images() -> Images {
     Images {
         runner: "r:1".into(),
         pinger: "p:1".into(),
+        pull_secrets: Vec::new(),
     }
 }
 

@@ -175,6 +175,8 @@ pub struct Caches {
     pub bindings: Names,
     /// Whether the DaemonSet, Pod, Pinger and Role watches have listed once.
     pub listed: Listed,
+    /// Why the Debuggers' pods wait, from the watch of their pods.
+    pub waiting: crate::waiting::Waits,
 }
 
 impl Caches {
@@ -201,6 +203,7 @@ impl Caches {
             accounts: Default::default(),
             bindings: Default::default(),
             listed: Default::default(),
+            waiting: Default::default(),
         }
     }
 

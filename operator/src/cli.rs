@@ -42,6 +42,17 @@ pub struct RunArgs {
     /// Pinger image for Pingers whose spec.image is empty.
     #[arg(long, env = "COMBO_PINGER_IMAGE", default_value = DEFAULT_PINGER_IMAGE)]
     pub pinger_image: String,
+    /// Secrets holding registry credentials, comma-separated, given to the
+    /// pods of Debuggers whose spec.imagePullSecrets is empty; each must
+    /// exist in the namespace of every such Debugger.
+    #[arg(
+        long,
+        env = "COMBO_IMAGE_PULL_SECRETS",
+        value_name = "NAME[,NAME]",
+        value_delimiter = ',',
+        value_parser = secret_name
+    )]
+    pub image_pull_secrets: Vec<String>,
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_addr: SocketAddr,
@@ -63,6 +74,17 @@ pub struct RunArgs {
     pub no_taints: bool,
 }
 
+/// A Secret name of `--image-pull-secrets`: a DNS-1123 subdomain.
+fn secret_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("an empty Secret name".into());
+    }
+    match crate::validate::name_problem(s) {
+        Some(why) => Err(format!("{s:?} is not a valid Secret name: {why}")),
+        None => Ok(s.to_string()),
+    }
+}
+
 /// Prints a fatal error the way every kube-combo binary does (one line,
 /// `<bin>: <chain>`; the full Debug form with its backtrace only when
 /// `RUST_BACKTRACE` is set) and gives the exit status 1.
@@ -73,4 +95,27 @@ pub fn report(bin: &str, err: &anyhow::Error) -> std::process::ExitCode {
         eprintln!("{}", combo_api::cli::error_line(bin, err.as_ref()));
     }
     std::process::ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    #[test]
+    fn image_pull_secrets_take_a_comma_separated_list_of_secret_names() {
+        let none = Cli::try_parse_from(["combo-operator"]).unwrap();
+        assert!(none.run.image_pull_secrets.is_empty());
+        let two = Cli::try_parse_from(["combo-operator", "--image-pull-secrets", "regcred,mirror"])
+            .unwrap();
+        assert_eq!(two.run.image_pull_secrets, ["regcred", "mirror"]);
+        let bad = Cli::try_parse_from(["combo-operator", "--image-pull-secrets", "regcred,Bad"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            bad.contains("\"Bad\" is not a valid Secret name: it contains 'B'"),
+            "{bad}"
+        );
+    }
 }

@@ -6,6 +6,7 @@ fn images() -> Images {
     Images {
         runner: "reg/combo-runner:v1".into(),
         pinger: "reg/combo-pinger:v1".into(),
+        pull_secrets: Vec::new(),
     }
 }
 

@@ -182,6 +182,7 @@ async fn controller(
         triggers::api::<Pod>(&client, ns),
         store.clone(),
         caches.pingers.clone(),
+        caches.waiting.clone(),
         metrics.clone(),
     );
     // Driven here, not spawned: it stops with the controller.
@@ -200,8 +201,11 @@ async fn controller(
     let images = Images {
         runner: args.runner_image.clone(),
         pinger: args.pinger_image.clone(),
+        pull_secrets: args.image_pull_secrets.clone(),
     };
-    let main = triggers.drive(main, &store);
+    let main = triggers
+        .drive(main, &store)
+        .reconcile_on(caches.waiting.triggers());
     let mut ctx = Context::new(
         client.clone(),
         images,

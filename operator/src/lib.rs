@@ -45,13 +45,14 @@ pub mod node_watch;
 pub mod node_write;
 
 // What the plan is computed from: status and Events, the summary
-// aggregated from the DebuggerReports; and the results per category and
-// node that the metrics show.
+// aggregated from the DebuggerReports, why the pods wait; and the results
+// per category and node that the metrics show.
 pub mod aggregate;
 pub mod events;
 pub mod reports;
 pub mod results;
 pub mod status;
+pub mod waiting;
 
 // The controller and its watches: what wakes a reconcile, what the
 // watches saw, and what is kept between reconciles.

@@ -28,6 +28,7 @@ use serde_json::json;
 
 use crate::mesh::Mesh;
 use crate::metrics::Metrics;
+use crate::waiting::Waits;
 
 /// How often waiting lists are written and Pinger changes picked up.
 pub const TICK: Duration = Duration::from_millis(500);
@@ -309,12 +310,13 @@ pub fn bound(
 
 /// Follows the Debuggers' pods through `api` (the operator's namespace or
 /// all) and keeps their lists written, until dropped (the controller stops
-/// with leadership).
+/// with leadership). The same events keep `waits`, why the pods wait.
 pub async fn run(
     client: Client,
     api: Api<Pod>,
     debuggers: Store<Debugger>,
     pingers: Store<Pinger>,
+    waits: Waits,
     metrics: Arc<Metrics>,
 ) {
     let config = watcher::Config::default().labels(keys::LABEL_DEBUGGER);
@@ -325,7 +327,10 @@ pub async fn run(
     loop {
         tokio::select! {
             event = events.next() => match event {
-                Some(Ok(e)) => groups.observe(e),
+                Some(Ok(e)) => {
+                    waits.observe(&e);
+                    groups.observe(e);
+                }
                 Some(Err(e)) => tracing::warn!(error = %e, "watching the Debuggers' pods failed; retrying"),
                 None => return,
             },

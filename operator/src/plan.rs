@@ -45,6 +45,8 @@ pub struct Inputs<'a> {
     pub marks: DebuggerMarks,
     /// Why the Pinger it uses is not Ready, if it is not.
     pub pinger_not_ready: Option<String>,
+    /// What its pods wait on, if some wait ([`crate::waiting::describe`]).
+    pub waiting: Option<String>,
     /// The time the plan is for.
     pub now: DateTime<Utc>,
 }
@@ -78,6 +80,7 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         runs,
         marks,
         pinger_not_ready,
+        waiting,
         now,
     } = inputs;
     // Only this operator writes the status, so the one it wrote last is the
@@ -106,6 +109,7 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         now,
         pinger_not_ready.as_deref(),
     );
+    status::with_waiting(&mut status, waiting.as_deref());
     let previous = current.status.as_ref().map(|s| s.conditions.as_slice());
     let (conditions, marks_events) = marks_status::conditions(
         previous.unwrap_or_default(),

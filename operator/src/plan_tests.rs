@@ -40,6 +40,7 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
         runs: RunSummary::default(),
         marks: Default::default(),
         pinger_not_ready: None,
+        waiting: None,
         now: now(),
     }
 }
@@ -235,5 +236,38 @@ fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
     assert_eq!(
         status::ready_of(&fine.status.conditions).unwrap().reason,
         "WorkloadReady"
+    );
+}
+
+#[test]
+fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_ready() {
+    let d = dbg("");
+    let verdict = valid("");
+    let waiting = "pods waiting: ImagePullBackOff on 2 pods; pod d-a, container runner: ImagePullBackOff: Back-off pulling image \"reg/runner:1\"";
+    let not_ready = plan(Inputs {
+        counts: Some(PodCounts {
+            desired: 2,
+            ready: 0,
+            ..PodCounts::default()
+        }),
+        waiting: Some(waiting.into()),
+        ..inputs(&d, &verdict)
+    });
+    let ready = status::ready_of(&not_ready.status.conditions).unwrap();
+    assert_eq!(ready.reason, "WorkloadNotReady");
+    assert_eq!(ready.message, format!("0/2 pods ready; {waiting}"));
+    // Pods counted Ready say so alone; an invalid spec says what is wrong.
+    let fine = plan(Inputs {
+        counts: Some(PodCounts {
+            desired: 2,
+            ready: 2,
+            ..PodCounts::default()
+        }),
+        waiting: Some(waiting.into()),
+        ..inputs(&d, &verdict)
+    });
+    assert_eq!(
+        status::ready_of(&fine.status.conditions).unwrap().message,
+        "2/2 pods ready"
     );
 }

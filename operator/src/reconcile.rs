@@ -122,6 +122,10 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
             .as_ref()
             .filter(|_| dbg.spec.enable_pinger)
             .and_then(crate::pinger_status::not_ready),
+        waiting: ctx
+            .caches
+            .waiting
+            .describe(&dbg.namespace().unwrap_or_default(), &dbg.name_any()),
         now,
     });
     let since = records::run_at_since(ctx, dbg, now);

@@ -10,8 +10,8 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource, Pod,
-    PodSecurityContext, PodSpec, PodTemplateSpec, Sysctl, Volume,
+    ConfigMap, ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource,
+    LocalObjectReference, Pod, PodSecurityContext, PodSpec, PodTemplateSpec, Sysctl, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -49,13 +49,17 @@ pub const STATE_MOUNT: &str = "/var/lib/combo-runner/state";
 /// per script.
 pub const STATE_SIZE_LIMIT: &str = "16Mi";
 
-/// Images used when a spec names none (the operator's flags).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Images used when a spec names none, and the Secrets to pull them with
+/// (the operator's flags).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Images {
     /// `--runner-image`.
     pub runner: String,
     /// `--pinger-image`.
     pub pinger: String,
+    /// `--image-pull-secrets`: the pods' `imagePullSecrets` when the
+    /// Debugger lists none.
+    pub pull_secrets: Vec<String>,
 }
 
 /// The workload of a Debugger, as it should be.
@@ -277,8 +281,25 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
         tolerations: crate::taints::tolerations(dbg),
         affinity: spec.affinity.clone(),
         node_name: (is_pod && !spec.node_name.is_empty()).then(|| spec.node_name.clone()),
+        image_pull_secrets: pull_secrets(dbg, images),
         ..PodSpec::default()
     }
+}
+
+/// The pods' `imagePullSecrets`: the Debugger's own when it lists any,
+/// else the operator's `--image-pull-secrets`, else none
+/// (docs/operator.md#private-registries).
+fn pull_secrets(dbg: &Debugger, images: &Images) -> Option<Vec<LocalObjectReference>> {
+    let secrets = if dbg.spec.image_pull_secrets.is_empty() {
+        images
+            .pull_secrets
+            .iter()
+            .map(|name| LocalObjectReference { name: name.clone() })
+            .collect()
+    } else {
+        dbg.spec.image_pull_secrets.clone()
+    };
+    (!secrets.is_empty()).then_some(secrets)
 }
 
 /// The user and group the pinger runs as in a pod of its own network

@@ -6,6 +6,7 @@ pub(crate) fn images() -> Images {
     Images {
         runner: "reg/combo-runner:v1".into(),
         pinger: "reg/combo-pinger:v1".into(),
+        pull_secrets: Vec::new(),
     }
 }
 
@@ -309,4 +310,87 @@ fn spec_hash_changes_with_the_rendered_spec_and_only_with_it() {
         None,
     );
     assert_ne!(a.hash(), c.hash());
+}
+
+fn pull_secret_names(w: Workload) -> Option<Vec<String>> {
+    let spec = match w {
+        Workload::DaemonSet(d) => d.spec.and_then(|s| s.template.spec),
+        Workload::Pod(p) => p.spec,
+    };
+    spec.and_then(|s| s.image_pull_secrets)
+        .map(|l| l.into_iter().map(|r| r.name).collect())
+}
+
+fn with_pull_secrets(names: &[&str]) -> DebuggerSpec {
+    DebuggerSpec {
+        image_pull_secrets: names
+            .iter()
+            .map(|n| LocalObjectReference {
+                name: n.to_string(),
+            })
+            .collect(),
+        ..DebuggerSpec::default()
+    }
+}
+
+fn images_pulled_with(names: &[&str]) -> Images {
+    Images {
+        pull_secrets: names.iter().map(|n| n.to_string()).collect(),
+        ..images()
+    }
+}
+
+#[test]
+fn without_pull_secrets_anywhere_the_pods_have_none() {
+    let w = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
+    assert_eq!(pull_secret_names(w), None);
+}
+
+#[test]
+fn the_operators_pull_secrets_are_the_default_of_both_workload_types() {
+    let flag = images_pulled_with(&["regcred", "mirror"]);
+    let ds = workload(&debugger(DebuggerSpec::default()), None, &flag, None);
+    assert_eq!(
+        pull_secret_names(ds),
+        Some(vec!["regcred".to_string(), "mirror".to_string()])
+    );
+    let single = debugger(DebuggerSpec {
+        workload_type: WorkloadType::Pod,
+        ..DebuggerSpec::default()
+    });
+    let pod = workload(&single, None, &flag, None);
+    assert_eq!(
+        pull_secret_names(pod),
+        Some(vec!["regcred".to_string(), "mirror".to_string()])
+    );
+}
+
+#[test]
+fn the_debuggers_pull_secrets_win_over_the_operators() {
+    let flag = images_pulled_with(&["regcred"]);
+    let own = debugger(with_pull_secrets(&["team-registry"]));
+    let w = workload(&own, None, &flag, None);
+    assert_eq!(
+        pull_secret_names(w),
+        Some(vec!["team-registry".to_string()])
+    );
+    // Only the Debugger's own list counts: the flag's is not added to it.
+    let both = workload(&own, None, &images(), None);
+    assert_eq!(
+        workload(&own, None, &flag, None).hash(),
+        both.hash(),
+        "the flag does not change a Debugger that lists its own"
+    );
+}
+
+#[test]
+fn a_new_pull_secret_changes_the_pod_template() {
+    let a = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let b = workload(
+        &debugger(with_pull_secrets(&["regcred"])),
+        None,
+        &images(),
+        None,
+    );
+    assert_ne!(a.hash(), b.hash());
 }

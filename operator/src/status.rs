@@ -195,6 +195,21 @@ fn rollout_deadline(ready: &Condition) -> DateTime<Utc> {
     DateTime::from_timestamp(since, 0).unwrap_or_default() + ROLLOUT_GRACE
 }
 
+/// `status` with `waiting` (what the pods wait on) added to the message
+/// of a `Ready` condition that counts pods not Ready (`WorkloadNotReady`,
+/// `RollingOut`): `<ready>/<desired> pods ready; pods waiting: ...`. Pure.
+pub fn with_waiting(status: &mut DebuggerStatus, waiting: Option<&str>) {
+    let Some(waiting) = waiting else { return };
+    let counted = [REASON_WORKLOAD_NOT_READY, REASON_ROLLING_OUT];
+    if let Some(ready) = status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == CONDITION_READY && counted.contains(&c.reason.as_str()))
+    {
+        ready.message = format!("{}; {waiting}", ready.message);
+    }
+}
+
 /// The time to look at a Debugger again if its status says it is rolling
 /// out: once the roll's grace ends. Pure.
 pub fn rollout_recheck(status: &DebuggerStatus) -> Option<DateTime<Utc>> {

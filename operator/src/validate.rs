@@ -178,6 +178,19 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
             spec.summary_config_map
         ));
     }
+    for (i, secret) in spec.image_pull_secrets.iter().enumerate() {
+        let why = if secret.name.is_empty() {
+            Some("it is empty; name a Secret of the Debugger's namespace".to_string())
+        } else {
+            name_problem(&secret.name)
+        };
+        if let Some(why) = why {
+            problems.push(format!(
+                "imagePullSecrets[{i}].name {:?} is not a valid Secret name: {why}",
+                secret.name
+            ));
+        }
+    }
     problems.extend(
         spec.check_settings
             .iter()
@@ -208,9 +221,9 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
 }
 
 /// What keeps a non-empty `s` from being an RFC 1123 subdomain, as
-/// Kubernetes requires of ConfigMap names, in words; `None` when it is one
-/// (or is empty: emptiness is checked where it matters).
-fn name_problem(s: &str) -> Option<String> {
+/// Kubernetes requires of ConfigMap and Secret names, in words; `None` when
+/// it is one (or is empty: emptiness is checked where it matters).
+pub(crate) fn name_problem(s: &str) -> Option<String> {
     const RULE: &str = "lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit";
     if s.is_empty() {
         return None;

@@ -221,6 +221,37 @@ fn config_map_names_must_be_valid_kubernetes_names() {
     );
 }
 
+#[test]
+fn image_pull_secret_names_must_be_valid_secret_names_named_by_their_index() {
+    let secrets = |names: &[&str]| DebuggerSpec {
+        image_pull_secrets: names
+            .iter()
+            .map(|n| k8s_openapi::api::core::v1::LocalObjectReference {
+                name: n.to_string(),
+            })
+            .collect(),
+        ..DebuggerSpec::default()
+    };
+    assert!(validate(
+        "a",
+        &secrets(&["regcred", "ghcr.io-pull"]),
+        Found::default()
+    )
+    .is_ok());
+    let err = validate(
+        "a",
+        &secrets(&["regcred", "Reg_Cred", ""]),
+        Found::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    assert_eq!(
+        err.to_string(),
+        "imagePullSecrets[1].name \"Reg_Cred\" is not a valid Secret name: it contains 'R'; a name has lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit; \
+         imagePullSecrets[2].name \"\" is not a valid Secret name: it is empty; name a Secret of the Debugger's namespace"
+    );
+}
+
 /// The message of the verdict on `spec` with nothing found.
 fn message(spec: DebuggerSpec) -> String {
     validate("a", &spec, Found::default())

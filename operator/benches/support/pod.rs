@@ -36,6 +36,7 @@ pub fn template() -> Value {
     let images = Images {
         runner: DEFAULT_RUNNER_IMAGE.into(),
         pinger: DEFAULT_PINGER_IMAGE.into(),
+        pull_secrets: Vec::new(),
     };
     let account = Some("0d4f6a2b-3c5e-4f70-8a9b-c1d2e3f40516");
     let Workload::DaemonSet(ds) = workload(&dbg, Some(&pinger), &images, account) else {

@@ -65,6 +65,7 @@ pub fn context(client: Client) -> (Arc<Context>, Watches) {
     let images = Images {
         runner: "reg/runner:1".into(),
         pinger: "reg/pinger:1".into(),
+        pull_secrets: Vec::new(),
     };
     let metrics = Arc::new(Metrics::default());
     let ctx = Context::new(client, images, metrics, None, debuggers, caches);
