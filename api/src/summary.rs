@@ -218,9 +218,10 @@ impl NodeSummary {
     /// Each step is taken only while the summary does not fit yet. Err
     /// messages and skip reasons longer than [`FIRST_MESSAGE_LIMIT`] are
     /// cut (ending with [`CUT_MARKER`]); then skip reasons, to the longest
-    /// that fits but not below [`SKIP_REASON_LIMIT`]. Then healthy items
-    /// are folded into one item `(N healthy items omitted)` per category,
-    /// and only then are all messages cut to the longest that fits, not
+    /// that fits but not below [`SKIP_REASON_LIMIT`]. If that is not enough,
+    /// healthy items are folded into one item `(N healthy items omitted)`
+    /// per category instead, and only then are all messages (skip reasons
+    /// back to [`FIRST_MESSAGE_LIMIT`]) cut to the longest that fits, not
     /// below [`SHORTEST_MESSAGE`], so they take the room the healthy items
     /// left. Then skipped items are folded into one item
     /// `(N skipped items omitted)` (still skipped), and as a last resort
@@ -255,7 +256,8 @@ impl NodeSummary {
         if let Some(fit) = s.longest_cut_that_fits(SKIP_REASON_LIMIT, Cut::SkipReasons, max) {
             return fit;
         }
-        s.cut_messages(SKIP_REASON_LIMIT, Cut::SkipReasons);
+        // The healthy items go; the skip reasons get their bytes back and
+        // share the room that leaves with the err messages.
         for items in s.categories.values_mut() {
             fold(items, Verdict::Healthy);
         }

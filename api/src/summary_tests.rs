@@ -350,6 +350,27 @@ fn skip_reasons_are_cut_before_healthy_items_are_folded() {
 }
 
 #[test]
+fn skip_reasons_get_their_room_back_once_healthy_items_are_folded() {
+    let mut s = many_healthy_and_some_failed(1000, 1, 100);
+    let reason = "r".repeat(100);
+    s.categories
+        .get_mut("disk")
+        .unwrap()
+        .insert("big/output".into(), ItemResult::skip(reason.clone()));
+    let b = s.bounded(3072);
+    let disk = &b.categories["disk"];
+    assert!(
+        disk.contains_key("(1000 healthy items omitted)"),
+        "{disk:?}"
+    );
+    assert_eq!(disk["big/output"].skip_reason(), Some(reason.as_str()));
+    assert_eq!(
+        disk["fail-0"].err.as_deref(),
+        Some("m".repeat(100).as_str())
+    );
+}
+
+#[test]
 fn messages_are_cut_to_the_longest_length_that_fits() {
     let b = many_healthy_and_some_failed(500, 20, 400).bounded(3072);
     let yaml = b.to_yaml().len();
