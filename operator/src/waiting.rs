@@ -25,8 +25,14 @@ use tokio::sync::Notify;
 /// A Debugger: namespace and name.
 pub type Key = (String, String);
 
-/// The longest kubelet message kept per pod, in bytes.
-pub const MESSAGE_MAX: usize = 256;
+/// The longest kubelet message kept per pod, in bytes: a pull error of
+/// containerd names the image twice before the registry's answer
+/// (`... failed with status code [manifests dev]: 401 Unauthorized`), in
+/// about 260 bytes.
+pub const MESSAGE_MAX: usize = 512;
+/// What a longer message keeps of its start; its end, where the cause
+/// is, fills the rest.
+const MESSAGE_HEAD: usize = 160;
 /// The most reasons a status message lists.
 pub const REASONS_MAX: usize = 4;
 
@@ -74,16 +80,22 @@ fn waiting(c: &ContainerStatus) -> Option<Wait> {
     })
 }
 
-/// `s` cut to at most [`MESSAGE_MAX`] bytes at a character boundary.
+/// `s` cut to at most [`MESSAGE_MAX`] bytes, at character boundaries: its
+/// first [`MESSAGE_HEAD`] bytes (what failed), ` ... `, and its end (why).
 fn cut(s: &str) -> String {
+    const GAP: &str = " ... ";
     if s.len() <= MESSAGE_MAX {
         return s.to_string();
     }
-    let mut end = MESSAGE_MAX - 3;
-    while !s.is_char_boundary(end) {
-        end -= 1;
+    let mut head = MESSAGE_HEAD;
+    while !s.is_char_boundary(head) {
+        head -= 1;
     }
-    format!("{}...", &s[..end])
+    let mut tail = s.len() - (MESSAGE_MAX - MESSAGE_HEAD - GAP.len());
+    while !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}{GAP}{}", &s[..head], &s[tail..])
 }
 
 /// Whether a reason is the kubelet backing off from an earlier failure.

@@ -50,8 +50,15 @@ fn a_container_on_its_way_does_not_wait_and_a_pull_failure_does() {
         (w.container.as_str(), w.reason.as_str()),
         ("runner", "ErrImagePull")
     );
-    let long = wait_of(&pod("d", "p", Some(("ErrImagePull", &"é".repeat(400))))).unwrap();
-    assert!(long.message.len() <= MESSAGE_MAX && long.message.ends_with("..."));
+    let long = format!("{}{PULL_ERROR}", "é".repeat(400));
+    let kept = wait_of(&pod("d", "p", Some(("ErrImagePull", &long)))).unwrap();
+    assert!(kept.message.len() <= MESSAGE_MAX, "{}", kept.message.len());
+    assert!(kept.message.starts_with("éé"), "the start is kept");
+    assert!(kept.message.contains(" ... "));
+    assert!(
+        kept.message.ends_with("401 Unauthorized"),
+        "the cause at the end is kept"
+    );
 }
 
 #[test]
