@@ -303,6 +303,7 @@ cmd_up() {
     start_dns "$nodes" "$real"
     if ((real)); then
         start_registry
+        start_private_registry
         "$here/images.sh" push "$registry"
         if ((nodes == 0)) && [[ ${KUBE_COMBO_HARNESS_ONLY:-} != 1 ]]; then
             "$here/images.sh" plugin "$dir/bin"
@@ -364,7 +365,8 @@ cmd_down() {
     local name other
     # Nodes first: they stop their pods' processes and remove their namespaces.
     stop_real_nodes
-    for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd dnsmasq registry; do
+    for name in nodesim kube-scheduler kube-controller-manager kube-apiserver etcd dnsmasq registry \
+        registry-private; do
         stop_process "$name"
     done
     other=$(other_cluster)
@@ -383,7 +385,7 @@ cmd_status() {
     local real_pids=("$dir"/pids/*real-*.pid)
     real_pids=("${real_pids[@]##*/}")
     for name in etcd kube-apiserver kube-controller-manager kube-scheduler nodesim dnsmasq registry \
-        "${real_pids[@]%.pid}"; do
+        registry-private "${real_pids[@]%.pid}"; do
         p=$dir/pids/$name.pid
         if pid_alive "$p"; then
             echo "$name: running (pid $(cat "$p"))"

@@ -4,7 +4,7 @@
 # test there checks that the two agree.
 #
 #   bridge kcbr0 with 172.31.0.1/24 on the host: the API server, DNS and the
-#   image registry listen there.
+#   image registries (:5000, and :5001 with authentication) listen there.
 #   simulated node i: netns kc-node-i, eth0 172.31.0.(10+i) (veth kcn<i> on
 #   the host), pods in 172.30.i.0/24 behind the node's bridge cbr0 (.1).
 #   real node i: netns kc-real-i, eth0 172.31.0.(100+i) (veth kcr<i> on the
@@ -14,6 +14,8 @@
 bridge=kcbr0
 host_ip=172.31.0.1
 registry=$host_ip:5000
+# The same images behind basic authentication (realnodes.sh, start_private_registry).
+private_registry=$host_ip:5001
 # Unreachable routes on the host for everything of the plan.
 node_fence=172.31.0.0/24
 pod_fence=172.30.0.0/16

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2154 # dir, here, cache, kbin, api_port: cluster.sh; bridge, host_ip, registry, *_prefix: netplan.sh
+# shellcheck shell=bash disable=SC2154 # dir, here, cache, kbin, api_port: cluster.sh; bridge, host_ip, registry, private_registry, *_prefix: netplan.sh
 # Real nodes of the test cluster, sourced by cluster.sh: each is a kubelet
 # v1.20.2 with its own containerd (Debian's containerd, runc and CNI plugins)
 # in a network namespace of its own, plus what serves them on the host
@@ -12,6 +12,10 @@
 #   the one Service a pod of this cluster needs (there is no kube-proxy)
 #   DNS: dnsmasq on 172.31.0.1:53 answers the cluster's names, nothing else
 #   registry: docker-registry on 172.31.0.1:5000 (images from tests/e2e/images.sh)
+#   private registry: a second docker-registry on 172.31.0.1:5001 serving the
+#   same storage read-only, only to the user and password written to
+#   DIR/private-registry.auth (basic authentication, htpasswd), for the
+#   tests of image pull secrets
 # Each node's kubelet and containerd share a private mount namespace: their
 # volume, rootfs and netns mounts vanish with them, and /var/log/pods is the
 # node's own directory (a kubelet removes log directories of pods it does
@@ -24,8 +28,8 @@ kubelet_sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 
 ensure_real_packages() {
     local need=() p
-    for p in containerd runc containernetworking-plugins dnsmasq-base docker-registry buildah \
-        mmdebstrap gcc libc6-dev; do
+    for p in containerd runc containernetworking-plugins dnsmasq-base docker-registry apache2-utils \
+        buildah mmdebstrap gcc libc6-dev; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
     done
     apt_install --no-install-recommends "${need[@]}"
@@ -105,9 +109,42 @@ EOF
     die "the image registry on $registry did not start (log: $dir/logs/registry.log)"
 }
 
+# The images of the registry (start_registry) again, on $private_registry,
+# only to user kube-combo with a password made for this cluster: its store
+# is the same directory, read-only, so nothing is copied. The user and
+# password are written to DIR/private-registry.auth as `user:password`.
+start_private_registry() {
+    local password
+    password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    htpasswd -bcB "$dir/private-registry.htpasswd" kube-combo "$password" 2>/dev/null
+    printf 'kube-combo:%s\n' "$password" >"$dir/private-registry.auth"
+    cat >"$dir/registry-private.yml" <<EOF
+version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: $cache/registry}
+  maintenance: {readonly: {enabled: true}, uploadpurging: {enabled: false}}
+auth:
+  htpasswd: {realm: kube-combo-test, path: $dir/private-registry.htpasswd}
+http: {addr: "$private_registry"}
+EOF
+    start registry-private "$dir/logs/registry-private.log" docker-registry serve "$dir/registry-private.yml"
+    local t
+    for ((t = 0; t < 60; t++)); do
+        # Up, and asking for the password: 401 without it, 200 with it.
+        if [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$private_registry/v2/") == 401 ]] &&
+            curl -fs --max-time 1 -u "kube-combo:$password" "http://$private_registry/v2/" >/dev/null; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    die "the private registry on $private_registry did not start (log: $dir/logs/registry-private.log)"
+}
+
 write_real_node_config() { # i token tainted
     local i=$1 token=$2 tainted=$3 nd=$dir/real/real-$1
-    mkdir -p "$nd"/{cni,ipam,pod-logs,netns,kubelet,state,containerd,runc,opt,kube-combo} "$nd/certs.d/$registry"
+    mkdir -p "$nd"/{cni,ipam,pod-logs,netns,kubelet,state,containerd,runc,opt,kube-combo} \
+        "$nd/certs.d/$registry" "$nd/certs.d/$private_registry"
     cat >"$nd/containerd.toml" <<EOF
 version = 2
 root = "$nd/containerd"
@@ -136,11 +173,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$nd/certs.d"
 EOF
-    cat >"$nd/certs.d/$registry/hosts.toml" <<EOF
-server = "http://$registry"
-[host."http://$registry"]
+    local r
+    for r in "$registry" "$private_registry"; do
+        cat >"$nd/certs.d/$r/hosts.toml" <<EOF
+server = "http://$r"
+[host."http://$r"]
   capabilities = ["pull", "resolve"]
 EOF
+    done
     cat >"$nd/cni/10-kube-combo.conflist" <<EOF
 {
   "cniVersion": "0.4.0",

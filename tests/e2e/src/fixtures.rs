@@ -105,6 +105,24 @@ impl DebuggerBuilder {
         self
     }
 
+    /// The runner image (`image`), instead of the operator's.
+    pub fn image(mut self, image: &str) -> Self {
+        self.spec.image = image.to_string();
+        self
+    }
+
+    /// Pulls the images with the credentials of these Secrets
+    /// (`imagePullSecrets`).
+    pub fn image_pull_secrets(mut self, names: &[&str]) -> Self {
+        self.spec.image_pull_secrets = names
+            .iter()
+            .map(|n| k8s_openapi::api::core::v1::LocalObjectReference {
+                name: n.to_string(),
+            })
+            .collect();
+        self
+    }
+
     /// `enableSys`.
     pub fn enable_sys(mut self, on: bool) -> Self {
         self.spec.enable_sys = on;

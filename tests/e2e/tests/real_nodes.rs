@@ -12,6 +12,8 @@ mod helpers;
 mod inspection;
 #[path = "real_nodes/peers.rs"]
 mod peers;
+#[path = "real_nodes/private_registry.rs"]
+mod private_registry;
 #[path = "real_nodes/privileges.rs"]
 mod privileges;
 #[path = "real_nodes/settings.rs"]

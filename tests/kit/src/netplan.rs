@@ -9,6 +9,10 @@ pub const BRIDGE: &str = "kcbr0";
 pub const HOST_IP: &str = "172.31.0.1";
 /// The image registry of the real nodes, on [`HOST_IP`].
 pub const REGISTRY: &str = "172.31.0.1:5000";
+/// The same images as [`REGISTRY`], served only with the user and
+/// password of `<cluster dir>/private-registry.auth` (basic
+/// authentication; docs/testing.md, "Real nodes").
+pub const PRIVATE_REGISTRY: &str = "172.31.0.1:5001";
 
 /// The name of simulated node `i`.
 pub fn node_name(i: u32) -> String {
@@ -95,6 +99,7 @@ mod tests {
         assert_eq!(shell("echo $bridge"), BRIDGE);
         assert_eq!(shell("echo $host_ip"), HOST_IP);
         assert_eq!(shell("echo $registry"), REGISTRY);
+        assert_eq!(shell("echo $private_registry"), PRIVATE_REGISTRY);
         assert_eq!(shell("echo $pod_netns_prefix"), pod_netns("")[..]);
         for i in [1, 3, 42] {
             assert_eq!(shell(&format!("node_netns {i}")), node_netns(&node_name(i)));
