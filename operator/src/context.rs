@@ -24,7 +24,7 @@ use crate::render::Images;
 pub struct Context {
     /// API client (the operator's ServiceAccount in a cluster).
     pub client: Client,
-    /// Default images from the command line.
+    /// Default images, and the Secrets to pull them with, from the command line.
     pub images: Images,
     /// Prometheus metrics of the operator.
     pub metrics: Arc<Metrics>,
