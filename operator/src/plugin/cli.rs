@@ -39,8 +39,9 @@ pub enum Command {
         /// how many items failed (exit status 1 when some did).
         #[arg(long)]
         wait: bool,
-        /// With --wait: give up after this many seconds (exit status 4).
-        #[arg(long, default_value_t = 600)]
+        /// With --wait: give up after this long (exit status 4): seconds
+        /// (600) or a duration as kubectl takes it (90s, 10m, 1h30m).
+        #[arg(long, default_value = "600", value_parser = super::parse_seconds)]
         timeout: u64,
     },
     /// Print an errlog of one node and category, through `kubectl exec`.

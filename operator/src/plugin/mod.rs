@@ -262,10 +262,71 @@ pub fn parse_run(s: &str) -> Result<RunId, String> {
         })
 }
 
+/// Whole seconds of `s`: a number of seconds (`600`) or a duration of
+/// hours, minutes and seconds as kubectl takes it (`90s`, `10m`, `1h30m`).
+pub fn parse_seconds(s: &str) -> Result<u64, String> {
+    let bad = || format!("{s:?} is not a number of seconds nor a duration like 90s, 10m or 1h30m");
+    let s = s.trim();
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    let (mut total, mut digits, mut units) = (0u64, String::new(), String::new());
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let per = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(bad()),
+        };
+        let n: u64 = digits.parse().map_err(|_| bad())?;
+        total = n
+            .checked_mul(per)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+        digits.clear();
+        units.push(c);
+    }
+    if !digits.is_empty() || units.is_empty() || !is_in_order(&units) {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
+/// Units `h`, `m`, `s` each at most once, in that order.
+fn is_in_order(units: &str) -> bool {
+    let rank = |c| "hms".find(c);
+    units
+        .chars()
+        .map(rank)
+        .collect::<Option<Vec<_>>>()
+        .is_some_and(|r| r.windows(2).all(|w| w[0] < w[1]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use combo_api::{DebuggerSpec, DebuggerStatus};
+
+    #[test]
+    fn a_timeout_is_seconds_or_a_kubectl_duration() {
+        for (arg, secs) in [
+            ("600", 600),
+            ("90s", 90),
+            ("10m", 600),
+            ("1h30m", 5400),
+            ("1m5s", 65),
+        ] {
+            assert_eq!(parse_seconds(arg), Ok(secs), "{arg}");
+        }
+        for bad in ["", "s", "10x", "1.5m", "30s1m", "1m1m", "10m5", "-5"] {
+            let err = parse_seconds(bad).expect_err(bad);
+            assert!(err.contains("duration like 90s"), "{bad}: {err}");
+        }
+    }
 
     fn data() -> BTreeMap<String, String> {
         [
