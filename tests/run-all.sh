@@ -78,6 +78,9 @@ COMBO_E2E_DIR=$real_dir cargo test -p combo-e2e --test real_outage --no-fail-fas
 # Install, upgrade and uninstall from release artifacts alone; it removes the
 # install the tests above made, so it runs after them (docs/testing.md).
 KUBE_COMBO_IMAGE_PROFILE=${KUBE_COMBO_IMAGE_PROFILE:-dev} tests/e2e/upgrade.sh "$real_dir" || status=$?
+# The chart through Helm: lint, template, package, install, upgrade from
+# OCI, uninstall; it leaves nothing of kube-combo (docs/testing.md, "Helm").
+tests/e2e/helm.sh "$real_dir" || status=$?
 step "the quickstart, as a user runs it"
 # It starts a cluster of its own: the real nodes' goes first.
 tests/e2e/cluster.sh down "$real_dir"

@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# The chart's lifecycle with Helm itself on a cluster of real nodes
+# (docs/testing.md, "Helm"):
+#
+#   tests/e2e/helm.sh DIR     DIR: tests/e2e/cluster.sh up DIR --nodes 0 --real N
+#
+# With the helm of tests/deps.sh and the images the harness pushed to the
+# cluster's registry (172.31.0.1:5000/kube-combo/*:dev):
+#   helm lint --strict; helm template with a string for replicas fails naming it;
+#   helm package (versions 0.1.0-ci.1 and 0.1.0-ci.2);
+#   helm install from the first package, with imagePullSecrets; the node
+#     sample with its Pinger runs, and a run reaches every node's summary;
+#   helm push of the second package to the registry (OCI, plain HTTP) and
+#     helm upgrade from oci://: the operator's pod is replaced, every node
+#     keeps its key in the summary and the Debugger stays Ready at every
+#     500 ms poll, and a run under the new operator reaches every node;
+#   Debuggers and Pingers deleted, then helm uninstall: nothing of the
+#     release is left but what Helm keeps by policy (the CRDs of crds/ and
+#     the namespace --create-namespace made), which it then deletes.
+# Each step is a case of the suite report (area "helm"). Run it after the
+# tests that install the operator otherwise: it removes such an install first.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+dir=$(cd "${1:?usage: helm.sh DIR}" && pwd)
+export KUBECONFIG=$dir/kubeconfig
+cache=${KUBE_COMBO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-combo}
+helm=${KUBE_COMBO_HELM:-$cache/helm/helm}
+[[ -x $helm ]] || helm=$(command -v helm) || { echo "helm.sh: no helm (tests/deps.sh installs it)" >&2; exit 2; }
+registry=172.31.0.1:5000 # netplan.sh
+release=kube-combo
+system=kube-combo-system
+ns=combo-helm
+debugger=node-check # config/samples/debugger_daemonset_mesh.yaml
+report=${COMBO_SUITE_REPORT:-$repo/target/suite-report.tsv}
+work=$(mktemp -d /tmp/kube-combo-helm.XXXXXX)
+poller='' current='' done=0
+mapfile -t nodes < <(seq 1 "$(cat "$dir/real-nodes")" | sed 's/^/real-/')
+((${#nodes[@]})) || { echo "helm.sh: $dir has no real nodes" >&2; exit 2; }
+images=(--set "image.operator=$registry/kube-combo/operator:dev,image.runner=$registry/kube-combo/runner:dev,image.pinger=$registry/kube-combo/pinger:dev")
+combo() { PATH=$(cat "$dir/bin-dir"):$PATH kubectl combo "$@"; }
+
+log() { printf '[helm %(%T)T] %s\n' -1 "$*"; }
+# One case of the suite report (tests/suite-report.sh): area, tried, handled, lost, case.
+record() { mkdir -p "$(dirname "$report")" && printf 'helm\t1\t%s\t0\t%s\n' "$1" "$2" >>"$report"; }
+begin() { current=$1; log "$1"; }
+passed() { record 1 "$current"; log "ok: $current"; current=''; }
+fail() {
+    echo "helm.sh: FAIL: ${current:+$current: }$*" >&2
+    [[ -n $current ]] && record 0 "$current"
+    current=''
+    exit 1
+}
+# wait_until SECONDS WHAT COMMAND...: runs COMMAND every second until it succeeds.
+wait_until() {
+    local limit=$1 what=$2 t
+    shift 2
+    for ((t = 0; t < limit; t++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 1
+    done
+    fail "not within ${limit}s: $what"
+}
+
+# What of the release is in its namespace: everything but the namespace's
+# own ServiceAccount and token and the pull secret the test made.
+release_left() {
+    kubectl get deployments,replicasets,pods,services,serviceaccounts,roles,rolebindings,secrets -n "$system" -o name |
+        grep -v -e '^serviceaccount/default$' -e '^secret/default-token-' -e '^secret/regcred$' || true
+}
+export -f release_left
+export system
+
+# wait_until_quiet SECONDS COMMAND...: like wait_until, but returns 1 instead of failing.
+wait_until_quiet() {
+    local limit=$1 t
+    shift
+    for ((t = 0; t < limit; t++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 1
+    done
+    return 1
+}
+
+# Debuggers and Pingers first, while an operator runs to take its marks off
+# the nodes, then whatever installed it: this release, or the manifest of
+# the checkout (the other tests' kustomize install has its objects' names).
+remove_install() {
+    if kubectl get crd debuggers.kubecombo.io >/dev/null 2>&1; then
+        kubectl delete debuggers,pingers --all -A --wait=false >/dev/null
+        # shellcheck disable=SC2016 # expanded by the inner bash
+        wait_until 180 "every Debugger and Pinger deleted" \
+            bash -c '[[ -z $(kubectl get debuggers,pingers -A -o name) ]]'
+    fi
+    if "$helm" status "$release" -n "$system" >/dev/null 2>&1; then
+        "$helm" uninstall "$release" -n "$system" --wait --timeout 180s >/dev/null
+    fi
+    kubectl delete -f "$repo/deploy/kube-combo.yaml" --ignore-not-found --wait=true --timeout=180s >/dev/null
+    kubectl delete namespace "$ns" "$system" --ignore-not-found --timeout=180s >/dev/null
+}
+
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+    [[ -n $poller ]] && kill "$poller" 2>/dev/null
+    if ((!done)); then
+        log "cleaning up after a failure"
+        current='' remove_install || true
+    fi
+    rm -rf "$work"
+    return 0
+}
+trap cleanup EXIT
+
+# uid and image of each operator pod not being deleted.
+operator_pods() {
+    kubectl get pods -n "$system" -l app.kubernetes.io/component=operator -o json | jq -r '.items[]
+        | select(.metadata.deletionTimestamp == null) | [.metadata.uid, .metadata.labels["app.kubernetes.io/version"]] | @tsv'
+}
+
+operator_at() { # app version
+    kubectl -n "$system" rollout status deployment/combo-operator --timeout=10s >/dev/null &&
+        [[ $(operator_pods | cut -f2 | sort -u) == "$1" ]]
+}
+
+# Every real node runs one Ready pod of the Debugger.
+workload_ready() {
+    local pods
+    pods=$(kubectl get pods -n "$ns" -l "kubecombo.io/debugger=$debugger" -o json | jq -r '.items[]
+        | select(.metadata.deletionTimestamp == null)
+        | [.spec.nodeName, ([.status.conditions[]? | select(.type == "Ready") | .status] | first // "False")] | @tsv')
+    [[ $(wc -l <<<"$pods") == "${#nodes[@]}" ]] && ! grep -q 'False$' <<<"$pods"
+}
+
+summary_has_every_node() { # run-at ("": any run)
+    local data n
+    data=$(kubectl get configmap -n "$ns" "$debugger-summary" -o json | jq -c '.data // {}')
+    for n in "${nodes[@]}"; do
+        jq -e --arg n "$n" --arg r "$1" '.[$n] and ($r == "" or (.[$n] | contains($r)))' \
+            <<<"$data" >/dev/null || return 1
+    done
+}
+
+debugger_ready() {
+    [[ $(kubectl get debugger -n "$ns" "$debugger" \
+        -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+
+# Asks for a run and waits until every node's summary has it and the Debugger is Ready.
+run_reaches_every_node() {
+    combo run "$debugger" -n "$ns" >/dev/null
+    local run
+    run=$(kubectl get debugger -n "$ns" "$debugger" -o jsonpath='{.metadata.annotations.kubecombo\.io/run-now}')
+    wait_until 300 "every node's summary of run $run" summary_has_every_node "$run"
+    wait_until 60 "Debugger Ready" debugger_ready
+}
+
+# Polls every 500 ms until stopped, writing a line to $1 at each poll where a
+# node is missing from the summary or the Debugger is not Ready.
+watch_roll() {
+    local polls=0
+    while :; do
+        summary_has_every_node "" || echo "$(date +%T.%N) a node is missing from the summary" >>"$1"
+        debugger_ready || echo "$(date +%T.%N) the Debugger is not Ready" >>"$1"
+        polls=$((polls + 1))
+        echo "$polls" >"$1.polls"
+        sleep 0.5
+    done
+}
+
+check_chart() {
+    begin "helm lint --strict"
+    "$helm" lint --strict "$repo/deploy/helm/kube-combo" >"$work/lint" 2>&1 || fail "$(cat "$work/lint")"
+    passed
+    begin "helm template refuses a string for replicas, naming it"
+    if "$helm" template "$release" "$repo/deploy/helm/kube-combo" --set-string replicas=two >/dev/null 2>"$work/bad"; then
+        fail "rendered with replicas=two"
+    fi
+    grep -q '/replicas' "$work/bad" || fail "the error does not name replicas: $(cat "$work/bad")"
+    passed
+    begin "helm package"
+    local v
+    for v in 0.1.0-ci.1 0.1.0-ci.2; do
+        "$helm" package "$repo/deploy/helm/kube-combo" --version "$v" --app-version "$v" -d "$work" >/dev/null ||
+            fail "helm package --version $v"
+        [[ -f $work/kube-combo-$v.tgz ]] || fail "no kube-combo-$v.tgz"
+    done
+    passed
+}
+
+install_and_run() {
+    begin "helm install from the packaged chart, a run on every node"
+    kubectl create namespace "$system" >/dev/null
+    # A pull secret for the operator's pod (the registry asks for none).
+    kubectl create secret docker-registry regcred -n "$system" --docker-server="$registry" \
+        --docker-username=kube-combo --docker-password=unused >/dev/null
+    "$helm" install "$release" "$work/kube-combo-0.1.0-ci.1.tgz" -n "$system" "${images[@]}" \
+        --set 'imagePullSecrets[0].name=regcred' --wait --timeout 180s >"$work/install" ||
+        fail "helm install: $(cat "$work/install")"
+    grep -q 'kubectl label namespace' "$work/install" || fail "helm install printed no NOTES: $(cat "$work/install")"
+    wait_until 180 "the operator of 0.1.0-ci.1 rolled out" operator_at 0.1.0-ci.1
+    [[ $(kubectl get deployment -n "$system" combo-operator -o jsonpath='{.spec.template.spec.imagePullSecrets[0].name}') == regcred ]] ||
+        fail "the operator's pod has no imagePullSecrets"
+    kubectl create namespace "$ns" >/dev/null
+    kubectl apply -n "$ns" -f "$repo/config/samples/debugger_daemonset_mesh.yaml" >/dev/null
+    wait_until 180 "a Ready pod of the sample on every node" workload_ready
+    run_reaches_every_node
+    passed
+}
+
+upgrade_from_oci() {
+    begin "helm push to the registry and helm upgrade from oci://"
+    "$helm" push "$work/kube-combo-0.1.0-ci.2.tgz" "oci://$registry/charts" --plain-http >"$work/push" 2>&1 ||
+        fail "helm push: $(cat "$work/push")"
+    [[ $("$helm" show chart "oci://$registry/charts/kube-combo" --version 0.1.0-ci.2 --plain-http 2>/dev/null |
+        awk '$1 == "version:" {print $2}') == 0.1.0-ci.2 ]] || fail "the registry does not serve chart 0.1.0-ci.2"
+    passed
+    begin "helm upgrade: every node in the summary and the Debugger Ready throughout"
+    local before after
+    before=$(operator_pods | cut -f1)
+    watch_roll "$work/roll" &
+    poller=$!
+    "$helm" upgrade "$release" "oci://$registry/charts/kube-combo" --version 0.1.0-ci.2 --plain-http \
+        -n "$system" --reset-then-reuse-values --wait --timeout 180s >"$work/upgrade" 2>&1 ||
+        fail "helm upgrade: $(cat "$work/upgrade")"
+    wait_until 180 "the operator of 0.1.0-ci.2 rolled out" operator_at 0.1.0-ci.2
+    run_reaches_every_node
+    kill "$poller"
+    wait "$poller" 2>/dev/null || true
+    poller=''
+    after=$(operator_pods | cut -f1)
+    [[ -z $(comm -12 <(sort <<<"$before") <(sort <<<"$after")) ]] || fail "the operator's pod was not replaced"
+    [[ $("$helm" history "$release" -n "$system" -o json | jq -r 'last | "\(.revision) \(.chart) \(.status)"') == "2 kube-combo-0.1.0-ci.2 deployed" ]] ||
+        fail "helm history: $("$helm" history "$release" -n "$system")"
+    (($(cat "$work/roll.polls") >= 10)) || fail "only $(cat "$work/roll.polls") polls during the upgrade"
+    [[ ! -s $work/roll ]] || fail "during the upgrade: $(sort -u -k2 "$work/roll" | head -5)"
+    log "upgraded: $(cat "$work/roll.polls") polls, every node in the summary, Ready throughout"
+    passed
+}
+
+uninstall() {
+    begin "helm uninstall leaves nothing of the release but the CRDs and the namespace"
+    kubectl delete debuggers,pingers --all -A --wait=false >/dev/null
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    wait_until 180 "every Debugger and Pinger deleted" bash -c '[[ -z $(kubectl get debuggers,pingers -A -o name) ]]'
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    wait_until 120 "every DebuggerReport gone with its Debugger" bash -c '[[ -z $(kubectl get debuggerreports -A -o name) ]]'
+    "$helm" uninstall "$release" -n "$system" --wait --timeout 180s >/dev/null || fail "helm uninstall"
+    local left
+    [[ -z $("$helm" list -A -q) ]] || fail "helm list: $("$helm" list -A)"
+    # The operator's pod ends within its grace period (10 s) after its Deployment went.
+    if ! wait_until_quiet 60 bash -c "[[ -z \$(release_left) ]]"; then
+        fail "left in $system: $(release_left)"
+    fi
+    left=$(kubectl get clusterroles,clusterrolebindings -o name | grep -E '/combo-' || true)
+    [[ -z $left ]] || fail "cluster roles or bindings left: $left"
+    left=$(kubectl get nodes -o json | jq -r '.items[] | .metadata.name as $n
+        | ((.status.conditions // [])[] | select(.type | startswith("kubecombo.io/")) | "\($n) condition \(.type)"),
+          ((.spec.taints // [])[] | select(.key | startswith("kubecombo.io/")) | "\($n) taint \(.key)")')
+    [[ -z $left ]] || fail "node marks left: $left"
+    # What Helm keeps by policy (docs/install.md, "Helm"): the CRDs of crds/.
+    left=$(kubectl get crd -o name | grep kubecombo.io | sort | tr '\n' ' ')
+    [[ $left == "customresourcedefinition.apiextensions.k8s.io/debuggerreports.kubecombo.io customresourcedefinition.apiextensions.k8s.io/debuggers.kubecombo.io customresourcedefinition.apiextensions.k8s.io/pingers.kubecombo.io " ]] ||
+        fail "Helm should keep the three CRDs; found: $left"
+    kubectl delete crd debuggers.kubecombo.io pingers.kubecombo.io debuggerreports.kubecombo.io --timeout=120s >/dev/null
+    kubectl delete namespace "$system" "$ns" --timeout=180s >/dev/null
+    passed
+}
+
+log "helm $("$helm" version --short) on ${#nodes[*]} real nodes"
+log "removing any install of kube-combo the other tests left"
+remove_install
+kubectl delete crd debuggers.kubecombo.io pingers.kubecombo.io debuggerreports.kubecombo.io --ignore-not-found >/dev/null
+check_chart
+install_and_run
+upgrade_from_oci
+uninstall
+done=1
+log "lint, template, package, install, upgrade from OCI and uninstall: ok"
