@@ -3,6 +3,7 @@
 //! operator wrote itself stands in for what a watch shows until the watch
 //! catches up (see [`crate::recent`]).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use combo_api::{Debugger, Pinger};
@@ -16,7 +17,7 @@ use kube::Resource;
 
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
 
-use crate::readiness::{Index, Readiness};
+use crate::readiness::{Change, Index, Readiness};
 use crate::recent::{key_of, Key, Recent};
 use crate::reports::Reports;
 
@@ -62,26 +63,70 @@ impl Summary {
 /// and every other, so that a name a Debugger would write is known to be
 /// taken (docs/operator.md, "What the operator writes").
 #[derive(Clone, Default)]
-pub struct ConfigMaps(Index<Key, Summary>);
+pub struct ConfigMaps {
+    by_name: Index<Key, Summary>,
+    /// The names of the ConfigMaps each controller (by UID) controls: the
+    /// summaries a Debugger wrote, under its current summary name and any
+    /// former one.
+    by_controller: Index<String, BTreeSet<String>>,
+}
+
+/// The UID of the controller of `meta`, if it has one.
+fn controller_uid(meta: &ObjectMeta) -> Option<&str> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.as_str())
+}
 
 impl ConfigMaps {
     /// Applies one watch event (of whole ConfigMaps or of their metadata).
     pub fn observe<K: Resource>(&self, event: &watcher::Event<K>) {
-        self.0.observe(
+        self.by_name.observe(
             event,
             |cm| key_of(cm.meta()),
             |cm| Summary::of_meta(cm.meta()),
         );
+        self.by_controller.observe_with(event, |map, change| {
+            let (cm, applied) = match change {
+                Change::Apply(cm) => (cm, true),
+                Change::Delete(cm) => (cm, false),
+            };
+            let (Some(uid), Some(name)) = (controller_uid(cm.meta()), cm.meta().name.as_ref())
+            else {
+                return;
+            };
+            if applied {
+                map.entry(uid.to_string()).or_default().insert(name.clone());
+            } else if let Some(names) = map.get_mut(uid) {
+                names.remove(name);
+                if names.is_empty() {
+                    map.remove(uid);
+                }
+            }
+        });
     }
 
     /// The ConfigMap `name` in `ns`, reduced, if the watch has seen it.
     pub fn get(&self, ns: &str, name: &str) -> Option<Summary> {
-        self.0.get(&(ns.to_string(), name.to_string()))
+        self.by_name.get(&(ns.to_string(), name.to_string()))
+    }
+
+    /// The ConfigMaps of `ns` whose controller has UID `uid`, as far as
+    /// the watch has seen (each checked against what it holds now).
+    pub fn controlled_by(&self, ns: &str, uid: &str) -> Vec<Summary> {
+        let names = self.by_controller.get(uid).unwrap_or_default();
+        names
+            .iter()
+            .filter_map(|name| self.get(ns, name))
+            .filter(|s| controller_uid(&s.metadata) == Some(uid))
+            .collect()
     }
 
     /// Whether the watch has listed once.
     pub fn ready(&self) -> &Readiness {
-        self.0.ready()
+        self.by_name.ready()
     }
 }
 

@@ -153,3 +153,49 @@ fn the_object_stores_hold_only_what_exists() {
     check(|n| Pinger::new(n, Default::default()));
     check(|n| Debugger::new(n, Default::default()));
 }
+
+/// ConfigMap `name` in `ops`, controlled by UID `uid` if given.
+fn controlled_cm(name: &str, uid: Option<&str>) -> ConfigMap {
+    let mut c = cm(name, "h", &[]);
+    c.metadata.uid = Some(format!("uid-of-{name}"));
+    c.metadata.owner_references = uid.map(|u| {
+        vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "kubecombo.io/v1".into(),
+                kind: "Debugger".into(),
+                name: "d".into(),
+                uid: u.into(),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]
+    });
+    c
+}
+
+#[test]
+fn config_maps_are_found_by_their_controller_as_the_watch_shows_them() {
+    let c = ConfigMaps::default();
+    let names = |uid: &str| -> Vec<String> {
+        c.controlled_by("ops", uid)
+            .into_iter()
+            .filter_map(|s| s.metadata.name)
+            .collect()
+    };
+    c.observe(&watcher::Event::<ConfigMap>::Init);
+    c.observe(&watcher::Event::InitApply(controlled_cm("a", Some("u1"))));
+    c.observe(&watcher::Event::InitApply(controlled_cm("b", Some("u1"))));
+    c.observe(&watcher::Event::InitApply(controlled_cm("user", None)));
+    c.observe(&watcher::Event::<ConfigMap>::InitDone);
+    assert_eq!(names("u1"), ["a", "b"]);
+    c.observe(&watcher::Event::Delete(controlled_cm("a", Some("u1"))));
+    assert_eq!(names("u1"), ["b"]);
+    // Its controller changed: it is not u1's any more.
+    c.observe(&watcher::Event::Apply(controlled_cm("b", Some("u2"))));
+    assert_eq!(names("u1"), Vec::<String>::new());
+    assert_eq!(names("u2"), ["b"]);
+    // A re-list keeps only what it lists.
+    c.observe(&watcher::Event::<ConfigMap>::Init);
+    c.observe(&watcher::Event::<ConfigMap>::InitDone);
+    assert!(names("u2").is_empty());
+}

@@ -26,6 +26,9 @@ pub struct Observed {
     /// Whether its scripts ConfigMap exists (looked up only with
     /// enableConfigMap).
     pub scripts: bool,
+    /// The summaries it wrote under a former name, to delete: names and
+    /// UIDs.
+    pub former_summaries: Vec<(String, String)>,
 }
 
 impl Observed {
@@ -73,5 +76,14 @@ pub async fn observe(caches: &Caches, dbg: &Debugger) -> Observed {
         reports: caches.reports.of(&ns, &name),
         scripts: dbg.spec.enable_config_map
             && caches.config_maps.get(&ns, &dbg.spec.config_map).is_some(),
+        former_summaries: dbg
+            .metadata
+            .uid
+            .as_deref()
+            .map(|uid| {
+                let controlled = caches.config_maps.controlled_by(&ns, uid);
+                crate::summary_plan::former_summaries(dbg, &controlled)
+            })
+            .unwrap_or_default(),
     }
 }

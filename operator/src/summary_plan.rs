@@ -4,6 +4,7 @@
 //! over the ConfigMap it controls
 //! (docs/operator.md, "Reports, summary and status"). Pure but for the rendering of the summary's data.
 
+use combo_api::keys;
 use combo_api::Debugger;
 use k8s_openapi::api::core::v1::ConfigMap;
 
@@ -25,6 +26,31 @@ pub fn desired(dbg: &Debugger, observed: &Observed) -> ConfigMap {
         );
     }
     render::summary_config_map(dbg, data)
+}
+
+/// The summaries `dbg` wrote under a former `summaryConfigMap`, among the
+/// ConfigMaps it controls (`controlled`, as the ConfigMap watch shows
+/// them): labelled as its workload, named neither as its summary nor as
+/// its scripts ConfigMap. Nothing updates them any more, and another
+/// Debugger may be waiting for the name, so they are deleted
+/// (docs/operator.md, "What the operator writes"). Their names and UIDs.
+/// Pure.
+pub fn former_summaries(dbg: &Debugger, controlled: &[Summary]) -> Vec<(String, String)> {
+    let name = dbg.metadata.name.clone().unwrap_or_default();
+    let current = dbg.spec.summary_name(&name);
+    let labels = keys::workload_labels(&name);
+    controlled
+        .iter()
+        .filter(|s| controlled_by(&s.metadata, dbg))
+        .filter(|s| {
+            let have = s.metadata.labels.as_ref();
+            labels
+                .iter()
+                .all(|(k, v)| have.and_then(|l| l.get(k)) == Some(v))
+        })
+        .filter_map(|s| Some((s.metadata.name.clone()?, s.metadata.uid.clone()?)))
+        .filter(|(n, _)| *n != current && *n != dbg.spec.config_map)
+        .collect()
 }
 
 /// How the summary of a Debugger that is not valid (`rejected`) is

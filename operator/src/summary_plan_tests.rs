@@ -6,6 +6,8 @@ use crate::validate::Valid;
 use combo_api::report::report_name;
 use combo_api::summary::{ItemResult, NodeSummary};
 use combo_api::{DebuggerReportSpec, DebuggerSpec, RunAt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
 
 const RUN: &str = "2026-11-22T06:00:00Z";
 
@@ -166,4 +168,44 @@ fn a_summary_another_controls_is_never_written() {
             None
         );
     }
+}
+
+/// A ConfigMap `name` controlled by UID `uid`, labelled as Debugger `d`'s
+/// workload when `labelled`.
+fn controlled(name: &str, uid: &str, labelled: bool) -> Summary {
+    let d = dbg(DebuggerSpec::default());
+    let mut owner = d.controller_owner_ref(&()).unwrap();
+    owner.uid = uid.into();
+    Summary {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ops".into()),
+            uid: Some(format!("uid-of-{name}")),
+            labels: labelled.then(|| keys::workload_labels("d")),
+            owner_references: Some(vec![owner]),
+            ..ObjectMeta::default()
+        },
+        foreign_managers: false,
+    }
+}
+
+#[test]
+fn only_the_summaries_written_under_a_former_name_are_deleted() {
+    let d = dbg(DebuggerSpec {
+        summary_config_map: "now".into(),
+        enable_config_map: true,
+        config_map: "scripts".into(),
+        ..DebuggerSpec::default()
+    });
+    let seen = [
+        controlled("now", "uid-d", true),
+        controlled("before", "uid-d", true),
+        controlled("scripts", "uid-d", true),
+        controlled("unlabelled", "uid-d", false),
+        controlled("anothers", "uid-other", true),
+    ];
+    assert_eq!(
+        former_summaries(&d, &seen),
+        vec![("before".to_string(), "uid-of-before".to_string())]
+    );
 }

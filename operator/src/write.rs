@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use combo_api::{Debugger, DebuggerStatus};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{DeleteParams, Preconditions};
 use kube::runtime::controller::Action;
-use kube::{Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::context::Context;
@@ -95,7 +97,33 @@ pub async fn write(
     if let Some(last) = &status.last_run_at {
         prune_departed(ctx, dbg, uid, last, observed).await;
     }
+    delete_former_summaries(ctx, dbg, &observed.former_summaries).await;
     Ok(wait.map_or(next, Action::requeue))
+}
+
+/// Deletes the summaries `dbg` wrote under a former `summaryConfigMap`
+/// (names and UIDs; one replaced since is left alone). A failure is
+/// logged: the next reconcile finds them again.
+async fn delete_former_summaries(ctx: &Context, dbg: &Debugger, former: &[(String, String)]) {
+    let ns = dbg.namespace().unwrap_or_default();
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    for (name, uid) in former {
+        ctx.metrics.write("ConfigMap");
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => {
+                info!(config_map = %name, "removed the summary written under a former summaryConfigMap")
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+            Err(e) => warn!(config_map = %name, error = %e, "removing a former summary failed"),
+        }
+    }
 }
 
 /// At a new run (the newest `runAt` of the reports changed since this
