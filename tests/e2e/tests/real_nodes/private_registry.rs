@@ -2,8 +2,8 @@
 //! of the real nodes pull it only with the Debugger's `imagePullSecrets`.
 //! The harness serves the cluster's images again on
 //! [`PRIVATE_REGISTRY`] with basic authentication, its user and password
-//! in `<cluster dir>/private-registry.auth` (docs/testing.md, "Real
-//! nodes").
+//! in `<cluster dir>/private-registry.auth`
+//! (docs/testing.md, "Real nodes").
 
 use anyhow::{Context as _, Result};
 use combo_api::{Category, Debugger};
