@@ -340,6 +340,7 @@ fn each_value_reaches_its_object() {
         &values,
         r#"
 imagePullSecrets: [{name: regcred}]
+workloadImagePullSecrets: [regcred, mirror]
 nameOverride: combo
 fullnameOverride: kc
 serviceAccount: {name: kc-sa, annotations: {team: infra}}
@@ -372,6 +373,14 @@ service: {enabled: true, type: NodePort, port: 9999, annotations: {e: f}}
     let c = &spec["containers"][0];
     let yaml = |s: &str| -> Value { serde_yaml::from_str(s).expect("YAML") };
     assert_eq!(spec["imagePullSecrets"], yaml("[{name: regcred}]"));
+    let pull = c["env"]
+        .as_sequence()
+        .and_then(|env| env.iter().find(|e| e["name"] == "COMBO_IMAGE_PULL_SECRETS"));
+    assert_eq!(
+        pull.map(|e| str_at(e, &["value"])),
+        Some("regcred,mirror"),
+        "workloadImagePullSecrets becomes the operator's --image-pull-secrets"
+    );
     assert_eq!(str_at(spec, &["serviceAccountName"]), "kc-sa");
     assert_eq!(pod["metadata"]["annotations"]["a"], "b");
     assert_eq!(pod["metadata"]["annotations"]["prometheus.io/port"], "9090");
