@@ -348,3 +348,64 @@ impl Drop for StubResolver {
         let _ = self.forwarder.wait();
     }
 }
+
+/// The machine's busy share of all CPUs, sampled from `/proc/stat` every
+/// second while it lives, as the `cpu:usage` check counts it (idle,
+/// iowait and steal are not busy). The real nodes share this machine's
+/// CPUs, so an `err cpu:usage` is true when the machine itself was that
+/// busy over the item's window, whatever made it so.
+pub struct CpuSampler {
+    samples: std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, u64, u64)>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// (busy, total) jiffies of all CPUs from `/proc/stat`.
+fn busy_total() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let total: u64 = v.iter().sum();
+    let idle = v.get(3)? + v.get(4)? + v.get(7).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+impl CpuSampler {
+    pub fn start() -> CpuSampler {
+        let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, halt) = (samples.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !halt.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some((busy, total)) = busy_total() {
+                    s.lock()
+                        .expect("samples")
+                        .push((std::time::Instant::now(), busy, total));
+                }
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        });
+        CpuSampler { samples, stop }
+    }
+
+    /// The busy share in percent over the last `seconds` (from the sample
+    /// nearest that far back to the newest), if the sampler has been
+    /// running that long.
+    pub fn busy_percent_over(&self, seconds: u64) -> Option<f64> {
+        let samples = self.samples.lock().expect("samples");
+        let &(now, busy, total) = samples.last()?;
+        let since = now.checked_sub(std::time::Duration::from_secs(seconds))?;
+        let &(_, busy0, total0) = samples.iter().rev().find(|(t, _, _)| *t <= since)?;
+        (total > total0).then(|| (busy - busy0) as f64 * 100.0 / (total - total0) as f64)
+    }
+}
+
+impl Drop for CpuSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

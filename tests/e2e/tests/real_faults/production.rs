@@ -15,7 +15,8 @@ use kube::api::ListParams;
 use kube::Api;
 
 use crate::busy::{
-    container_cpu_seconds, OomKilledPod, Sleepers, Storage, StubResolver, HARMLESS_KMSG, STUB,
+    container_cpu_seconds, CpuSampler, OomKilledPod, Sleepers, Storage, StubResolver,
+    HARMLESS_KMSG, STUB,
 };
 use crate::host::{LoopFs, FAULT_MOUNT};
 use crate::links::DefaultRoutes;
@@ -123,6 +124,25 @@ fn not_ok(first: &str, run: &Run, folded_is_ok: bool) -> Vec<String> {
     not_ok
 }
 
+/// For an `err` of `cpu:usage` ("CPUs N% busy on average over the Ts
+/// since the previous run"), the busy share this machine's CPUs had over
+/// those T seconds, when it was at least 85% (the check's limit is 95%,
+/// and its window ends a moment before the sampler's): the real nodes
+/// share this machine, so the item then tells the truth.
+fn machine_was_busy(cpu: &CpuSampler, item: &str, msg: &str) -> Option<f64> {
+    if item != "cpu:usage" {
+        return None;
+    }
+    let seconds: u64 = msg
+        .split("over the ")
+        .nth(1)?
+        .split('s')
+        .next()?
+        .parse()
+        .ok()?;
+    cpu.busy_percent_over(seconds).filter(|busy| *busy >= 85.0)
+}
+
 /// Faults named, and every `err` that is not one of them or an item of
 /// container or pod storage (a false red), with what each node said; an
 /// item of [`must_be_ok`] that is red or skipped on the first node is
@@ -131,6 +151,7 @@ fn judge(
     want: &BTreeSet<(String, String, String)>,
     first: &str,
     red: &Run,
+    cpu: &CpuSampler,
 ) -> (u64, Vec<String>, Vec<String>) {
     let mut named = 0u64;
     let mut missed = not_ok(first, red, true);
@@ -147,9 +168,14 @@ fn judge(
     for (node, s) in red {
         for (category, item, msg) in s.failed() {
             let key = (node.clone(), category.to_string(), item.to_string());
-            if !want.contains(&key) {
-                false_red.push(format!("{node} {category}/{item}: {msg}"));
+            if want.contains(&key) {
+                continue;
             }
+            if let Some(busy) = machine_was_busy(cpu, item, msg) {
+                println!("{AREA}: {node} {category}/{item}: {msg}: true, this machine was {busy:.0}% busy over that time");
+                continue;
+            }
+            false_red.push(format!("{node} {category}/{item}: {msg}"));
         }
         for item in s.categories.get("disk").into_iter().flat_map(|c| c.keys()) {
             if item.contains("/var/lib/kubelet/") || item.contains("/run/containerd/") {
@@ -197,6 +223,7 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
         .and_then(|c| c.image.clone())
         .context("the runner container has no image")?;
 
+    let cpu_sampler = CpuSampler::start();
     // Baselines (counters, the kernel log's position), then a healthy run.
     run(&c, &ns.name, NAME).await?;
     run(&c, &ns.name, NAME).await?;
@@ -214,7 +241,7 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
 
     // The busy node alone: no err anywhere, and what it touches named ok.
     let busy = run(&c, &ns.name, NAME).await?;
-    let (_, _, busy_red) = judge(&BTreeSet::new(), &nodes[0], &busy);
+    let (_, _, busy_red) = judge(&BTreeSet::new(), &nodes[0], &busy, &cpu_sampler);
     let busy_not_ok = not_ok(&nodes[0], &busy, false);
     Case::new(AREA, "busy node items named ok", must_be_ok().len() as u64)
         .done((must_be_ok().len() - busy_not_ok.len()) as u64, 0);
@@ -237,7 +264,7 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
     let cpu = container_cpu_seconds(&runner_id)? - cpu_before;
 
     let want = expected(&nodes);
-    let (named, missed, false_red) = judge(&want, &nodes[0], &red);
+    let (named, missed, false_red) = judge(&want, &nodes[0], &red, &cpu_sampler);
     Case::new(AREA, "faults named", want.len() as u64).done(named, 0);
     Case::new(AREA, "runs without a false red", 1).done(u64::from(false_red.is_empty()), 0);
     let line = format!(
