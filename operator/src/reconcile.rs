@@ -97,7 +97,16 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     let (verdict, converged, refused) = match validate(&dbg.name_any(), &dbg.spec, observed.found())
     {
         Ok(valid) => converge::converge(dbg, ctx, &observed, valid).await?,
-        Err(rejected) => (Err(rejected), Converged::default(), None),
+        Err(rejected) => {
+            // Whatever else is wrong, a Debugger whose summary name another
+            // ConfigMap holds runs nothing
+            // (docs/operator.md, "What the operator writes").
+            if summary_plan::taken(dbg, &observed) {
+                apply::remove_workload(&ctx.client, &ctx.metrics, &ctx.caches, dbg, &observed)
+                    .await?;
+            }
+            (Err(rejected), Converged::default(), None)
+        }
     };
     let mut converged = converged;
     if let Err(rejected) = &verdict {

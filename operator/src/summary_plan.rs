@@ -28,6 +28,15 @@ pub fn desired(dbg: &Debugger, observed: &Observed) -> ConfigMap {
     render::summary_config_map(dbg, data)
 }
 
+/// Whether a ConfigMap `dbg` does not control holds its summary's name
+/// (the user's, another Debugger's, or its own scripts ConfigMap). Pure.
+pub fn taken(dbg: &Debugger, observed: &Observed) -> bool {
+    observed
+        .summary
+        .as_ref()
+        .is_some_and(|s| !controlled_by(&s.metadata, dbg))
+}
+
 /// The summaries `dbg` wrote under a former `summaryConfigMap`, among the
 /// ConfigMaps it controls (`controlled`, as the ConfigMap watch shows
 /// them): labelled as its workload, named neither as its summary nor as

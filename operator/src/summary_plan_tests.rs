@@ -209,3 +209,17 @@ fn only_the_summaries_written_under_a_former_name_are_deleted() {
         vec![("before".to_string(), "uid-of-before".to_string())]
     );
 }
+
+#[test]
+fn a_summary_name_is_taken_when_a_configmap_it_does_not_control_holds_it() {
+    let d = dbg(DebuggerSpec::default());
+    let mut other = dbg(DebuggerSpec::default());
+    other.metadata.uid = Some("uid-other".into());
+    assert!(!taken(&d, &observed(&d, &[], &[], Some(&d))), "its own");
+    assert!(taken(&d, &observed(&d, &[], &[], None)), "the user's");
+    assert!(
+        taken(&d, &observed(&d, &[], &[], Some(&other))),
+        "another's"
+    );
+    assert!(!taken(&d, &Observed::default()), "none yet");
+}
