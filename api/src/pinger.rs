@@ -92,9 +92,14 @@ pub struct PingerSpec {
     #[serde(default = "yes")]
     pub peers: bool,
 
-    /// Peers probed by each pinger; 0 means all. The peers are chosen by
-    /// rendezvous hashing of (own pod, peer pod), so every pod is probed by
-    /// about this many others and a pod coming or going moves few choices.
+    /// Peers each pinger chooses to probe; 0 means all. The peers are chosen
+    /// by rendezvous hashing of (own pod, peer pod), so every pod is probed
+    /// by about this many others and a pod coming or going moves few
+    /// choices; `minProbers` adds probers to a pod too few chose. With
+    /// 1–1000 the operator writes each pod's list on the pod (annotation
+    /// `kubecombo.io/peers`) and a pinger watches only its own pod; with 0
+    /// or above 1000 every pinger watches all the Debugger's pods, so watch
+    /// traffic grows with nodes².
     #[serde(default = "default_max_peers")]
     #[schemars(schema_with = "max_peers_schema")]
     pub max_peers: u32,
@@ -133,7 +138,8 @@ pub struct PingerStatus {
     /// The generation of the spec this status describes.
     #[serde(default)]
     pub observed_generation: i64,
-    /// Conditions; `Ready` tells whether every target parses.
+    /// Conditions; `Ready` tells whether every target parses and there is
+    /// something to probe.
     #[serde(default)]
     pub conditions: Vec<Condition>,
     /// What it probes, in short: the number of listed targets (ping,

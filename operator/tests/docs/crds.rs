@@ -59,10 +59,59 @@ fn collect_fields(schema: &Value, path: &str, out: &mut Vec<Field>) {
     }
 }
 
-/// The rows of the reference's field tables: `| `path` | ... |`.
-fn field_row<'a>(lines: &[&'a str], path: &str) -> Option<&'a str> {
-    let start = format!("| `{path}` |");
-    lines.iter().copied().find(|l| l.starts_with(&start))
+/// One body row of a field table of the reference (a table whose header
+/// starts with `field`): the field's path, the row's cells joined, and its
+/// description cell (the column whose header starts with `description`).
+struct FieldRow {
+    path: String,
+    line: String,
+    description: String,
+}
+
+/// The field rows of a kind's section.
+fn field_rows(lines: &[&str]) -> Vec<FieldRow> {
+    let mut out = Vec::new();
+    for (header, rows) in super::tables(lines) {
+        if header.first().is_none_or(|c| c != "field") {
+            continue;
+        }
+        let column = header
+            .iter()
+            .position(|c| c.starts_with("description"))
+            .unwrap_or_else(|| panic!("a field table without a description column: {header:?}"));
+        for cells in rows {
+            let path = cells[0].trim_matches('`').to_string();
+            let line = cells.join(" | ");
+            out.push(FieldRow {
+                path,
+                line,
+                description: cells.get(column).cloned().unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
+
+/// What is wrong with `cell`, the reference's description of `path`,
+/// given the CRD's description of it (whitespace folded): the cell must be
+/// exactly the CRD's description, with `|` written `\|`, and empty when the
+/// CRD has none. The column is headed "description (`kubectl explain`)",
+/// so nothing else may stand there, not even after the CRD's words: the
+/// reference's own notes go in its "example and notes" column.
+fn description_problem(path: &str, cell: &str, crd: Option<&str>) -> Option<String> {
+    let want = crd.unwrap_or("").replace('|', "\\|");
+    (cell != want).then(|| match crd {
+        None => format!(
+            "the row of `{path}` gives the description {cell:?}, but the CRD has none (notes go in the last column)"
+        ),
+        Some(_) if cell.starts_with(&want) => format!(
+            "the row of `{path}` adds {:?} to the description kubectl explain shows: move it to the notes column, or into the field's doc comment in api/src",
+            cell[want.len()..].trim()
+        ),
+        Some(_) => format!(
+            "the row of `{path}` gives the description {cell:?}; kubectl explain shows {want:?}"
+        ),
+    })
 }
 
 /// The committed CRD files.
@@ -77,6 +126,9 @@ fn crd_files() -> Vec<PathBuf> {
     crds
 }
 
+/// Every CRD field has its row; the row's description cell is the CRD's
+/// description and nothing else ([`description_problem`]), and the row
+/// gives the schema's default.
 #[test]
 fn every_crd_field_is_in_the_reference_as_kubectl_explain_shows_it() {
     let reference = read("docs/reference.md");
@@ -93,6 +145,7 @@ fn every_crd_field_is_in_the_reference_as_kubectl_explain_shows_it() {
             missing.push(format!("no section `## {kind}` for {}", file.display()));
             continue;
         };
+        let rows = field_rows(&lines);
         for short in crd["spec"]["names"]["shortNames"]
             .as_sequence()
             .into_iter()
@@ -127,28 +180,25 @@ fn every_crd_field_is_in_the_reference_as_kubectl_explain_shows_it() {
                     continue;
                 }
                 checked += 1;
-                let Some(row) = field_row(&lines, &field.path) else {
+                let Some(row) = rows.iter().find(|r| r.path == field.path) else {
                     missing.push(format!(
                         "{kind}: field `{}` has no row `| `{}` | ...` (description: {:?}, default: {:?})",
                         field.path, field.path, field.description, field.default
                     ));
                     continue;
                 };
-                if row.contains("Kubernetes type") {
+                // A Kubernetes type's own fields need no rows; its row's
+                // description is still the CRD's.
+                if row.line.contains("Kubernetes type") {
                     upstream.push(field.path.clone());
-                    continue;
                 }
-                if let Some(d) = &field.description {
-                    let escaped = d.replace('|', "\\|");
-                    if !row.contains(&escaped) {
-                        missing.push(format!(
-                            "{kind}: the row of `{}` lacks the description kubectl explain shows: {escaped:?}",
-                            field.path
-                        ));
-                    }
+                if let Some(p) =
+                    description_problem(&field.path, &row.description, field.description.as_deref())
+                {
+                    missing.push(format!("{kind}: {p}"));
                 }
                 if let Some(d) = &field.default {
-                    if !row.contains(&format!("`{d}`")) {
+                    if !row.line.contains(&format!("`{d}`")) {
                         missing.push(format!(
                             "{kind}: the row of `{}` lacks its default `{d}`",
                             field.path
@@ -203,5 +253,36 @@ fn every_field_row_of_the_reference_names_a_crd_field() {
     super::assert_none(
         "docs/reference.md names fields the CRDs do not have",
         unknown,
+    );
+}
+
+#[test]
+fn a_description_cell_is_the_crds_description_and_nothing_else() {
+    let crd = Some("Probes per target per round; 0 | 1 is odd.");
+    let escaped = "Probes per target per round; 0 \\| 1 is odd.";
+    assert_eq!(description_problem("spec.count", escaped, crd), None);
+    // A quote the CRD lacks, words added after the CRD's, words left out,
+    // and a description of a field whose CRD gives none.
+    for cell in [
+        "Probes per target per round; 0 \\| 1 is even.",
+        "Probes per target per round; 0 \\| 1 is odd. At most 100.",
+        "Probes per target per round.",
+    ] {
+        assert!(
+            description_problem("spec.count", cell, crd).is_some(),
+            "{cell:?} passed"
+        );
+    }
+    assert!(description_problem("spec.x", "Made up.", None).is_some());
+    assert_eq!(description_problem("spec.x", "", None), None);
+    let rows = field_rows(&[
+        "| field | type | description (`kubectl explain`) | notes |",
+        "|---|---|---|---|",
+        "| `spec.count` | integer | Probes. | `5` |",
+    ]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].path.as_str(), rows[0].description.as_str()),
+        ("spec.count", "Probes.")
     );
 }

@@ -8,9 +8,11 @@
 //!   `kubectl-combo` has a row in its section, and every flag and
 //!   subcommand a row names exists (`cli`);
 //! * every field of the committed CRDs in config/crd/ has a row in its kind's
-//!   section with the description `kubectl explain` shows and the schema's
-//!   default, every printer column and short name is named there, and every
-//!   row names a field (`crds`);
+//!   section with the schema's default, and the row's description cell is
+//!   exactly the description `kubectl explain` shows (the CRD's, whitespace
+//!   folded), nothing added and nothing made up, empty when the CRD has none,
+//!   also on a row of a Kubernetes type; every printer column and short name
+//!   is named there, and every row names a field (`crds`);
 //! * every metric the operator and the pinger serve has a row with its labels
 //!   and the values of its `kind` and `result` labels, and every row names a
 //!   served metric, label and value (`metrics`);
