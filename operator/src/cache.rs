@@ -222,6 +222,9 @@ pub struct Caches {
     pub listed: Listed,
     /// Why the Debuggers' pods wait, from the watch of their pods.
     pub waiting: crate::waiting::Waits,
+    /// Why their DaemonSets' pods are refused, from the DaemonSet
+    /// controller's Events.
+    pub refusals: crate::refusals::Refusals,
 }
 
 impl Caches {
@@ -249,6 +252,7 @@ impl Caches {
             bindings: Default::default(),
             listed: Default::default(),
             waiting: Default::default(),
+            refusals: Default::default(),
         }
     }
 

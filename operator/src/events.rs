@@ -109,6 +109,18 @@ pub fn for_invalid(invalid: &Invalid) -> Event {
     }
 }
 
+/// The Warning Event of a Debugger whose DaemonSet's pods are refused;
+/// `message` is its `Ready` condition's. Pure.
+pub fn for_refused_pods(message: &str) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: crate::status::REASON_WORKLOAD_REFUSED.into(),
+        note: Some(note(message)),
+        action: "Create".into(),
+        secondary: None,
+    }
+}
+
 /// Publishes `event` on `obj` (a Debugger or a Pinger); a failure is
 /// logged, never fatal.
 pub async fn publish<K: Resource<DynamicType = ()>>(recorder: &Recorder, obj: &K, event: Event) {

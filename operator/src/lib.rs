@@ -45,10 +45,11 @@ pub mod node_watch;
 pub mod node_write;
 
 // What the plan is computed from: status and Events, the summary
-// aggregated from the DebuggerReports, why the pods wait; and the results
+// aggregated from the DebuggerReports, why the pods wait or are refused; and the results
 // per category and node that the metrics show.
 pub mod aggregate;
 pub mod events;
+pub mod refusals;
 pub mod reports;
 pub mod results;
 pub mod status;

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use combo_api::{Debugger, DebuggerStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::controller::Action;
 use kube::runtime::events::Event;
 
@@ -47,6 +48,9 @@ pub struct Inputs<'a> {
     pub pinger_not_ready: Option<String>,
     /// What its pods wait on, if some wait ([`crate::waiting::describe`]).
     pub waiting: Option<String>,
+    /// Why its DaemonSet's pods are refused, if they are
+    /// ([`crate::refusals::Refusals::describe`]).
+    pub refused: Option<String>,
     /// The time the plan is for.
     pub now: DateTime<Utc>,
 }
@@ -81,6 +85,7 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         marks,
         pinger_not_ready,
         waiting,
+        refused,
         now,
     } = inputs;
     // Only this operator writes the status, so the one it wrote last is the
@@ -109,8 +114,14 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         now,
         pinger_not_ready.as_deref(),
     );
-    status::with_waiting(&mut status, waiting.as_deref());
     let previous = current.status.as_ref().map(|s| s.conditions.as_slice());
+    status::with_refused(
+        &mut status,
+        previous.unwrap_or_default(),
+        refused.as_deref(),
+        now,
+    );
+    status::with_waiting(&mut status, waiting.as_deref());
     let (conditions, marks_events) = marks_status::conditions(
         previous.unwrap_or_default(),
         &marks,
@@ -124,6 +135,8 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         if newly_reported(current.status.as_ref(), &status) {
             events.push(events::for_invalid(invalid));
         }
+    } else if let Some(refused) = newly_refused(previous.unwrap_or_default(), &status) {
+        events.push(events::for_refused_pods(refused));
     }
     let new_generation =
         current.status.as_ref().map(|s| s.observed_generation) != dbg.metadata.generation;
@@ -162,6 +175,18 @@ pub fn plan(inputs: Inputs<'_>) -> Plan {
         summary: converged.summary,
         next,
     }
+}
+
+/// The message of `new`'s Ready condition when it has just become
+/// `WorkloadRefused`, for its Event: once per refusal, not per retry of
+/// the DaemonSet controller (each names a new pod). Pure.
+fn newly_refused<'a>(previous: &[Condition], new: &'a DebuggerStatus) -> Option<&'a str> {
+    let refused = |c: &&Condition| c.reason == status::REASON_WORKLOAD_REFUSED;
+    let now = status::ready_of(&new.conditions).filter(refused)?;
+    status::ready_of(previous)
+        .filter(refused)
+        .is_none()
+        .then_some(now.message.as_str())
 }
 
 /// Whether the Ready condition in `new` is news: a new generation or a

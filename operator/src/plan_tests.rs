@@ -41,6 +41,7 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
         marks: Default::default(),
         pinger_not_ready: None,
         waiting: None,
+        refused: None,
         now: now(),
     }
 }
@@ -269,5 +270,95 @@ fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_read
     assert_eq!(
         status::ready_of(&fine.status.conditions).unwrap().message,
         "2/2 pods ready"
+    );
+}
+
+#[test]
+fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event() {
+    let mut d = dbg("");
+    let verdict = valid("");
+    let refusal = "Error creating: pods \"a-x7k2p\" is forbidden: violates PodSecurity \"baseline:latest\": privileged (container \"runner\" must not set securityContext.privileged=true)";
+    let missing = PodCounts {
+        desired: 2,
+        ready: 0,
+        ..PodCounts::default()
+    };
+    let first = plan(Inputs {
+        counts: Some(missing),
+        refused: Some(refusal.into()),
+        ..inputs(&d, &verdict)
+    });
+    let ready = status::ready_of(&first.status.conditions).unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "WorkloadRefused")
+    );
+    assert!(
+        ready.message.starts_with(
+            "0/2 pods ready; the API server refuses the DaemonSet's pods: Error creating"
+        ),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready.message.ends_with("label its namespace pod-security.kubernetes.io/enforce=privileged, or turn enableSys and hostNetwork off"),
+        "the message ends with the fix: {}",
+        ready.message
+    );
+    let warnings: Vec<_> = first
+        .events
+        .iter()
+        .filter(|e| e.reason == "WorkloadRefused")
+        .collect();
+    assert_eq!(warnings.len(), 1, "one WorkloadRefused Event");
+    assert_eq!(warnings[0].type_, EventType::Warning);
+
+    // The DaemonSet controller's next try names another pod: the message
+    // follows, the Event is not repeated and the transition time stays.
+    d.status = Some(first.status.clone());
+    let again = plan(Inputs {
+        counts: Some(missing),
+        refused: Some(refusal.replace("a-x7k2p", "a-q9w3e")),
+        now: now() + chrono::Duration::seconds(40),
+        ..inputs(&d, &verdict)
+    });
+    let ready_again = status::ready_of(&again.status.conditions).unwrap();
+    assert!(ready_again.message.contains("a-q9w3e"));
+    assert_eq!(ready_again.last_transition_time, ready.last_transition_time);
+    assert!(again.events.iter().all(|e| e.reason != "WorkloadRefused"));
+
+    // A refusal is no reason once the pods are Ready, and other refusals
+    // carry no PodSecurity fix.
+    let fine = plan(Inputs {
+        counts: Some(PodCounts {
+            desired: 2,
+            ready: 2,
+            ..PodCounts::default()
+        }),
+        refused: Some(refusal.into()),
+        ..inputs(&d, &verdict)
+    });
+    assert_eq!(
+        status::ready_of(&fine.status.conditions).unwrap().reason,
+        "WorkloadReady"
+    );
+    let quota = plan(Inputs {
+        counts: Some(missing),
+        refused: Some("Error creating: pods \"a-1\" is forbidden: exceeded quota: no-pods".into()),
+        ..inputs(&dbg(""), &verdict)
+    });
+    let ready = status::ready_of(&quota.status.conditions).unwrap();
+    assert!(
+        ready.message.ends_with("exceeded quota: no-pods"),
+        "{}",
+        ready.message
+    );
+}
+
+#[test]
+fn the_refused_reason_is_the_one_a_refused_workload_write_has() {
+    assert_eq!(
+        Invalid::WorkloadRefused(String::new()).reason(),
+        status::REASON_WORKLOAD_REFUSED
     );
 }

@@ -135,6 +135,10 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
             .caches
             .waiting
             .describe(&dbg.namespace().unwrap_or_default(), &dbg.name_any()),
+        refused: ctx
+            .caches
+            .refusals
+            .describe(&dbg.namespace().unwrap_or_default(), &dbg.name_any()),
         now,
     });
     let since = records::run_at_since(ctx, dbg, now);

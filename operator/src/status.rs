@@ -22,6 +22,9 @@ pub const REASON_NO_NODES_SELECTED: &str = "NoNodesSelected";
 /// targets, or invalid ones): its pods run, but its pinger probes nothing
 /// or less than asked.
 pub const REASON_PINGER_NOT_READY: &str = "PingerNotReady";
+/// Reason of `Ready=False` while the API server refuses the workload
+/// (see [`Invalid::WorkloadRefused`]) or the DaemonSet's pods.
+pub const REASON_WORKLOAD_REFUSED: &str = "WorkloadRefused";
 /// Reason of `Ready=True` while a Ready DaemonSet replaces its pods for a
 /// new template (docs/operator.md#validation-status-and-events).
 pub const REASON_ROLLING_OUT: &str = "RollingOut";
@@ -200,13 +203,52 @@ fn rollout_deadline(ready: &Condition) -> DateTime<Utc> {
 /// `RollingOut`): `<ready>/<desired> pods ready; pods waiting: ...`. Pure.
 pub fn with_waiting(status: &mut DebuggerStatus, waiting: Option<&str>) {
     let Some(waiting) = waiting else { return };
-    let counted = [REASON_WORKLOAD_NOT_READY, REASON_ROLLING_OUT];
+    let counted = [
+        REASON_WORKLOAD_NOT_READY,
+        REASON_ROLLING_OUT,
+        REASON_WORKLOAD_REFUSED,
+    ];
     if let Some(ready) = status
         .conditions
         .iter_mut()
         .find(|c| c.type_ == CONDITION_READY && counted.contains(&c.reason.as_str()))
     {
         ready.message = format!("{}; {waiting}", ready.message);
+    }
+}
+
+/// `status` with `refused` (why the DaemonSet controller's pod creations
+/// are refused, [`crate::refusals`]) turning a `Ready` condition that
+/// counts pods not Ready (`WorkloadNotReady`, `RollingOut`: a roll whose
+/// pods are refused does not finish) into `Ready=False WorkloadRefused`,
+/// its transition time kept from `previous` as [`condition`] does. Pure.
+pub fn with_refused(
+    status: &mut DebuggerStatus,
+    previous: &[Condition],
+    refused: Option<&str>,
+    now: DateTime<Utc>,
+) {
+    let Some(refused) = refused else { return };
+    let counted = [REASON_WORKLOAD_NOT_READY, REASON_ROLLING_OUT];
+    let generation = status.observed_generation;
+    let message = format!(
+        "{}/{} pods ready; the API server refuses the DaemonSet's pods: {refused}{}",
+        status.ready_pods,
+        status.desired_pods,
+        crate::validate::fix_for(refused)
+    );
+    if let Some(ready) = status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == CONDITION_READY && counted.contains(&c.reason.as_str()))
+    {
+        *ready = condition(
+            previous,
+            CONDITION_READY,
+            ("False", REASON_WORKLOAD_REFUSED, message),
+            generation,
+            now,
+        );
     }
 }
 

@@ -11,7 +11,7 @@ use combo_api::{Debugger, DebuggerReport, Pinger};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
@@ -40,6 +40,7 @@ pub struct Triggers {
     roles: Touched<Role>,
     accounts: Touched<PartialObjectMeta<ServiceAccount>>,
     bindings: Touched<PartialObjectMeta<RoleBinding>>,
+    refused_pods: Touched<Event>,
 }
 
 /// `K` in `ns`, or in every namespace.
@@ -131,6 +132,15 @@ pub fn watch(client: &Client, ns: &Option<String>, watches: &Watches) -> (Caches
         owned(),
         move |e| names.observe(e),
     );
+    // The DaemonSet controller's failed pod creations, and nothing else
+    // (docs/operator.md, "Refused workloads").
+    let refusals = caches.refusals.clone();
+    let refused_pods = observed_watch(
+        (watches, "Event"),
+        api::<Event>(client, ns),
+        watcher::Config::default().fields(&crate::refusals::field_selector()),
+        move |e| refusals.observe_event(e),
+    );
     let (daemonsets, pods, pingers, roles) = stored;
     let triggers = Triggers {
         daemonsets,
@@ -142,6 +152,7 @@ pub fn watch(client: &Client, ns: &Option<String>, watches: &Watches) -> (Caches
         roles,
         accounts,
         bindings,
+        refused_pods,
     };
     (caches, triggers)
 }
@@ -177,14 +188,17 @@ fn stored(
     let (pinger_store, pinger_writer) = reflector::store();
     let (role_store, role_writer) = reflector::store();
     let caches = Caches::new(ds_store, pod_store, pinger_store, role_store);
-    let recent = caches.recent_daemonsets.clone();
+    let (recent, refusals) = (caches.recent_daemonsets.clone(), caches.refusals.clone());
     let daemonsets = cached_watch(
         (watches, "DaemonSet"),
         api::<DaemonSet>(client, ns),
         owned(),
         ds_writer,
         caches.listed.daemonsets.clone(),
-        move |e| recent.observe(e),
+        move |e| {
+            recent.observe(e);
+            refusals.observe_daemonset(e, chrono::Utc::now());
+        },
     );
     let recent = caches.recent_pods.clone();
     let pods = cached_watch(
@@ -244,6 +258,11 @@ impl Triggers {
             .watches_stream(self.reports, |r| reports::debugger_of(&r))
             .watches_stream(self.pingers, move |pinger| {
                 users_of(&users.state(), &pinger)
+            })
+            // A DaemonSet is named after its Debugger.
+            .watches_stream(self.refused_pods, |e| {
+                let object = e.involved_object;
+                Some(ObjectRef::new(&object.name?).within(&object.namespace?))
             })
     }
 }

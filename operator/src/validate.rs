@@ -49,17 +49,24 @@ pub fn refusal(kind: &str, name: &str, source: &kube::Error, failures: u32) -> O
     let persistent = combo_api::retry::is_permanent(source)
         || (status.code != 409 && status.code != 429 && failures >= 1);
     persistent.then(|| {
-        let fix = if status.message.contains("violates PodSecurity") {
-            // Pod Security admission: the fix is the namespace's label.
-            "; to let the Debugger's pods in, label its namespace pod-security.kubernetes.io/enforce=privileged, or turn enableSys and hostNetwork off"
-        } else {
-            ""
-        };
         Invalid::WorkloadRefused(format!(
-            "the API server refused {kind} {name}: {} ({}){fix}",
-            status.message, status.code
+            "the API server refused {kind} {name}: {} ({}){}",
+            status.message,
+            status.code,
+            fix_for(&status.message)
         ))
     })
+}
+
+/// What to do about a refusal whose message is `message`, to append to
+/// it: for Pod Security admission, the namespace's label; else nothing.
+/// Pure.
+pub fn fix_for(message: &str) -> &'static str {
+    if message.contains("violates PodSecurity") {
+        "; to let the Debugger's pods in, label its namespace pod-security.kubernetes.io/enforce=privileged, or turn enableSys and hostNetwork off"
+    } else {
+        ""
+    }
 }
 
 /// The longest Debugger name: it is the value of the workload's

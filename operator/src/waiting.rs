@@ -82,7 +82,7 @@ fn waiting(c: &ContainerStatus) -> Option<Wait> {
 
 /// `s` cut to at most [`MESSAGE_MAX`] bytes, at character boundaries: its
 /// first [`MESSAGE_HEAD`] bytes (what failed), ` ... `, and its end (why).
-fn cut(s: &str) -> String {
+pub fn cut(s: &str) -> String {
     const GAP: &str = " ... ";
     if s.len() <= MESSAGE_MAX {
         return s.to_string();

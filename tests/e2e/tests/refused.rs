@@ -146,3 +146,82 @@ async fn a_refused_workload_is_reported_and_recovers_when_the_cause_goes() -> Re
     );
     result
 }
+
+const NO_PODS: &str = r#"apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: no-pods
+spec:
+  hard:
+    pods: "0"
+"#;
+
+/// The DaemonSet is written but its controller is refused the pods (here
+/// a quota on pods; Pod Security admission refuses the same way, and its
+/// message then ends with the namespace label to set): the Debugger shows
+/// `Ready=False WorkloadRefused` quoting the refusal, with one Warning
+/// Event, and recovers once the pods may be created
+/// (docs/operator.md, "Refused workloads").
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_daemonset_pods_are_reported_and_recover_when_the_cause_goes() -> Result<()> {
+    install_operator();
+    let ns = namespace("refused-pods").await;
+    let c = client().await;
+    apply_yaml(&ns.name, NO_PODS)?;
+    wait_for(WAIT, "the quota's status", || async {
+        let q = Api::<ResourceQuota>::namespaced(c.clone(), &ns.name)
+            .get("no-pods")
+            .await?;
+        Ok(q.status.and_then(|s| s.hard).is_some())
+    })
+    .await?;
+    apply_yaml(&ns.name, &debugger("ds", WorkloadType::Daemonset))?;
+
+    let mut handled = 0;
+    let result = async {
+        wait_for(WAIT, "ds Ready=False WorkloadRefused", || async {
+            Ok(ready(&c, &ns.name, "ds")
+                .await?
+                .is_some_and(|(s, r, _)| s == "False" && r == "WorkloadRefused"))
+        })
+        .await?;
+        let (_, _, message) = ready(&c, &ns.name, "ds").await?.context("condition")?;
+        assert!(
+            message.contains("the API server refuses the DaemonSet's pods")
+                && message.contains("exceeded quota: no-pods"),
+            "the condition quotes the DaemonSet controller's refusal: {message}"
+        );
+        assert!(
+            Api::<DaemonSet>::namespaced(c.clone(), &ns.name)
+                .get_opt("ds")
+                .await?
+                .is_some(),
+            "the DaemonSet itself was written"
+        );
+        // The DaemonSet controller retries, each time naming a new pod:
+        // the Event is not repeated.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let events = refused_events(&c, &ns.name, "ds").await?;
+        assert_eq!(events.len(), 1, "one WorkloadRefused Event: {events:?}");
+        assert_eq!(events[0].type_.as_deref(), Some("Warning"));
+
+        kubectl_ok(&["delete", "resourcequota", "no-pods", "-n", &ns.name])?;
+        wait_for(WAIT, "ds no longer WorkloadRefused", || async {
+            Ok(ready(&c, &ns.name, "ds")
+                .await?
+                .is_some_and(|(_, r, _)| r != "WorkloadRefused"))
+        })
+        .await?;
+        handled = 1;
+        anyhow::Ok(())
+    }
+    .await;
+    record(
+        "faults",
+        "DaemonSet pods refused by a ResourceQuota, then allowed",
+        1,
+        handled,
+        0,
+    );
+    result
+}
