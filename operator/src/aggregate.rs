@@ -32,21 +32,32 @@ pub const FIRST_FAILURES: usize = 3;
 /// Messages are cut to this many bytes from [`Level::FirstFailure`] on.
 const SHORT_MESSAGE: usize = 64;
 
+/// The kept items of one category, by name, in name order.
+type Items = Box<[(Box<str>, ItemResult)]>;
+
 /// One node's report, as the operator keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeReport {
     /// The DebuggerReport's name.
     pub name: String,
-    /// Its spec: the node's result, its healthy items folded into one
-    /// `(N healthy items omitted)` per category once `full` holds them
-    /// (see [`NodeReport::new`]).
+    /// Its spec without its items: `categories` is empty, [`NodeReport::summary`]
+    /// puts `items` back.
     pub spec: DebuggerReportSpec,
+    /// The node's items by category, its healthy items folded into one
+    /// `(N healthy items omitted)` per category once `full` holds them
+    /// (see [`NodeReport::new`]). Flat lists, not maps: a map of a handful
+    /// of items allocates room for eleven, about 4 KiB per report, most
+    /// of what 5,000 kept reports would take.
+    items: Box<[(Box<str>, Items)]>,
     /// The whole result as a summary value, rendered once when the report
     /// arrives (every summary write reuses it).
     pub full: String,
-    /// Failed and skipped items per category, counted once when the report
-    /// arrives (the metrics of every reconcile reuse them).
-    pub counts: BTreeMap<String, ItemCounts>,
+    /// Failed and skipped items per category with any, counted once when
+    /// the report arrives (the metrics of every reconcile reuse them).
+    pub counts: Box<[(String, ItemCounts)]>,
+    /// Healthy items, omitted ones counted, as
+    /// [`DebuggerReportSpec::healthy_items`].
+    healthy: u32,
 }
 
 impl NodeReport {
@@ -54,22 +65,74 @@ impl NodeReport {
     /// name in `full` only: every shorter value counts them, and at 5,000
     /// nodes their names would be most of what the operator holds.
     pub fn new(name: String, mut spec: DebuggerReportSpec) -> NodeReport {
-        let full = spec.summary().to_yaml();
+        let mut full = spec.summary().to_yaml();
+        full.shrink_to_fit();
         let counts = spec
             .category_counts()
             .into_iter()
             .filter(|(_, c)| *c != ItemCounts::default())
             .map(|(cat, c)| (cat.to_string(), c))
             .collect();
-        for items in spec.categories.values_mut() {
-            fold_healthy(items);
-        }
+        let healthy = spec.healthy_items();
+        let items = std::mem::take(&mut spec.categories)
+            .into_iter()
+            .map(|(cat, mut items)| {
+                fold_healthy(&mut items);
+                let items = items.into_iter().map(|(k, r)| (k.into(), r)).collect();
+                (cat.into(), items)
+            })
+            .collect();
         NodeReport {
             name,
             spec,
+            items,
             full,
             counts,
+            healthy,
         }
+    }
+
+    /// The kept result as a summary value: the spec's, its healthy items
+    /// folded.
+    pub fn summary(&self) -> NodeSummary {
+        let mut summary = self.spec.summary();
+        summary.categories = self
+            .items
+            .iter()
+            .map(|(cat, items)| {
+                let items = items
+                    .iter()
+                    .map(|(k, r)| (k.to_string(), r.clone()))
+                    .collect();
+                (cat.to_string(), items)
+            })
+            .collect();
+        summary
+    }
+
+    /// The spec with its kept items put back, for tests that derive one
+    /// report from another.
+    #[cfg(test)]
+    pub fn kept_spec(&self) -> DebuggerReportSpec {
+        DebuggerReportSpec {
+            categories: self.summary().categories,
+            ..self.spec.clone()
+        }
+    }
+
+    /// The kept items of `category` (healthy ones folded), by name, if
+    /// the report has that category.
+    pub fn items_of(&self, category: &str) -> Option<&[(Box<str>, ItemResult)]> {
+        self.items
+            .iter()
+            .find(|(cat, _)| &**cat == category)
+            .map(|(_, items)| &**items)
+    }
+
+    /// Items of the result that are healthy, neither failed nor skipped
+    /// (omitted ones counted).
+    pub fn healthy_items(&self) -> u32 {
+        self.healthy
     }
 
     fn healthy(&self) -> bool {
@@ -224,13 +287,13 @@ pub fn summary_data_within(
 /// The value of one node's key at `level`.
 fn value(r: &NodeReport, level: Level) -> NodeSummary {
     let spec = &r.spec;
-    let full = spec.summary();
+    let full = r.summary();
     let counted = |keep: usize, cut: Option<usize>| {
         let mut v = NodeSummary {
             run_at: spec.run_at.clone(),
             finished_at: spec.finished_at.clone(),
             scripts: spec.scripts.clone(),
-            healthy_items: Some(spec.healthy_items()),
+            healthy_items: Some(r.healthy_items()),
             failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
             skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
             report: (spec.failed_items as usize > keep).then(|| r.name.clone()),
@@ -259,7 +322,7 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
         Level::Counts | Level::KeysOmitted(_) => NodeSummary {
             run_at: spec.run_at.clone(),
             scripts: spec.scripts.clone(),
-            healthy_items: Some(spec.healthy_items()),
+            healthy_items: Some(r.healthy_items()),
             failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
             skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
             ..NodeSummary::default()

@@ -132,7 +132,7 @@ fn the_transition_time_moves_only_with_the_status() {
         .cloned()
         .unwrap();
     // The message changes: a write that keeps the transition time.
-    let mut spec = failing["node-0000"].spec.clone();
+    let mut spec = failing["node-0000"].kept_spec();
     spec.categories
         .get_mut("disk")
         .unwrap()
@@ -225,7 +225,7 @@ fn reasons_are_camel_case_and_start_with_a_letter() {
 
 #[test]
 fn a_cut_report_names_a_real_item_and_counts_the_omitted_ones() {
-    let mut spec = report("n", true).spec.clone();
+    let mut spec = report("n", true).kept_spec();
     let disk = spec.categories.get_mut("disk").unwrap();
     disk.insert("(4 failed items omitted)".into(), ItemResult::err("4 more"));
     let s = states(&NodeReport::new("r".into(), spec), &[Category::Disk], false);

@@ -54,15 +54,15 @@ pub fn states(
     let spec = &report.spec;
     categories
         .iter()
-        .filter_map(|c| Some((*c, spec.categories.get(c.as_str())?)))
+        .filter_map(|c| Some((*c, report.items_of(c.as_str())?)))
         .map(|(c, items)| {
             if missed {
                 let since = spec.run_at.clone();
                 return (c, State::Unknown { since });
             }
-            let failed: Vec<(&String, &str)> = items
+            let failed: Vec<(&str, &str)> = items
                 .iter()
-                .filter_map(|(i, r)| Some((i, r.err.as_deref()?)))
+                .filter_map(|(i, r)| Some((&**i, r.err.as_deref()?)))
                 .collect();
             let count: u32 = failed
                 .iter()

@@ -249,6 +249,21 @@ async fn seconds_to_complete(
     None
 }
 
+/// The operator's peak RSS (`VmHWM`) in KiB, read from the `/proc` of the
+/// process `COMBO_BENCH_OPERATOR_PID` names (tests/bench/reports.sh finds
+/// it), if it is set and running.
+fn operator_peak_rss() -> Option<u64> {
+    let pid = std::env::var("COMBO_BENCH_OPERATOR_PID").ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches(" kB")
+        .parse()
+        .ok()
+}
+
 /// The N results as per-node DebuggerReports, written by the runner's
 /// writer; with a non-zero `arrival`, the results are handed to the
 /// writers one after another over that time (reports arriving over
@@ -323,10 +338,11 @@ async fn reports(client: &kube::Client, n: usize, limit: Duration, arrival: Dura
         .unwrap()
         .map(|l| l.saturating_duration_since(t0).as_secs_f64());
     println!(
-        "per-node reports, N={n}, arriving over {:.0} s: summary and status complete {} after the last report landed (target <= 2 s); etcd {:.1}x the reports' bytes (target <= 3x)",
+        "per-node reports, N={n}, arriving over {:.0} s: summary and status complete {} after the last report landed (target <= 2 s); etcd {:.1}x the reports' bytes (target <= 3x); operator peak RSS {} (target < 50 MiB)",
         arrived.unwrap_or_default(),
         after_last.map_or("never".to_string(), |s| format!("{s:.1} s")),
         figures.etcd_bytes / report_bytes.max(1) as f64,
+        operator_peak_rss().map_or("not read".to_string(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0)),
     );
     println!(
         "{}; {} reports of {:.0} B each on average",

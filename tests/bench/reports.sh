@@ -39,16 +39,25 @@ up() {
     kubectl -n kube-combo-system rollout status deployment/combo-operator --timeout=180s >/dev/null
 }
 
-operator_rss_kb() {
+# The process id of the operator (the release build the cluster runs).
+operator_pid() {
     local p exe
     for p in /proc/[0-9]*; do
         exe=$(readlink "$p/exe" 2>/dev/null || true)
         if [[ $exe == "$repo/target/release/combo-operator"* ]]; then
-            awk '/^VmRSS/ {print $2}' "$p/status"
+            echo "${p#/proc/}"
             return
         fi
     done
-    echo 0
+}
+
+# The operator's VmRSS in KiB, or another field of its /proc status
+# (VmHWM: its peak); 0 when it does not run.
+operator_rss_kb() {
+    local pid field=${1:-VmRSS}
+    pid=$(operator_pid)
+    [[ -n $pid ]] || { echo 0; return; }
+    awk -v f="$field:" '$1 == f {print $2}' "/proc/$pid/status"
 }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
@@ -57,9 +66,13 @@ for n in "${sizes[@]}"; do
     up
     baseline=0
     ((n <= baseline_up_to)) && baseline=1
+    # The bench reads the operator's peak RSS itself, right after the run.
     (cd "$repo" && COMBO_E2E_DIR=$dir COMBO_BENCH_NODES=$n COMBO_BENCH_BASELINE=$baseline \
-        COMBO_BENCH_LIMIT=$limit cargo bench --quiet -p combo-runner --bench reports 2>/dev/null)
-    awk -v r="$(operator_rss_kb)" -v n="$n" 'BEGIN { printf "operator RSS after the run at N=%d: %.1f MiB\n", n, r/1024 }'
+        COMBO_BENCH_OPERATOR_PID=$(operator_pid) \
+        COMBO_BENCH_LIMIT=$limit cargo bench --quiet -p combo-runner --bench reports 2>"$work/bench-$n.err") ||
+        { echo "the benchmark at N=$n failed:"; tail -5 "$work/bench-$n.err"; }
+    awk -v r="$(operator_rss_kb)" -v h="$(operator_rss_kb VmHWM)" -v n="$n" \
+        'BEGIN { printf "operator RSS after the run at N=%d: %.1f MiB, peak %.1f MiB (target under 50)\n", n, r/1024, h/1024 }'
     cleanup
 done
 
