@@ -50,6 +50,20 @@ async fn ready(c: &Client, ns: &str, name: &str) -> Result<Option<(String, Strin
     }))
 }
 
+/// Applies ResourceQuota `name` (its manifest `yaml`) in `ns` and waits
+/// until it is in force: quota admission refuses with the quota's name once
+/// the controller manager has filled in its status.
+async fn apply_quota(c: &Client, ns: &str, yaml: &str, name: &str) -> Result<()> {
+    apply_yaml(ns, yaml)?;
+    wait_for(WAIT, "the quota's status", || async {
+        let q = Api::<ResourceQuota>::namespaced(c.clone(), ns)
+            .get(name)
+            .await?;
+        Ok(q.status.and_then(|s| s.hard).is_some())
+    })
+    .await
+}
+
 async fn refused_events(c: &Client, ns: &str, name: &str) -> Result<Vec<Event>> {
     Ok(debugger_events(c, ns, name)
         .await?
@@ -64,16 +78,7 @@ async fn a_refused_workload_is_reported_and_recovers_when_the_cause_goes() -> Re
     let ns = namespace("refused").await;
     let other = namespace("refused-other").await;
     let c = client().await;
-    apply_yaml(&ns.name, QUOTA)?;
-    // Quota admission refuses with the quota's name once the controller
-    // manager has filled in its status.
-    wait_for(WAIT, "the quota's status", || async {
-        let q = Api::<ResourceQuota>::namespaced(c.clone(), &ns.name)
-            .get("no-workloads")
-            .await?;
-        Ok(q.status.and_then(|s| s.hard).is_some())
-    })
-    .await?;
+    apply_quota(&c, &ns.name, QUOTA, "no-workloads").await?;
 
     apply_yaml(&ns.name, &debugger("ds", WorkloadType::Daemonset))?;
     apply_yaml(&ns.name, &debugger("single", WorkloadType::Pod))?;
@@ -167,14 +172,7 @@ async fn refused_daemonset_pods_are_reported_and_recover_when_the_cause_goes() -
     install_operator();
     let ns = namespace("refused-pods").await;
     let c = client().await;
-    apply_yaml(&ns.name, NO_PODS)?;
-    wait_for(WAIT, "the quota's status", || async {
-        let q = Api::<ResourceQuota>::namespaced(c.clone(), &ns.name)
-            .get("no-pods")
-            .await?;
-        Ok(q.status.and_then(|s| s.hard).is_some())
-    })
-    .await?;
+    apply_quota(&c, &ns.name, NO_PODS, "no-pods").await?;
     apply_yaml(&ns.name, &debugger("ds", WorkloadType::Daemonset))?;
 
     let mut handled = 0;
