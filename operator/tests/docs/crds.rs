@@ -60,12 +60,14 @@ fn collect_fields(schema: &Value, path: &str, out: &mut Vec<Field>) {
 }
 
 /// One body row of a field table of the reference (a table whose header
-/// starts with `field`): the field's path, the row's cells joined, and its
-/// description cell (the column whose header starts with `description`).
+/// starts with `field`): the field's path, the row's cells joined, its
+/// description cell (the column whose header starts with `description`)
+/// and its default cell (the column headed `default`).
 struct FieldRow {
     path: String,
     line: String,
     description: String,
+    default: String,
 }
 
 /// The field rows of a kind's section.
@@ -79,6 +81,9 @@ fn field_rows(lines: &[&str]) -> Vec<FieldRow> {
             .iter()
             .position(|c| c.starts_with("description"))
             .unwrap_or_else(|| panic!("a field table without a description column: {header:?}"));
+        // A table of fields without defaults (a report's) has no such
+        // column: each of its rows then gives none.
+        let default = header.iter().position(|c| c == "default");
         for cells in rows {
             let path = cells[0].trim_matches('`').to_string();
             let line = cells.join(" | ");
@@ -86,6 +91,9 @@ fn field_rows(lines: &[&str]) -> Vec<FieldRow> {
                 path,
                 line,
                 description: cells.get(column).cloned().unwrap_or_default(),
+                default: default
+                    .and_then(|d| cells.get(d).cloned())
+                    .unwrap_or_default(),
             });
         }
     }
@@ -197,13 +205,19 @@ fn every_crd_field_is_in_the_reference_as_kubectl_explain_shows_it() {
                 {
                     missing.push(format!("{kind}: {p}"));
                 }
-                if let Some(d) = &field.default {
-                    if !row.line.contains(&format!("`{d}`")) {
-                        missing.push(format!(
-                            "{kind}: the row of `{}` lacks its default `{d}`",
-                            field.path
-                        ));
-                    }
+                // The default column is the schema's default, as
+                // `kubectl get -o yaml` shows a field the API server
+                // filled in, or empty when the schema has none.
+                let want = field.default.as_ref().map(|d| format!("`{d}`"));
+                if row.default != want.clone().unwrap_or_default() {
+                    missing.push(format!(
+                        "{kind}: the row of `{}` gives the default {:?}; the schema's is {}",
+                        field.path,
+                        row.default,
+                        want.map_or("none (leave the cell empty)".to_string(), |d| format!(
+                            "{d:?}"
+                        ))
+                    ));
                 }
             }
         }
