@@ -4,12 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context as _, Result};
+use anyhow::{bail, ensure, Context as _, Result};
 use combo_api::{keys, Category};
 use combo_e2e::fixtures::{DebuggerBuilder, PingerBuilder};
 use combo_e2e::{apply_yaml, install_for_cluster, namespace, running_and_ready, wait_for};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams};
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, ResourceExt};
 
 use crate::helpers::{mem_debugger, run_scripts_now, setup_on_real_nodes, WAIT};
@@ -137,37 +139,58 @@ async fn runner_in_its_script(pods: &Api<Pod>) -> Result<Pod> {
         .context("a pod")
 }
 
-/// Polls deleted `pod` until it is gone: when all its containers were
-/// seen exited (their exit codes, and how long after `t0`), if a poll saw
-/// that.
+/// Watches deleted `pod` until it is gone: when all its containers were
+/// seen exited (their exit codes, and how long after `t0`), if its status
+/// showed that before it went.
 async fn until_gone(
     pods: &Api<Pod>,
     pod: &Pod,
     t0: Instant,
 ) -> Result<Option<(Vec<(String, i32)>, Duration)>> {
-    let name = pod.name_any();
     // What the containers did is in the pod's status while it terminates;
     // when the pod object itself goes is the kubelet's affair (it deletes
     // it at a status sync after the pod's resources are reclaimed, up to
-    // 10 s later), so the bound is on the containers' exits.
+    // 10 s later, and may do so right after the status that shows the
+    // exits, too soon for a poll), so the bound is on the containers'
+    // exits, and a watch sees every status the pod had.
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", pod.name_any()));
+    let mut events = watcher(pods.clone(), config).default_backoff().boxed();
     let mut stopped: Option<(Vec<(String, i32)>, Duration)> = None;
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut listed = false;
+    let ours = |p: &Pod| p.uid() == pod.uid();
+    let deadline = tokio::time::sleep(Duration::from_secs(120));
+    tokio::pin!(deadline);
     loop {
-        let now = pods.get_opt(&name).await?.filter(|p| p.uid() == pod.uid());
-        let Some(now) = now else { break };
+        let event = tokio::select! {
+            e = events.next() => match e.context("the pod watch ended")? {
+                Ok(e) => e,
+                // The watcher backs off and lists again.
+                Err(_) => continue,
+            },
+            () = &mut deadline => bail!("pod {} still there 120 s after its deletion", pod.name_any()),
+        };
+        let current = match event {
+            watcher::Event::Init => {
+                listed = false;
+                continue;
+            }
+            watcher::Event::InitApply(p) if ours(&p) => {
+                listed = true;
+                p
+            }
+            watcher::Event::Apply(p) if ours(&p) => p,
+            watcher::Event::InitDone if !listed => break,
+            watcher::Event::Delete(p) if ours(&p) => break,
+            _ => continue,
+        };
         if stopped.is_none() {
-            let exits = terminated(&now);
+            let exits = terminated(&current);
             if !exits.is_empty()
-                && exits.len() == now.spec.as_ref().map_or(0, |s| s.containers.len())
+                && exits.len() == current.spec.as_ref().map_or(0, |s| s.containers.len())
             {
                 stopped = Some((exits, t0.elapsed()));
             }
         }
-        ensure!(
-            Instant::now() < deadline,
-            "pod {name} still there 120 s after its deletion"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(stopped)
 }
@@ -195,7 +218,7 @@ async fn a_runner_pod_goes_within_seconds_of_its_deletion() -> Result<()> {
             );
             println!("runner pod's containers stopped {at:?} after its deletion with {exits:?}; pod gone after {took:?}");
         }
-        // The pod went before a poll saw its containers' exits.
+        // The pod went before its status showed its containers' exits.
         None => ensure!(
             took < Duration::from_secs(15),
             "the runner pod took {took:?} to go (grace period 30 s)"
