@@ -635,3 +635,57 @@ async fn task_round(target: &Target, s: &Settings) -> Vec<Outcome> {
     });
     futures::future::join_all(probes).await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::tests::settings;
+
+    fn scheduler() -> Scheduler {
+        let (reports, _) = mpsc::unbounded_channel::<super::super::Report>();
+        let (_, commands) = mpsc::unbounded_channel();
+        let s = settings(Duration::from_secs(3600), 2);
+        Scheduler::new(s, Box::new(reports), commands, None)
+    }
+
+    fn icmp(last: u8) -> Target {
+        Target::icmp(Host::Ip([127, 0, 0, last].into()))
+    }
+
+    #[tokio::test]
+    async fn a_removed_target_leaves_no_slot_and_its_place_goes_to_the_next() {
+        let mut s = scheduler();
+        s.add(icmp(1), 0.5);
+        s.add(icmp(2), 0.5);
+        s.add(icmp(2), 0.1);
+        assert_eq!((s.slots.len(), s.live), (2, 2), "added once");
+        s.remove(&icmp(1));
+        assert!(s.slots[0].is_none());
+        assert_eq!(s.index.keys().collect::<Vec<_>>(), [&icmp(2)]);
+        assert_eq!(s.live, 1);
+        s.add(icmp(3), 0.5);
+        assert_eq!(s.slots.len(), 2, "the free place is taken again");
+        let third = s.slots[0].as_ref().unwrap();
+        assert_eq!(third.report.target, icmp(3));
+        assert_ne!(third.generation, 1, "steps due for the removed one miss it");
+        assert!(s.slot(0, 1).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_target_removed_while_its_probes_wait_frees_their_sequence_numbers() {
+        let mut s = scheduler();
+        s.add(icmp(1), 0.0);
+        let generation = s.slots[0].as_ref().unwrap().generation;
+        s.begin(0, generation, Instant::now());
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let waiting = |s: &mut Scheduler| s.icmp.socket(ip).unwrap().flights.waiting();
+        assert_eq!(waiting(&mut s), 1, "the round's first probe is queued");
+        assert_eq!(s.deadlines.len(), 1);
+        s.remove(&icmp(1));
+        assert_eq!(waiting(&mut s), 0);
+        let deadline = s.deadlines[0];
+        assert_eq!(s.waiting(&deadline), None, "its deadline wakes no one");
+    }
+}
