@@ -178,7 +178,7 @@ impl Socket {
         }
     }
 
-    /// Waits until messages arrive and reads up to [`BATCH`] of them; adds
+    /// Waits until messages arrive and reads up to 64 of them; adds
     /// the replies that answer a waiting probe to [`Socket::replies`] and
     /// returns when they were read. Cancel-safe: nothing is read until it
     /// completes.
