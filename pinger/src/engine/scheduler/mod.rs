@@ -2,9 +2,12 @@
 //! they are due at, the probes waiting for a reply with their deadlines,
 //! and the ICMP sockets. Each turn it wakes for the first of: a tick with
 //! work, a deadline, a reply, a round task's result or a command.
+//!
+//! Here the slots, the ticks and the rounds' start and end; in `icmp` the
+//! echo requests, replies and deadlines; in `tasks` the rounds that run as
+//! tasks of their own.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -14,13 +17,17 @@ use combo_api::pinger::Host;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
+use self::icmp::{receive, Deadline};
+use self::tasks::Done;
 use super::slot::Slot;
-use super::{on_tick, probe_spacing, Settings, Sink};
+use super::{on_tick, Settings, Sink};
 use crate::metrics::Metrics;
-use crate::probe::icmp::{round_trip, Flight, Icmp, Socket};
-use crate::probe::{self, Resolved};
+use crate::probe::icmp::{Flight, Icmp};
 use crate::round::Outcome;
 use crate::targets::{Kind, Target};
+
+mod icmp;
+mod tasks;
 
 /// What the [`Engine`](super::Engine) asks of the scheduler.
 pub(super) enum Command {
@@ -40,32 +47,6 @@ struct Due {
     /// `None`: the next round starts; else that probe of the round in
     /// progress is sent.
     probe: Option<u32>,
-}
-
-/// When a probe waiting for its reply times out.
-#[derive(Clone, Copy)]
-struct Deadline {
-    at: Instant,
-    slot: u32,
-    generation: u32,
-    round: u64,
-    probe: u32,
-}
-
-/// The result of a round's task.
-struct Done {
-    slot: u32,
-    generation: u32,
-    round: u64,
-    result: TaskResult,
-}
-
-enum TaskResult {
-    /// A TCP, UDP or DNS round's outcomes.
-    Outcomes(Vec<Outcome>),
-    /// The address of an ICMP target given by name, or the failure of
-    /// every probe of the round.
-    Resolved(Result<IpAddr, Outcome>),
 }
 
 pub(super) struct Scheduler {
@@ -334,214 +315,12 @@ impl Scheduler {
         match (target.kind, &target.host) {
             (Kind::Icmp, Host::Ip(_)) => self.icmp_round(i, at),
             (Kind::Icmp, Host::Name(_)) => {
-                let target = target.clone();
-                let task = tokio::spawn(async move {
-                    let result = match probe::resolve(&target, settings.timeout).await {
-                        Ok(Resolved::Addr(a)) => Ok(a.ip()),
-                        Ok(Resolved::Name(_)) => Err(Outcome::Error("not an address".into())),
-                        Err(failure) => Err(failure),
-                    };
-                    let result = TaskResult::Resolved(result);
-                    let _ = done_tx.send(Done {
-                        slot: i,
-                        generation,
-                        round,
-                        result,
-                    });
-                });
-                slot.task = Some(task.abort_handle());
+                let task = tasks::lookup(target.clone(), settings, done_tx, (i, generation, round));
+                slot.task = Some(task);
             }
             _ => {
-                let target = target.clone();
-                let task = tokio::spawn(async move {
-                    let outcomes = TaskResult::Outcomes(task_round(&target, &settings).await);
-                    let _ = done_tx.send(Done {
-                        slot: i,
-                        generation,
-                        round,
-                        result: outcomes,
-                    });
-                });
-                slot.task = Some(task.abort_handle());
-            }
-        }
-    }
-
-    /// Sends the first echo request of slot `i`'s round now and schedules
-    /// the others, `probe_spacing` apart from `start`.
-    fn icmp_round(&mut self, i: u32, start: Instant) {
-        let Some(slot) = self.slots[i as usize].as_ref() else {
-            return;
-        };
-        let (generation, round) = (slot.generation, slot.report.round);
-        let count = slot.probes.len() as u32;
-        let spacing = probe_spacing(slot.settings.interval, count);
-        for k in 1..count {
-            let step = Due {
-                slot: i,
-                generation,
-                probe: Some(k),
-            };
-            self.at(on_tick(start + spacing * k), step);
-        }
-        self.send(i, round, 0, Instant::now());
-    }
-
-    /// Queues probe `k` of slot `i`'s round `round` on its socket.
-    fn send(&mut self, i: u32, round: u64, k: u32, now: Instant) {
-        let Some(slot) = self.slots[i as usize].as_mut() else {
-            return;
-        };
-        let Some(ip) = slot.addr else { return };
-        let flight = Flight { slot: i, probe: k };
-        let queued = match self.icmp.socket(ip) {
-            Ok(socket) => socket.queue(ip, flight),
-            Err(e) => Err(Outcome::Error(e.to_string())),
-        };
-        match queued {
-            Ok(seq) => {
-                slot.probes[k as usize].seq = Some(seq);
-                self.deadlines.push_back(Deadline {
-                    at: now + slot.settings.timeout,
-                    slot: i,
-                    generation: slot.generation,
-                    round,
-                    probe: k,
-                });
-            }
-            Err(failure) => self.finish(i, round, k as usize, failure),
-        }
-    }
-
-    /// Sends what the sockets queued, stamping each probe's send time.
-    async fn flush(&mut self) {
-        let (v4, v6) = self.icmp.open();
-        for socket in [v4, v6].into_iter().flatten() {
-            if !socket.has_queued() {
-                continue;
-            }
-            let slots = &mut self.slots;
-            let finished = &mut self.finished;
-            socket
-                .flush(|flight, sent| match sent {
-                    Ok(at) => {
-                        let probe = slots[flight.slot as usize]
-                            .as_mut()
-                            .and_then(|s| s.probes.get_mut(flight.probe as usize));
-                        if let Some(p) = probe {
-                            p.sent = Some(at);
-                        }
-                    }
-                    Err(failure) => finished.push((flight, failure)),
-                })
-                .await;
-        }
-        self.finish_pending();
-    }
-
-    /// Finishes the probes collected in `self.finished`.
-    fn finish_pending(&mut self) {
-        let mut finished = std::mem::take(&mut self.finished);
-        for (flight, outcome) in finished.drain(..) {
-            let round = match self.slots[flight.slot as usize].as_ref() {
-                Some(s) => s.report.round,
-                None => continue,
-            };
-            self.finish(flight.slot, round, flight.probe as usize, outcome);
-        }
-        self.finished = finished;
-    }
-
-    /// Matches the replies just read on one socket to their probes.
-    fn replies(&mut self, v6: bool, read: std::time::Instant) {
-        let (v4s, v6s) = self.icmp.open();
-        let Some(socket) = (if v6 { v6s } else { v4s }) else {
-            return;
-        };
-        let slots = &self.slots;
-        for r in socket.replies.drain(..) {
-            let slot = slots[r.flight.slot as usize].as_ref();
-            let Some(slot) = slot.filter(|s| s.addr == Some(r.from)) else {
-                continue;
-            };
-            let probe = slot.probes.get(r.flight.probe as usize);
-            let Some(p) = probe.filter(|p| p.seq == Some(r.seq) && !p.done) else {
-                continue;
-            };
-            socket.flights.end(r.seq, r.flight);
-            let outcome = match (r.failure, p.sent) {
-                (Some(failure), _) => failure,
-                (None, Some(sent)) => {
-                    let rtt = round_trip(sent, r.at, read);
-                    // Answered later than the timeout by the kernel's
-                    // clock, however soon it was read: lost.
-                    if rtt > slot.settings.timeout {
-                        Outcome::Timeout
-                    } else {
-                        Outcome::Ok(rtt)
-                    }
-                }
-                (None, None) => Outcome::Ok(std::time::Duration::ZERO),
-            };
-            self.finished.push((r.flight, outcome));
-        }
-        self.finish_pending();
-    }
-
-    /// The probe a deadline is for, while it still waits.
-    fn waiting(&self, d: &Deadline) -> Option<u16> {
-        let slot = self.slots.get(d.slot as usize)?.as_ref()?;
-        if slot.generation != d.generation {
-            return None;
-        }
-        slot.waiting(d.round, d.probe as usize)?.seq
-    }
-
-    /// Times out every probe whose deadline passed by `now`.
-    fn expire(&mut self, now: Instant) {
-        while let Some(&d) = self.deadlines.front() {
-            if d.at > now {
-                break;
-            }
-            self.deadlines.pop_front();
-            let Some(seq) = self.waiting(&d) else {
-                continue;
-            };
-            let flight = Flight {
-                slot: d.slot,
-                probe: d.probe,
-            };
-            if let Some(ip) = self.slots[d.slot as usize].as_ref().and_then(|s| s.addr) {
-                if let Ok(socket) = self.icmp.socket(ip) {
-                    socket.flights.end(seq, flight);
-                }
-            }
-            self.finish(d.slot, d.round, d.probe as usize, Outcome::Timeout);
-        }
-    }
-
-    fn task_done(&mut self, d: Done) {
-        let Some(slot) = self.slot(d.slot, d.generation) else {
-            return;
-        };
-        match d.result {
-            TaskResult::Outcomes(outcomes) => {
-                if slot.finish_all(d.round, outcomes) {
-                    self.complete(d.slot);
-                }
-            }
-            TaskResult::Resolved(Err(failure)) => {
-                let n = slot.probes.len();
-                if slot.finish_all(d.round, vec![failure; n]) {
-                    self.complete(d.slot);
-                }
-            }
-            TaskResult::Resolved(Ok(ip)) => {
-                if d.round == slot.report.round && slot.left > 0 {
-                    slot.addr = Some(ip);
-                    slot.task = None;
-                    self.icmp_round(d.slot, Instant::now());
-                }
+                let task = tasks::round(target.clone(), settings, done_tx, (i, generation, round));
+                slot.task = Some(task);
             }
         }
     }
@@ -603,41 +382,9 @@ fn far() -> Instant {
     Instant::now() + std::time::Duration::from_secs(86_400 * 365)
 }
 
-/// The replies of one socket, when it is open.
-async fn receive(socket: Option<&mut Socket>) -> std::io::Result<std::time::Instant> {
-    match socket {
-        Some(s) => s.receive().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// A TCP, UDP or DNS round, as a task: the probes `probe_spacing` apart,
-/// concurrently.
-async fn task_round(target: &Target, s: &Settings) -> Vec<Outcome> {
-    let count = s.count.max(1);
-    let resolved = match probe::resolve(target, s.timeout).await {
-        Ok(r) => r,
-        Err(failure) => return vec![failure; count as usize],
-    };
-    if count == 1 {
-        return vec![s.probers.probe(target.kind, &resolved, s.timeout).await];
-    }
-    let spacing = probe_spacing(s.interval, count);
-    let start = Instant::now();
-    let probes = (0..count).map(|i| {
-        let resolved = &resolved;
-        async move {
-            if i > 0 {
-                tokio::time::sleep_until(on_tick(start + spacing * i)).await;
-            }
-            s.probers.probe(target.kind, resolved, s.timeout).await
-        }
-    });
-    futures::future::join_all(probes).await
-}
-
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
     use std::time::Duration;
 
     use super::*;
