@@ -12,7 +12,6 @@ pub mod recent;
 pub mod round;
 pub mod standalone;
 pub mod targets;
-pub mod ticks;
 
 /// Exit status of the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

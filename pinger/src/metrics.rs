@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use combo_api::hash::FnvBuild;
@@ -16,7 +17,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tokio::net::TcpListener;
 
 use crate::engine::Report;
-use crate::recent::Windows;
+use crate::recent::{Window, Windows};
 use crate::targets::Target;
 
 /// Labels of `combo_pinger_probes_total`.
@@ -66,7 +67,7 @@ impl EncodeLabelSet for ProbeLabels {
     }
 }
 
-/// A target's kind and label, the key of its metric handles.
+/// A target's kind and label, the key of its series.
 type TargetKey = (&'static str, Arc<String>);
 
 type RttFamily = Family<TargetLabels, Histogram, fn() -> Histogram>;
@@ -82,9 +83,15 @@ pub struct Metrics {
     probes: Family<ProbeLabels, Counter>,
     rtt: RttFamily,
     up: Family<TargetLabels, Gauge>,
-    handles: Mutex<HashMap<TargetKey, Handles, FnvBuild>>,
+    /// The `node` label each target's series were made under, for
+    /// [`Metrics::forget`]; written when a target's series are made or
+    /// move, not per round.
+    nodes: Mutex<HashMap<TargetKey, Arc<String>, FnvBuild>>,
     /// The node of each peer address, for the `node` label.
     peer_nodes: Mutex<HashMap<IpAddr, Arc<String>>>,
+    /// Bumped with every [`Metrics::set_peer_nodes`], so a round looks its
+    /// node up only after a change.
+    peer_nodes_version: AtomicU64,
     /// The empty `node` of the other targets, shared.
     no_node: Arc<String>,
     /// Loss and RTT of the last minutes, for `kubectl combo mesh`.
@@ -116,26 +123,33 @@ impl Default for Metrics {
             rtt,
             up,
             recent: Mutex::default(),
-            handles: Mutex::default(),
+            nodes: Mutex::default(),
             peer_nodes: Mutex::default(),
+            peer_nodes_version: AtomicU64::new(0),
             no_node: Arc::default(),
         }
     }
 }
 
-/// One target's metric handles, so a round costs one map lookup instead of
-/// one per metric family.
-#[derive(Default)]
-struct Handles {
-    /// The `node` label its series carry.
+/// One target's metric handles and `/recent` window, kept by the engine in
+/// the target's slot: a round is recorded with no lookup of the target in
+/// a map (docs/benchmarks.md, "Where the pinger's CPU goes").
+pub struct Series {
+    kind: &'static str,
+    label: Arc<String>,
+    /// The `node` label its series carry, as of `peer_nodes_version`.
     node: Arc<String>,
+    version: u64,
     /// `probes_total` by result, in [`RESULTS`] order; made on first use.
     probes: [Option<Counter>; 4],
     rtt: Option<Histogram>,
     up: Option<Gauge>,
+    /// Made with the first round, as a target shows in `/recent` only
+    /// once it was probed.
+    window: Option<Arc<Mutex<Window>>>,
 }
 
-/// The `result` label values.
+/// The `result` label values, in [`Outcome::index`](crate::round::Outcome::index) order.
 const RESULTS: [&str; 4] = ["ok", "timeout", "refused", "error"];
 
 impl Metrics {
@@ -143,6 +157,7 @@ impl Metrics {
     /// of the peers probed from now on (docs/pinger.md, "Metrics").
     pub fn set_peer_nodes(&self, nodes: HashMap<IpAddr, Arc<String>>) {
         *self.peer_nodes.lock().unwrap_or_else(|p| p.into_inner()) = nodes;
+        self.peer_nodes_version.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The `node` label of `target`: its peer's node, else empty.
@@ -158,74 +173,129 @@ impl Metrics {
             .unwrap_or_else(|| self.no_node.clone())
     }
 
-    /// Counts a finished round.
-    pub fn record(&self, report: &Report) {
-        let kind = report.target.kind.as_str();
-        let node = self.node_of(&report.target);
-        let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (kind, report.label.clone());
-        if handles.get(&key).is_some_and(|h| h.node != node) {
-            // The address is another node's peer now: its series start
-            // again under that node.
-            let old = handles.remove(&key).map(|h| h.node).unwrap_or_default();
-            self.remove_series(kind, &report.label, &old);
+    /// The handles of `target` (whose label is `label`); its series are
+    /// made as its rounds need them.
+    pub fn series(&self, target: &Target, label: Arc<String>) -> Series {
+        let version = self.peer_nodes_version.load(Ordering::Relaxed);
+        let node = self.node_of(target);
+        let kind = target.kind.as_str();
+        self.nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((kind, label.clone()), node.clone());
+        Series {
+            kind,
+            label,
+            node,
+            version,
+            probes: Default::default(),
+            rtt: None,
+            up: None,
+            window: None,
         }
-        let h = handles.entry(key).or_insert_with(|| Handles {
-            node: node.clone(),
-            ..Handles::default()
-        });
+    }
+
+    /// Counts a finished round of the target of `series`.
+    pub fn record(&self, series: &mut Series, report: &Report) {
+        let version = self.peer_nodes_version.load(Ordering::Relaxed);
+        if version != series.version {
+            self.follow_node(series, &report.target, version);
+        }
+        let (kind, label, node) = (series.kind, &series.label, &series.node);
         let labels = || TargetLabels {
             kind,
-            target: report.label.clone(),
+            target: label.clone(),
             node: node.clone(),
         };
         for o in &report.outcomes {
-            let i = RESULTS.iter().position(|r| *r == o.label()).unwrap_or(3);
-            h.probes[i]
+            let i = o.index();
+            series.probes[i]
                 .get_or_insert_with(|| {
                     self.probes.get_or_create_owned(&ProbeLabels {
                         kind,
-                        target: report.label.clone(),
+                        target: label.clone(),
                         node: node.clone(),
                         result: RESULTS[i],
                     })
                 })
                 .inc();
             if let Some(rtt) = o.rtt() {
-                h.rtt
+                series
+                    .rtt
                     .get_or_insert_with(|| self.rtt.get_or_create_owned(&labels()))
                     .observe(rtt.as_secs_f64());
             }
         }
-        h.up.get_or_insert_with(|| self.up.get_or_create_owned(&labels()))
+        series
+            .up
+            .get_or_insert_with(|| self.up.get_or_create_owned(&labels()))
             .set(i64::from(report.stats.passed));
-        drop(handles);
-        self.recent
+        series
+            .window
+            .get_or_insert_with(|| {
+                self.recent
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .window(kind, label)
+            })
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .record(report);
     }
 
+    /// After the peers' nodes changed: when the target's address is
+    /// another node's peer now, its series start again under that node.
+    fn follow_node(&self, series: &mut Series, target: &Target, version: u64) {
+        series.version = version;
+        let node = self.node_of(target);
+        if node == series.node {
+            return;
+        }
+        self.remove_series(series.kind, &series.label, &series.node);
+        self.nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((series.kind, series.label.clone()), node.clone());
+        series.node = node;
+        series.probes = Default::default();
+        series.rtt = None;
+        series.up = None;
+    }
+
     /// Removes every series of a target no longer probed (spec edit, peer
     /// gone or no longer chosen): its probe counters, RTT histogram and
-    /// gauge. Otherwise series would pile up with every pod that ever was a
-    /// peer; a target that comes back starts its counters from zero, which
-    /// `rate()` reads as a counter reset.
+    /// gauge, and its `/recent` window. Otherwise series would pile up with
+    /// every pod that ever was a peer; a target that comes back starts its
+    /// counters from zero, which `rate()` reads as a counter reset.
     pub fn forget(&self, target: &Target) {
         let label = Arc::new(target.label());
         let kind = target.kind.as_str();
         let node = self
-            .handles
+            .nodes
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&(kind, label.clone()))
-            .map(|h| h.node)
             .unwrap_or_default();
         self.recent
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .forget(kind, &label);
         self.remove_series(kind, &label, &node);
+    }
+
+    /// Removes the series and window of the target of `series`, under the
+    /// node they were made with: what [`Metrics::forget`] does, for the
+    /// engine, which holds the handles.
+    pub fn forget_series(&self, series: &Series) {
+        self.nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(series.kind, series.label.clone()));
+        self.recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .forget(series.kind, &series.label);
+        self.remove_series(series.kind, &series.label, &series.node);
     }
 
     /// Removes the series of one target under one `node` label.
@@ -366,13 +436,31 @@ pub(crate) mod tests {
         }
     }
 
+    /// Records rounds as the engine does, with one [`Series`] per target.
+    #[derive(Default)]
+    pub(crate) struct Recorder(HashMap<Target, Series>);
+
+    impl Recorder {
+        pub(crate) fn record(&mut self, m: &Metrics, r: &Report) {
+            let s = self
+                .0
+                .entry(r.target.clone())
+                .or_insert_with(|| m.series(&r.target, r.label.clone()));
+            m.record(s, r);
+        }
+    }
+
     #[test]
     fn a_round_shows_up_as_probe_counts_rtt_and_target_up() {
         let m = Metrics::default();
-        m.record(&report(vec![
-            Outcome::Ok(Duration::from_millis(2)),
-            Outcome::Refused,
-        ]));
+        let mut rec = Recorder::default();
+        rec.record(
+            &m,
+            &report(vec![
+                Outcome::Ok(Duration::from_millis(2)),
+                Outcome::Refused,
+            ]),
+        );
         let text = m.encode();
         assert!(
             text.contains(
@@ -385,7 +473,7 @@ pub(crate) mod tests {
         ));
         assert!(text.contains(r#"combo_pinger_rtt_seconds_count{kind="tcp",target="[::1]:22"} 1"#));
         assert!(text.contains(r#"combo_pinger_target_up{kind="tcp",target="[::1]:22"} 0"#));
-        m.record(&report(vec![Outcome::Ok(Duration::from_millis(2))]));
+        rec.record(&m, &report(vec![Outcome::Ok(Duration::from_millis(2))]));
         assert!(m
             .encode()
             .contains(r#"combo_pinger_target_up{kind="tcp",target="[::1]:22"} 1"#));
@@ -419,8 +507,9 @@ pub(crate) mod tests {
             "10.0.0.7".parse().unwrap(),
             node("node-7"),
         )]));
-        m.record(&peer);
-        m.record(&other);
+        let mut rec = Recorder::default();
+        rec.record(&m, &peer);
+        rec.record(&m, &other);
         let text = m.encode();
         assert!(
             text.contains(
@@ -440,7 +529,7 @@ pub(crate) mod tests {
             "10.0.0.7".parse().unwrap(),
             node("node-9"),
         )]));
-        m.record(&peer);
+        rec.record(&m, &peer);
         let text = m.encode();
         assert!(!text.contains("node-7"), "{text}");
         assert!(
@@ -464,8 +553,9 @@ pub(crate) mod tests {
         let mut stays = gone.clone();
         stays.target.port = Some(23);
         stays.label = Arc::new(stays.target.label());
-        m.record(&gone);
-        m.record(&stays);
+        let mut rec = Recorder::default();
+        rec.record(&m, &gone);
+        rec.record(&m, &stays);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);

@@ -6,10 +6,13 @@
 //! buckets, whatever the interval; a target's entry goes with its other
 //! state through `Metrics::forget`.
 //!
+//! Each target's window is shared with its slot in the engine, which
+//! records a round into it directly; this map is read only to serve.
+//!
 //! docs/pinger.md#the-mesh-view
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use combo_api::hash::FnvBuild;
@@ -29,18 +32,15 @@ struct Bucket {
 
 /// One target's buckets, oldest first, and its last verdict.
 #[derive(Debug, Default)]
-struct Window {
+pub struct Window {
     buckets: VecDeque<Bucket>,
     up: bool,
 }
 
-/// The last minutes of every target probed now. Hashed, not ordered: a
-/// round's lookup is one hash of its label, where a search of an ordered map
-/// followed one label string to another (each an allocation of its own) at
-/// every level; the summary is sorted when served.
+/// The last minutes of every target probed now, sorted when served.
 #[derive(Debug, Default)]
 pub struct Windows {
-    targets: HashMap<(&'static str, Arc<String>), Window, FnvBuild>,
+    targets: HashMap<(&'static str, Arc<String>), Arc<Mutex<Window>>, FnvBuild>,
 }
 
 fn minute_of(t: SystemTime) -> u64 {
@@ -50,14 +50,11 @@ fn minute_of(t: SystemTime) -> u64 {
         / 60
 }
 
-impl Windows {
+impl Window {
     /// Counts a finished round in the minute it started.
     pub fn record(&mut self, report: &Report) {
         let minute = minute_of(report.started);
-        let w = self
-            .targets
-            .entry((report.target.kind.as_str(), report.label.clone()))
-            .or_default();
+        let w = self;
         w.up = report.stats.passed;
         if w.buckets.back().is_none_or(|b| b.minute < minute) {
             w.buckets.push_back(Bucket {
@@ -82,6 +79,24 @@ impl Windows {
             w.buckets.pop_front();
         }
     }
+}
+
+impl Windows {
+    /// The window of a target, made empty on first use.
+    pub fn window(&mut self, kind: &'static str, label: &Arc<String>) -> Arc<Mutex<Window>> {
+        self.targets
+            .entry((kind, label.clone()))
+            .or_default()
+            .clone()
+    }
+
+    /// Counts a finished round of a target in the minute it started.
+    pub fn record(&mut self, report: &Report) {
+        self.window(report.target.kind.as_str(), &report.label)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(report);
+    }
 
     /// Drops a target no longer probed.
     pub fn forget(&mut self, kind: &'static str, label: &Arc<String>) {
@@ -97,6 +112,7 @@ impl Windows {
         let targets = sorted
             .into_iter()
             .map(|((kind, label), w)| {
+                let w = w.lock().unwrap_or_else(|p| p.into_inner());
                 let mut t = RecentTarget {
                     kind: kind.to_string(),
                     target: label.to_string(),
@@ -167,7 +183,7 @@ mod tests {
             w.record(&report_at("10.0.0.3", at(m), vec![Outcome::Timeout]));
         }
         let key = ("icmp", Arc::new("10.0.0.3".to_string()));
-        assert_eq!(w.targets[&key].buckets.len(), 5);
+        assert_eq!(w.targets[&key].lock().unwrap().buckets.len(), 5);
         assert!(!w.summary(at(49)).targets[0].up);
         assert_eq!(w.summary(at(49)).targets[0].rtt_avg_ms, None);
         w.forget(key.0, &key.1);

@@ -28,6 +28,17 @@ impl Outcome {
         }
     }
 
+    /// The place of [`Outcome::label`] in `ok`, `timeout`, `refused`,
+    /// `error`.
+    pub fn index(&self) -> usize {
+        match self {
+            Outcome::Ok(_) => 0,
+            Outcome::Timeout => 1,
+            Outcome::Refused => 2,
+            Outcome::Error(_) => 3,
+        }
+    }
+
     /// The round-trip time of a successful probe.
     pub fn rtt(&self) -> Option<Duration> {
         match self {
@@ -80,15 +91,21 @@ pub struct RoundStats {
 
 /// Summarises the outcomes of one round and judges them.
 pub fn evaluate(outcomes: &[Outcome], limits: Thresholds) -> RoundStats {
-    let rtts: Vec<Duration> = outcomes.iter().filter_map(Outcome::rtt).collect();
+    let (mut received, mut sum) = (0usize, Duration::ZERO);
+    let (mut min, mut max) = (None::<Duration>, None::<Duration>);
+    for rtt in outcomes.iter().filter_map(Outcome::rtt) {
+        received += 1;
+        sum += rtt;
+        min = Some(min.map_or(rtt, |m| m.min(rtt)));
+        max = Some(max.map_or(rtt, |m| m.max(rtt)));
+    }
     let sent = outcomes.len();
-    let received = rtts.len();
     let loss_percent = if sent == 0 {
         100.0
     } else {
         (sent - received) as f64 * 100.0 / sent as f64
     };
-    let avg = (!rtts.is_empty()).then(|| rtts.iter().sum::<Duration>() / received as u32);
+    let avg = (received > 0).then(|| sum / received as u32);
     let loss_ok = sent > 0 && loss_percent <= f64::from(limits.max_loss_percent);
     let latency_ok = limits.max_latency_ms == 0
         || avg.is_none_or(|a| a <= Duration::from_millis(u64::from(limits.max_latency_ms)));
@@ -96,9 +113,9 @@ pub fn evaluate(outcomes: &[Outcome], limits: Thresholds) -> RoundStats {
         sent,
         received,
         loss_percent,
-        min: rtts.iter().min().copied(),
+        min,
         avg,
-        max: rtts.iter().max().copied(),
+        max,
         first_failure: outcomes
             .iter()
             .find(|o| o.rtt().is_none())
@@ -164,7 +181,8 @@ pub struct Millis(pub Duration);
 
 impl fmt::Display for Millis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let us = self.0.as_micros();
+        // u64, not the u128 of `as_micros`, whose formatting is slower.
+        let us = u64::try_from(self.0.as_micros()).unwrap_or(u64::MAX);
         write!(f, "{}.{:03}", us / 1000, us % 1000)
     }
 }
@@ -255,6 +273,17 @@ mod tests {
 
     #[test]
     fn outcomes_carry_the_metric_result_labels() {
+        for (i, o) in [
+            ok(1),
+            Outcome::Timeout,
+            Outcome::Refused,
+            Outcome::Error("x".into()),
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert_eq!(o.index(), i, "{o}");
+        }
         assert_eq!(ok(1).label(), "ok");
         assert_eq!(Outcome::Timeout.label(), "timeout");
         assert_eq!(Outcome::Refused.label(), "refused");

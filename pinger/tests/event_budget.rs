@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use combo_api::PingerSpec;
 use combo_pinger::engine::{Engine, Report, Settings};
 use combo_pinger::events::{Decision, Gate, Policy};
-use combo_pinger::probe::{dns::Dns, icmp::Icmp, Probers};
+use combo_pinger::probe::{dns::Dns, Probers};
 use combo_pinger::round::{evaluate, Thresholds};
 use combo_pinger::targets::{self, TargetLists};
 use netns::Netns;
@@ -50,7 +50,6 @@ fn probe_lossy_and_dead_targets() -> Vec<Report> {
             max_latency_ms: spec.max_latency_ms,
         },
         probers: Probers {
-            icmp: Arc::new(Icmp::default()),
             dns: Arc::new(Dns::new(
                 &["127.0.0.1:53".parse().unwrap()],
                 Duration::from_secs(1),

@@ -1,13 +1,18 @@
 //! Every probe against real sockets on loopback.
 
+#[path = "support/engine.rs"]
+mod engine;
 mod support;
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
-use combo_pinger::probe::{dns::Dns, icmp::Icmp, tcp, udp, Probers};
+use combo_pinger::engine::{Engine, Report};
+use combo_pinger::probe::{dns::Dns, tcp, udp, Probers};
 use combo_pinger::round::Outcome;
+use combo_pinger::targets::{self, TargetLists};
+use tokio::sync::mpsc;
 
 const TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -19,31 +24,54 @@ fn free_udp_port() -> SocketAddr {
         .unwrap()
 }
 
+/// Rounds of `count` ICMP probes to each of `ips`, `rounds` each, through
+/// the engine; the reports in the order they came.
+async fn icmp_rounds(ips: Vec<String>, count: u32, rounds: u64) -> Vec<Report> {
+    let set = targets::build(
+        &TargetLists {
+            ping: ips,
+            ..TargetLists::default()
+        },
+        [],
+    )
+    .targets;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut engine = Engine::new(engine::settings(100, 2000, count), tx, 7, Some(rounds));
+    engine.set_targets(&set);
+    let done = tokio::spawn(engine.join());
+    let mut out = Vec::new();
+    while let Some(r) = rx.recv().await {
+        out.push(r);
+    }
+    done.await.unwrap();
+    out
+}
+
 #[tokio::test]
 async fn icmp_echo_to_ipv4_and_ipv6_loopback_is_answered() {
-    let icmp = Icmp::default();
-    for ip in ["127.0.0.1", "::1"] {
-        let outcome = icmp.ping(ip.parse().unwrap(), TIMEOUT).await;
-        assert!(matches!(outcome, Outcome::Ok(_)), "{ip}: {outcome}");
+    let reports = icmp_rounds(vec!["127.0.0.1".into(), "::1".into()], 1, 2).await;
+    assert_eq!(reports.len(), 4);
+    for r in reports {
+        assert!(
+            matches!(r.outcomes[..], [Outcome::Ok(_)]),
+            "{}: {:?}",
+            r.target,
+            r.outcomes
+        );
     }
 }
 
 #[tokio::test]
 async fn concurrent_icmp_probes_to_many_addresses_each_get_their_own_reply() {
-    let icmp = Arc::new(Icmp::default());
-    let mut tasks = Vec::new();
-    for i in 1..=50u8 {
-        for _ in 0..3 {
-            let icmp = icmp.clone();
-            tasks.push(tokio::spawn(async move {
-                let ip = std::net::IpAddr::from([127, 0, 1, i]);
-                icmp.ping(ip, Duration::from_secs(2)).await
-            }));
+    let ips = (1..=50u8).map(|i| format!("127.0.1.{i}")).collect();
+    let reports = icmp_rounds(ips, 3, 2).await;
+    assert_eq!(reports.len(), 100);
+    for r in reports {
+        assert_eq!(r.outcomes.len(), 3);
+        for o in &r.outcomes {
+            let rtt = o.rtt().unwrap_or_else(|| panic!("{}: {o}", r.target));
+            assert!(rtt < Duration::from_secs(2), "{}: {rtt:?}", r.target);
         }
-    }
-    for t in tasks {
-        let outcome = t.await.unwrap();
-        assert!(matches!(outcome, Outcome::Ok(_)), "{outcome}");
     }
 }
 
@@ -96,12 +124,12 @@ async fn a_dns_server_that_is_not_there_is_refused_or_times_out() {
 #[tokio::test]
 async fn probers_dispatch_by_target_kind() {
     let probers = Probers {
-        icmp: Arc::new(Icmp::default()),
         dns: Arc::new(Dns::new(&[], TIMEOUT)),
     };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let t = combo_pinger::targets::build(
         &combo_pinger::targets::TargetLists {
-            ping: vec!["127.0.0.1".into()],
+            tcp: vec![listener.local_addr().unwrap().to_string()],
             ..Default::default()
         },
         [],

@@ -89,15 +89,20 @@ fn pinger_text() -> String {
         )]
         .into(),
     );
-    m.record(&combo_pinger::engine::Report {
-        label: Arc::new(target.label()),
-        target,
-        round: 1,
-        started: std::time::SystemTime::UNIX_EPOCH,
-        stats: evaluate(&outcomes, limits),
-        outcomes,
-        limits,
-    });
+    let label = Arc::new(target.label());
+    let mut series = m.series(&target, label.clone());
+    m.record(
+        &mut series,
+        &combo_pinger::engine::Report {
+            label,
+            target,
+            round: 1,
+            started: std::time::SystemTime::UNIX_EPOCH,
+            stats: evaluate(&outcomes, limits),
+            outcomes,
+            limits,
+        },
+    );
     m.encode()
 }
 

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use combo_api::keys::{self, env};
-use combo_api::pinger::Host;
 use combo_api::{Pinger, PingerSpec};
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
@@ -27,7 +26,7 @@ use tokio::task::JoinHandle;
 use crate::engine::{Engine, Report, Settings};
 use crate::events::{Gate, Policy};
 use crate::metrics::{self, Metrics};
-use crate::probe::{dns::Dns, icmp::Icmp, Probers};
+use crate::probe::{dns::Dns, Probers};
 use crate::targets::Target;
 use crate::{gateway, ExitCode};
 use peers::{Knobs, Known, Me, Pods};
@@ -184,7 +183,6 @@ struct Probing {
     metrics: Arc<Metrics>,
     gate: Gate<Target>,
     publisher: Publisher,
-    icmp: Arc<Icmp>,
     last_invalid: Vec<String>,
 }
 
@@ -208,7 +206,7 @@ impl Probing {
         let new_knobs = Knobs::from(&spec);
         if new_knobs != self.knobs {
             tracing::info!(?new_knobs, "settings changed");
-            self.engine.set_settings(settings(&new_knobs, &self.icmp));
+            self.engine.set_settings(settings(&new_knobs));
             self.knobs = new_knobs;
         }
         let targets = if state.spec.is_some() {
@@ -228,13 +226,11 @@ impl Probing {
             self.gate.forget(&gone);
             self.publisher.forget(&gone);
         }
-        self.icmp
-            .retain(|ip| targets.iter().any(|t| t.host == Host::Ip(*ip)));
     }
 
-    /// Records a round and publishes the Event the gate lets through.
+    /// Logs a round (the engine recorded it in the metrics) and publishes
+    /// the Event the gate lets through.
     fn on_report(&mut self, report: &Report) {
-        self.metrics.record(report);
         if report.stats.passed {
             tracing::debug!(target = %report.target, round = report.round, stats = %report.stats, "round passed");
         } else {
@@ -275,16 +271,16 @@ pub async fn run(pinger: String) -> ExitCode {
     drop(tx);
 
     let include = Include::for_pod(&envr.me);
-    let icmp = Arc::new(Icmp::default());
     let knobs = Knobs::from(&PingerSpec::default());
     let (report_tx, mut reports) = mpsc::unbounded_channel();
+    let metrics = Arc::new(Metrics::default());
     let mut probing = Probing {
-        engine: Engine::new(settings(&knobs, &icmp), report_tx, seed(&envr.me.pod), None),
+        engine: Engine::new(settings(&knobs), report_tx, seed(&envr.me.pod), None)
+            .with_metrics(metrics.clone()),
         knobs,
-        metrics: Arc::new(Metrics::default()),
+        metrics,
         gate: Gate::new(Policy::default()),
         publisher: Publisher::new(client.clone(), &envr.namespace, &envr.me.pod),
-        icmp,
         last_invalid: Vec::new(),
     };
     let mut server: Option<(u16, JoinHandle<()>)> = None;
@@ -346,14 +342,13 @@ async fn connect() -> Client {
     }
 }
 
-fn settings(k: &Knobs, icmp: &Arc<Icmp>) -> Settings {
+fn settings(k: &Knobs) -> Settings {
     Settings {
         interval: k.interval,
         timeout: k.timeout,
         count: k.count,
         limits: k.limits,
         probers: Probers {
-            icmp: icmp.clone(),
             dns: Arc::new(Dns::new(&k.dns_servers, k.timeout)),
         },
     }

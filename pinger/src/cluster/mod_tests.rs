@@ -2,21 +2,22 @@ use super::pod_watch::follows_pods;
 use super::*;
 use crate::metrics::tests::scrape;
 use crate::round::{evaluate, Outcome};
+use combo_api::pinger::Host;
 
 /// Probing as `run` builds it, with Events sent to a stand-in API
 /// server that never answers.
 fn probing(me: &Me) -> Probing {
     let (client, _) = combo_testkit::stand_in::StandIn::scripted(Vec::new());
-    let icmp = Arc::new(Icmp::default());
     let knobs = Knobs::from(&PingerSpec::default());
     let (report_tx, _) = mpsc::unbounded_channel();
+    let metrics = Arc::new(Metrics::default());
     Probing {
-        engine: Engine::new(settings(&knobs, &icmp), report_tx, seed(&me.pod), None),
+        engine: Engine::new(settings(&knobs), report_tx, seed(&me.pod), None)
+            .with_metrics(metrics.clone()),
         knobs,
-        metrics: Arc::new(Metrics::default()),
+        metrics,
         gate: Gate::new(Policy::default()),
         publisher: Publisher::new(client, "ops", &me.pod),
-        icmp,
         last_invalid: Vec::new(),
     }
 }
@@ -59,9 +60,13 @@ async fn a_peer_leaves(spec: PingerSpec, known: Vec<Update>, leave: Update) {
         BTreeSet::from(probed.clone()),
         "the own address is no peer"
     );
+    // The rounds as the engine records and reports them.
+    let mut recorder = crate::metrics::tests::Recorder::default();
     for t in &probed {
-        probing.on_report(&round(t, true));
-        probing.on_report(&round(t, false));
+        for passed in [true, false] {
+            recorder.record(&probing.metrics, &round(t, passed));
+            probing.on_report(&round(t, passed));
+        }
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();

@@ -15,12 +15,11 @@ use combo_api::pinger::Host;
 use crate::round::Outcome;
 use crate::targets::{Kind, Target};
 
-/// Everything a probe needs that outlives one probe: the shared ICMP sockets
-/// and the DNS resolver.
+/// Everything a probe that runs as a task of its own needs that outlives
+/// one probe: the DNS resolver. ICMP echoes are the engine's own
+/// ([`icmp`]).
 #[derive(Clone)]
 pub struct Probers {
-    /// ICMP echo over one socket per address family.
-    pub icmp: Arc<icmp::Icmp>,
     /// DNS resolver of the DNS probes.
     pub dns: Arc<dns::Dns>,
 }
@@ -56,10 +55,10 @@ pub async fn resolve(target: &Target, timeout: Duration) -> Result<Resolved, Out
 }
 
 impl Probers {
-    /// Runs one probe of `kind` against `to`.
+    /// Runs one TCP, UDP or DNS probe against `to` (ICMP: see [`icmp`]).
     pub async fn probe(&self, kind: Kind, to: &Resolved, timeout: Duration) -> Outcome {
         match (kind, to) {
-            (Kind::Icmp, Resolved::Addr(a)) => self.icmp.ping(a.ip(), timeout).await,
+            (Kind::Icmp, _) => Outcome::Error("icmp probes are the engine's".into()),
             (Kind::Tcp, Resolved::Addr(a)) => tcp::probe(*a, timeout).await,
             (Kind::Udp, Resolved::Addr(a)) => udp::probe(*a, timeout).await,
             (Kind::Dns, Resolved::Name(n)) => self.dns.lookup(n, timeout).await,

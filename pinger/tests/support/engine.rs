@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use combo_pinger::engine::Settings;
-use combo_pinger::probe::{dns::Dns, icmp::Icmp, Probers};
+use combo_pinger::probe::{dns::Dns, Probers};
 use combo_pinger::round::Thresholds;
 
 /// Rounds every `interval_ms` of `count` probes, each given `timeout_ms`;
@@ -19,7 +19,6 @@ pub fn settings(interval_ms: u64, timeout_ms: u64, count: u32) -> Settings {
             max_latency_ms: 0,
         },
         probers: Probers {
-            icmp: Arc::new(Icmp::default()),
             dns: Arc::new(Dns::new(
                 &["127.0.0.1:53".parse().unwrap()],
                 Duration::from_secs(1),

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use socket2::{SockAddr, SockAddrStorage};
 
-use super::waiters::Request;
+use super::socket::Request;
 
 /// Most messages one `sendmmsg` or `recvmmsg` handles.
 pub(super) const BATCH: usize = 64;

@@ -10,15 +10,18 @@ use surge_ping::{Icmpv4Packet, Icmpv6Packet};
 /// Payload of every echo request.
 pub(super) const PAYLOAD: [u8; 16] = *b"kube-combo-ping\0";
 
+/// The size of an echo request: 8 bytes of header and the payload.
+pub(super) const REQUEST: usize = 8 + PAYLOAD.len();
+
 /// An echo request: type, code, checksum, identifier, sequence, payload.
 /// The kernel fills in the checksum (and the identifier) on datagram sockets
 /// and for ICMPv6; a raw IPv4 socket sends it as it is.
-pub(super) fn echo_request(v6: bool, raw: bool, ident: u16, seq: u16) -> Vec<u8> {
-    let mut p = Vec::with_capacity(8 + PAYLOAD.len());
-    p.extend_from_slice(&[if v6 { 128 } else { 8 }, 0, 0, 0]);
-    p.extend_from_slice(&ident.to_be_bytes());
-    p.extend_from_slice(&seq.to_be_bytes());
-    p.extend_from_slice(&PAYLOAD);
+pub(super) fn echo_request(v6: bool, raw: bool, ident: u16, seq: u16) -> [u8; REQUEST] {
+    let mut p = [0; REQUEST];
+    p[0] = if v6 { 128 } else { 8 };
+    p[4..6].copy_from_slice(&ident.to_be_bytes());
+    p[6..8].copy_from_slice(&seq.to_be_bytes());
+    p[8..].copy_from_slice(&PAYLOAD);
     if raw && !v6 {
         let sum = checksum(&p);
         p[2..4].copy_from_slice(&sum.to_be_bytes());
