@@ -81,7 +81,7 @@ fn waiting(c: &ContainerStatus) -> Option<Wait> {
 }
 
 /// `s` cut to at most [`MESSAGE_MAX`] bytes, at character boundaries: its
-/// first [`MESSAGE_HEAD`] bytes (what failed), ` ... `, and its end (why).
+/// first `MESSAGE_HEAD` (160) bytes (what failed), ` ... `, and its end (why).
 pub fn cut(s: &str) -> String {
     const GAP: &str = " ... ";
     if s.len() <= MESSAGE_MAX {
