@@ -34,6 +34,7 @@ pub fn operator_role(name: &str, reports: bool) -> String {
   - {apiGroups: [\"\"], resources: [serviceaccounts], verbs: [list, watch, create, patch, delete]}
   - {apiGroups: [rbac.authorization.k8s.io], resources: [roles, rolebindings], verbs: [list, watch, create, patch, delete]}
   - {apiGroups: [\"\", events.k8s.io], resources: [events], verbs: [create, patch]}
+  - {apiGroups: [\"\"], resources: [events], verbs: [list, watch]}
 ",
     );
     if reports {
