@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use combo_api::peers;
-use combo_operator::mesh::Mesh;
+use combo_operator::pinger::mesh::Mesh;
 
 const PODS: u32 = 5000;
 

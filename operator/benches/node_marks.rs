@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use chrono::Utc;
 use combo_api::{Category, Debugger, DebuggerSpec};
-use combo_operator::node_marks::{plan, Inputs, MarksPlan, NodeMarks, Wanted};
-use combo_operator::reports::NodeReports;
+use combo_operator::core::node_marks::{NodeMarks, Wanted};
+use combo_operator::marks::plan::{plan, Inputs, MarksPlan};
+use combo_operator::reports::store::NodeReports;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use serde_json::json;
 

@@ -12,10 +12,10 @@ mod fixture;
 use std::time::Instant;
 
 use combo_api::{Debugger, DebuggerSpec, RunAt};
-use combo_operator::aggregate;
-use combo_operator::metrics::Metrics;
-use combo_operator::reports::NodeReports;
-use combo_operator::validate::{Valid, Verdict};
+use combo_operator::core::validate::{Valid, Verdict};
+use combo_operator::metrics::registry::Metrics;
+use combo_operator::reports::aggregate;
+use combo_operator::reports::store::NodeReports;
 
 const NODES: usize = 5000;
 const CATEGORIES: [&str; 5] = ["disk", "net", "mem", "svc", "custom"];

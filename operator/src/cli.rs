@@ -79,7 +79,7 @@ fn secret_name(s: &str) -> Result<String, String> {
     if s.is_empty() {
         return Err("an empty Secret name".into());
     }
-    match crate::validate::name_problem(s) {
+    match crate::core::validate::name_problem(s) {
         Some(why) => Err(format!("{s:?} is not a valid Secret name: {why}")),
         None => Ok(s.to_string()),
     }

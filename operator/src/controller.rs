@@ -1,7 +1,7 @@
 //! The controller: runs [`reconcile`] for each Debugger, driven by the
 //! watches of [`triggers`], with [`retry`] deciding what a failed one does
 //! next, and the Pinger status controller. Beside them, for as long as
-//! they run, [`peer_lists`](crate::peer_lists). Around it: leader election,
+//! they run, [`peer_lists`](crate::pinger::peer_lists). Around it: leader election,
 //! the health server and the stop on a signal.
 
 use std::sync::atomic::Ordering;
@@ -16,14 +16,14 @@ use kube::Client;
 use tracing::{info, warn};
 
 use crate::cli::RunArgs;
-use crate::context::Context;
+use crate::core::images::Images;
 use crate::http::{self, Health};
 use crate::leader::{self, Elector};
-use crate::metrics::Metrics;
-use crate::pinger_status::{self, PingerContext};
-use crate::render::Images;
-use crate::watches::Watches;
-use crate::{node_watch, rbac, reconcile, retry, triggers};
+use crate::metrics::registry::Metrics;
+use crate::pinger::status::{self, PingerContext};
+use crate::state::context::Context;
+use crate::watch::health::Watches;
+use crate::{debugger::reconcile, debugger::retry, state::nodes, state::triggers, workload::rbac};
 
 /// Errors that stop the operator.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +45,7 @@ pub enum RunError {
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let client = Client::try_default().await.map_err(RunError::Connect)?;
     let metrics = Arc::new(Metrics::default());
-    let watches = Watches::new(metrics.clone());
+    let watches = Watches::new(metrics.watch_errors());
     let health = Arc::new(Health {
         metrics: metrics.clone(),
         ready: false.into(),
@@ -154,11 +154,7 @@ fn pinger_statuses(
         watcher::Config::default(),
     )
     .shutdown_on_signal()
-    .run(
-        pinger_status::reconcile,
-        pinger_status::error_policy,
-        context,
-    )
+    .run(status::reconcile, status::error_policy, context)
     .for_each(|res| async move {
         if let Err(e) = res {
             tracing::debug!(error = %e, "pinger status stream");
@@ -177,7 +173,7 @@ async fn controller(
     let ns = &args.namespace;
     let (main, store) = triggers::debuggers(&client, ns, &watches, &metrics);
     let (caches, triggers) = triggers::watch(&client, ns, &watches);
-    let peer_lists = crate::peer_lists::run(
+    let peer_lists = crate::pinger::peer_lists::run(
         client.clone(),
         triggers::api::<Pod>(&client, ns),
         store.clone(),
@@ -217,7 +213,7 @@ async fn controller(
     ctx.taints_allowed = !args.no_taints;
     let ctx = Arc::new(ctx);
     // Idle until a Debugger asks for node conditions or taints.
-    let nodes = node_watch::run(client.clone(), ctx.nodes.clone(), watches.clone());
+    let nodes = nodes::run(client.clone(), ctx.nodes.clone(), watches.clone());
     let pingers = pinger_statuses(&client, ns, &ctx);
     let held = ctx.clone();
     let debuggers = main

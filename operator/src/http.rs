@@ -8,8 +8,8 @@ use std::sync::Arc;
 use combo_api::http::{self, Response};
 use tokio::net::TcpListener;
 
-use crate::metrics::Metrics;
-use crate::watches::Watches;
+use crate::metrics::registry::Metrics;
+use crate::watch::health::Watches;
 
 /// What the endpoints report.
 pub struct Health {
@@ -69,7 +69,7 @@ mod tests {
     fn health(ready: bool) -> Health {
         let metrics = Arc::new(Metrics::default());
         Health {
-            watches: Watches::new(metrics.clone()),
+            watches: Watches::new(metrics.watch_errors()),
             metrics,
             ready: AtomicBool::new(ready),
         }

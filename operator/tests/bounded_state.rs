@@ -9,16 +9,17 @@ mod support;
 use std::sync::Arc;
 
 use combo_api::{Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec};
-use combo_operator::context::Context;
-use combo_operator::reconcile::{reconcile, Error};
+use combo_operator::debugger::error::Error;
+use combo_operator::debugger::reconcile::reconcile;
+use combo_operator::state::context::Context;
 use kube::runtime::watcher::Event;
 use support::reconcile::{debugger, no_script, requests, stand_in};
 use support::{context, Watches};
 
 #[tokio::test]
 async fn failure_counts_stay_bounded_by_the_live_debuggers() {
-    use combo_operator::records::over_bound;
-    use combo_operator::retry::error_policy;
+    use combo_operator::debugger::retry::error_policy;
+    use combo_operator::state::records::over_bound;
     let (client, _seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
     let live = debugger(DebuggerSpec::default());
@@ -73,7 +74,7 @@ fn reporting(ctx: &Context, watches: &mut Watches, name: &str) -> Debugger {
 async fn reconcile_twice(ctx: &Arc<Context>, dbgs: &[Debugger]) {
     for round in 0..2 {
         if round == 1 {
-            tokio::time::sleep(combo_operator::pace::QUIET * 2).await;
+            tokio::time::sleep(combo_operator::state::pace::QUIET * 2).await;
         }
         for d in dbgs {
             let done = reconcile(Arc::new(d.clone()), ctx.clone()).await;

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use combo_api::keys::FINALIZER_NODE_MARKS;
 use combo_api::{Category, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, ItemResult};
-use combo_operator::context::Context;
-use combo_operator::reconcile::reconcile;
+use combo_operator::debugger::reconcile::reconcile;
+use combo_operator::state::context::Context;
 use combo_testkit::stand_in::{Answer, Request, StandIn};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;

@@ -11,8 +11,9 @@ use std::time::Duration;
 use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType,
 };
-use combo_operator::context::Context;
-use combo_operator::reconcile::{reconcile, Error};
+use combo_operator::debugger::error::Error;
+use combo_operator::debugger::reconcile::reconcile;
+use combo_operator::state::context::Context;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use combo_api::{DebuggerReportSpec, ItemResult};
-use combo_operator::aggregate::NodeReport;
-use combo_operator::reports::NodeReports;
+use combo_operator::reports::aggregate::NodeReport;
+use combo_operator::reports::store::NodeReports;
 
 /// The reports of `nodes` nodes (`worker-00000.example.internal`, ...):
 /// `ok` passing items in each of `categories` (name, count), plus the

@@ -6,7 +6,8 @@
 
 use combo_api::{Debugger, DebuggerSpec, Pinger, PingerSpec};
 use combo_operator::cli::{DEFAULT_PINGER_IMAGE, DEFAULT_RUNNER_IMAGE};
-use combo_operator::render::{workload, Images, Workload};
+use combo_operator::core::images::Images;
+use combo_operator::workload::render::{workload, Workload};
 use serde_json::{json, Map, Value};
 
 const TIME: &str = "2026-01-01T06:00:00Z";

@@ -48,13 +48,15 @@ fn served(text: &str) -> BTreeMap<String, BTreeSet<String>> {
 
 /// The operator's exposition with a series in every family.
 fn operator_text() -> String {
-    let m = combo_operator::metrics::Metrics::default();
+    let m = combo_operator::metrics::registry::Metrics::default();
     m.reconciled(0.01);
     m.error("apply");
     m.write("Pod");
-    m.watch_error("Pod");
+    m.watch_errors()
+        .get_or_create(&vec![("kind".into(), "Pod".into())])
+        .inc();
     m.peer_list_written();
-    let mut results = combo_operator::results::Results::default();
+    let mut results = combo_operator::reports::results::Results::default();
     let disk = results.categories.entry("disk").or_default();
     disk.failing.insert("node-1".into(), 1);
     disk.failed_items = 1;
@@ -111,7 +113,7 @@ fn pinger_text() -> String {
 fn code_values() -> BTreeMap<(&'static str, &'static str), Vec<String>> {
     let operator = product_code("operator/src");
     let mut errors = match_arms(
-        "operator/src/reconcile.rs",
+        "operator/src/debugger/error.rs",
         "pub fn kind(&self) -> &'static str {",
     );
     errors.extend(literal_args(&operator, "error"));

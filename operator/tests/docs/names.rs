@@ -54,7 +54,7 @@ fn event_reasons() -> BTreeSet<String> {
             .map(|(_, v)| v)
             .collect();
     reasons.extend(match_arms(
-        "operator/src/validate.rs",
+        "operator/src/core/validate.rs",
         "pub fn reason(&self) -> &'static str {",
     ));
     reasons.extend(
@@ -89,7 +89,7 @@ fn every_condition_type_and_reason_has_its_row_and_every_row_one() {
         .map(|(_, v)| v)
         .collect();
     code.extend(match_arms(
-        "operator/src/validate.rs",
+        "operator/src/core/validate.rs",
         "pub fn reason(&self) -> &'static str {",
     ));
     let reference = read("docs/reference.md");

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use combo_api::{Debugger, DebuggerReport, Pinger};
-use combo_operator::cache::Caches;
-use combo_operator::context::Context;
-use combo_operator::metrics::Metrics;
-use combo_operator::render::Images;
+use combo_operator::core::images::Images;
+use combo_operator::metrics::registry::Metrics;
+use combo_operator::state::cache::Caches;
+use combo_operator::state::context::Context;
 use combo_testkit::stand_in::Request;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};

@@ -1,0 +1,138 @@
+//! Converge: the writes that bring a valid Debugger's workload and its
+//! RBAC to what it asks for, and the summary ConfigMap it is due
+//! (docs/operator.md, "The pipeline").
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use combo_api::Debugger;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::ResourceExt;
+use tracing::info;
+
+use crate::core::change::Change;
+use crate::core::status::{self, PodCounts};
+use crate::core::validate::{self, Invalid, Rejected, Valid, Verdict};
+use crate::debugger::decide::Converged;
+use crate::state::context::Context;
+use crate::state::observed::Observed;
+use crate::{core::events, summary::plan, workload::apply, workload::rbac, workload::render};
+
+/// Converges a `valid` Debugger. A name another owner holds turns the
+/// verdict into `InvalidSpec`; a write the API server refuses for good
+/// into `WorkloadRefused`, returned with the error so that the retry
+/// backs off. Any other failure is the reconcile's error.
+pub async fn converge(
+    dbg: &Debugger,
+    ctx: &Arc<Context>,
+    observed: &Observed,
+    valid: Valid,
+) -> Result<(Verdict, Converged, Option<apply::Error>), apply::Error> {
+    match workload(dbg, ctx, observed).await {
+        Ok(done) => Ok((Ok(valid), done, None)),
+        Err(apply::Error::NotOwned { kind, name }) => {
+            if kind == "ConfigMap" {
+                // The summary is another's: this Debugger runs nothing
+                // (docs/operator.md, "What the operator writes"), also when
+                // its workload was written before the name was found taken.
+                apply::remove_workload(&ctx.client, &ctx.metrics, &ctx.caches, dbg, observed)
+                    .await?;
+            }
+            let taken = Invalid::InvalidSpec(format!(
+                "{kind} {name:?} already exists and is not owned by this Debugger"
+            ));
+            Ok((
+                Err(Rejected::after(valid, taken)),
+                Converged::default(),
+                None,
+            ))
+        }
+        Err(e) => {
+            let failures = ctx
+                .failures
+                .lock()
+                .expect("failures lock")
+                .get(&ObjectRef::from_obj(dbg))
+                .copied()
+                .unwrap_or(0);
+            let reported = match &e {
+                apply::Error::Write { kind, name, source } => {
+                    validate::refusal(kind, name, source, failures)
+                }
+                apply::Error::NotOwned { .. } => None,
+            };
+            match reported {
+                Some(refused) => Ok((
+                    Err(Rejected::after(valid, refused)),
+                    Converged::default(),
+                    Some(e),
+                )),
+                None => Err(e),
+            }
+        }
+    }
+}
+
+/// Applies the workload RBAC and the workload, and tells whether the
+/// summary ConfigMap has to be written.
+async fn workload(
+    dbg: &Debugger,
+    ctx: &Arc<Context>,
+    observed: &Observed,
+) -> Result<Converged, apply::Error> {
+    let summary = plan::desired(dbg, observed);
+    // Checked first: a summary name taken by another owner is an invalid
+    // spec, and then no workload is written.
+    let summary_due = crate::summary::write::summary_due(dbg, &summary, observed.summary.as_ref())?;
+    let account_uid = rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg).await?;
+    let desired = render::workload(
+        dbg,
+        observed.pinger.as_ref(),
+        &ctx.images,
+        account_uid.as_deref(),
+    );
+    let change = apply::workload(
+        &ctx.client,
+        &ctx.metrics,
+        &ctx.caches,
+        dbg,
+        &desired,
+        observed,
+    )
+    .await?;
+    if change != Change::Unchanged {
+        ctx.pace.wrote();
+    }
+    let ns = dbg.namespace().unwrap_or_default();
+    let event = events::for_change(change, desired.kind(), &ns, &dbg.name_any());
+    if event.is_some() {
+        info!(?change, kind = desired.kind(), "workload written");
+    }
+    Ok(Converged {
+        action: matches!(change, Change::Replacing | Change::Waiting)
+            .then(|| Action::requeue(Duration::from_secs(1))),
+        event,
+        summary: summary_due.map(|how| (summary, how)),
+    })
+}
+
+/// Counts of the workload that matches the spec's type, else of whichever exists.
+pub fn workload_counts(dbg: &Debugger, observed: &Observed) -> Option<PodCounts> {
+    let ds = observed
+        .daemonset
+        .as_ref()
+        .filter(|d| apply::controlled_by(&d.metadata, dbg))
+        .map(status::daemonset_counts);
+    let pod = observed
+        .pod
+        .as_ref()
+        .filter(|p| {
+            apply::controlled_by(&p.metadata, dbg) && p.metadata.deletion_timestamp.is_none()
+        })
+        .map(status::pod_counts);
+    match dbg.spec.workload_type {
+        combo_api::WorkloadType::Daemonset => ds.or(pod),
+        combo_api::WorkloadType::Pod => pod.or(ds),
+    }
+}

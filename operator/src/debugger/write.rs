@@ -1,0 +1,193 @@
+//! Write: what a plan says, through what the operator keeps between
+//! reconciles: Events and statuses held while workloads are written
+//! (`pace`), at most one status and one summary write per Debugger every
+//! 2 s (`coalesce`), the status last written, and the reports of nodes
+//! that left (docs/operator.md, "The pipeline").
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use combo_api::{Debugger, DebuggerStatus};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{DeleteParams, Preconditions};
+use kube::runtime::controller::Action;
+use kube::{Api, Resource, ResourceExt};
+use tracing::{info, warn};
+
+use crate::core::spec_hash::spec_hash_of;
+use crate::debugger::decide::Plan;
+use crate::debugger::error::Error;
+use crate::state::context::Context;
+use crate::state::observed::Observed;
+use crate::state::records::{remember_run, remember_written};
+use crate::{core::events, reports::aggregate, reports::store, workload::apply};
+
+/// Writes `plan` for `dbg` (uid `uid`) and tells what the controller does
+/// next.
+pub async fn write(
+    ctx: &Arc<Context>,
+    dbg: &Debugger,
+    uid: &str,
+    plan: Plan,
+    observed: &Observed,
+) -> Result<Action, Error> {
+    let Plan {
+        status,
+        status_changed,
+        paced,
+        mut events,
+        summary,
+        next,
+    } = plan;
+    if !paced {
+        events.splice(0..0, ctx.pace.take(uid));
+    } else if status_changed || !events.is_empty() || summary.is_some() || ctx.pace.holds(uid) {
+        // A valid Debugger's summary ConfigMap, status and Events wait
+        // while workloads are being written (see `pace`).
+        match ctx.pace.hold(uid, &dbg.object_ref(&()), events) {
+            // Sooner than any requeue the workload step asks for, which
+            // the next reconcile asks for again.
+            Ok(wait) => return Ok(Action::requeue(wait)),
+            Err(due) => events = due,
+        }
+    }
+    for event in events {
+        events::publish(&ctx.recorder, dbg, event).await;
+    }
+    // Status and summary: at most one write each per `coalesce::WINDOW`,
+    // a large summary less often while reports come (`coalesce`); what
+    // has to wait is written by a requeue.
+    let mut wait: Option<Duration> = None;
+    let mut hold = |d: Duration| wait = Some(wait.map_or(d, |w| w.min(d)));
+    // An invalid spec's status goes out at once: its Event is published
+    // above, once per generation and message, and a held status would
+    // publish it again. Such writes are bounded by spec changes anyway.
+    if status_changed {
+        match ctx
+            .status_writes
+            .wait(uid, Instant::now())
+            .filter(|_| paced)
+        {
+            Some(d) => hold(d),
+            None => {
+                write_status(ctx, dbg, &status).await?;
+                ctx.status_writes.wrote(uid, Instant::now());
+                remember_written(ctx, uid.to_string(), status.clone());
+            }
+        }
+    }
+    if let Some((summary, how)) = summary {
+        let hash = spec_hash_of(&summary.metadata).unwrap_or_default();
+        let bytes = summary
+            .data
+            .iter()
+            .flatten()
+            .map(|(k, v)| k.len() + v.len())
+            .sum();
+        match ctx.summary_writes.wait(uid, hash, bytes, Instant::now()) {
+            Some(d) => hold(d),
+            None => {
+                // Last: should it fail, the Events above are out and the
+                // retry only writes the ConfigMap.
+                ctx.summary_writes.wrote(uid, Instant::now());
+                crate::summary::write::summary(
+                    &ctx.client,
+                    &ctx.metrics,
+                    &ctx.caches,
+                    dbg,
+                    &summary,
+                    how,
+                )
+                .await?;
+            }
+        }
+    }
+    if let Some(last) = &status.last_run_at {
+        prune_departed(ctx, dbg, uid, last, observed).await;
+    }
+    delete_former_summaries(ctx, dbg, &observed.former_summaries).await;
+    Ok(wait.map_or(next, Action::requeue))
+}
+
+/// Deletes the summaries `dbg` wrote under a former `summaryConfigMap`
+/// (names and UIDs; one replaced since is left alone). A failure is
+/// logged: the next reconcile finds them again.
+async fn delete_former_summaries(ctx: &Context, dbg: &Debugger, former: &[(String, String)]) {
+    let ns = dbg.namespace().unwrap_or_default();
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    for (name, uid) in former {
+        ctx.metrics.write("ConfigMap");
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(name, &params).await {
+            Ok(_) => {
+                info!(config_map = %name, "removed the summary written under a former summaryConfigMap")
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+            Err(e) => warn!(config_map = %name, error = %e, "removing a former summary failed"),
+        }
+    }
+}
+
+/// At a new run (the newest `runAt` of the reports changed since this
+/// process last looked), deletes the reports of nodes that run no pod of
+/// the Debugger any more and did not report that run; the next summary
+/// leaves their keys out. The first look after a start only records the
+/// run, so a restarted operator does not list every Debugger's pods.
+async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, observed: &Observed) {
+    let previous = remember_run(ctx, uid, last);
+    if previous.is_none() || previous.as_deref() == Some(last) {
+        return;
+    }
+    let candidates: Vec<&aggregate::NodeReport> = observed
+        .reports
+        .values()
+        .map(|r| r.as_ref())
+        .filter(|r| r.spec.run_at.as_str() != last)
+        .collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let ns = dbg.namespace().unwrap_or_default();
+    let nodes = match store::nodes_with_pods(&ctx.client, &ns, &dbg.name_any()).await {
+        Ok(n) => n,
+        Err(e) => {
+            warn!(error = %e, "listing the Debugger's pods failed; reports of departed nodes stay until the next run");
+            return;
+        }
+    };
+    let gone = aggregate::departed(candidates, last, &nodes);
+    delete_reports(ctx, dbg, &gone, "a node that left").await;
+}
+
+/// Deletes every report of `dbg`: no node is selected any more, so none of
+/// them is current and none of those nodes will run again.
+pub async fn prune_unselected(ctx: &Context, dbg: &Debugger, observed: &mut Observed) {
+    let names: Vec<String> = observed.reports.values().map(|r| r.name.clone()).collect();
+    delete_reports(ctx, dbg, &names, "no node selected").await;
+    observed.reports.clear();
+}
+
+/// Deletes the reports `names` of `dbg`, logging `why`, and forgets them.
+async fn delete_reports(ctx: &Context, dbg: &Debugger, names: &[String], why: &str) {
+    let ns = dbg.namespace().unwrap_or_default();
+    for name in names {
+        ctx.metrics.write("DebuggerReport");
+        match store::delete(&ctx.client, &ns, name).await {
+            Ok(()) => info!(report = %name, why, "removed a report"),
+            Err(e) => warn!(report = %name, error = %e, "removing a report failed"),
+        }
+    }
+    ctx.caches.reports.forget(&ns, &dbg.name_any(), names);
+}
+
+async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
+    apply::status(&ctx.client, &ctx.metrics, dbg, new, "DebuggerStatus")
+        .await
+        .map_err(Error::Status)
+}

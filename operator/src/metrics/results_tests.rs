@@ -1,0 +1,158 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::metrics::registry::Metrics;
+use crate::reports::results::CategoryResults;
+use combo_api::{Category, DebuggerSpec};
+
+fn dbg(ns: &str, name: &str) -> Debugger {
+    let mut d = Debugger::new(name, DebuggerSpec::default());
+    d.metadata.namespace = Some(ns.into());
+    d
+}
+
+fn now() -> DateTime<Utc> {
+    Utc::now()
+}
+
+fn t(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+}
+
+/// Results of three nodes with `failing` (node, category, items).
+fn results(failing: &[(&str, &'static str, u32)]) -> Results {
+    let mut r = Results {
+        categories: Category::all()
+            .into_iter()
+            .map(|c| (c.as_str(), CategoryResults::default()))
+            .collect(),
+        undated: 0,
+        node_runs: vec![
+            t("2026-11-22T05:00:00Z"),
+            t("2026-11-22T06:00:00Z"),
+            t("2026-11-22T06:00:00Z"),
+        ],
+    };
+    for (node, cat, n) in failing {
+        let c = r.categories.get_mut(cat).unwrap();
+        c.failed_items += n;
+        c.failing.insert(node.to_string(), *n);
+    }
+    r
+}
+
+fn series(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_failing_node_has_a_series_until_it_recovers() {
+    let m = Metrics::default();
+    let d = dbg("ops", "node-check");
+    m.results()
+        .set(&d, results(&[("node-2", "disk", 2)]), None, now());
+    let text = m.encode();
+    assert_eq!(
+        series(&text, "combo_operator_node_failed_items"),
+        [
+            r#"combo_operator_node_failed_items{namespace="ops",debugger="node-check",category="disk",node="node-2"} 2"#
+        ]
+    );
+    assert!(
+        text.contains(r#"combo_operator_debugger_failing_nodes{namespace="ops",debugger="node-check",category="disk"} 1"#),
+        "{text}"
+    );
+    assert!(text.contains(
+        r#"combo_operator_debugger_failed_items{namespace="ops",debugger="node-check",category="disk"} 2"#
+    ));
+    assert!(text.contains(
+        r#"combo_operator_debugger_failing_nodes{namespace="ops",debugger="node-check",category="net"} 0"#
+    ));
+    assert!(
+        text.contains(r#"combo_operator_debugger_nodes{namespace="ops",debugger="node-check"} 3"#)
+    );
+    let last = t("2026-11-22T06:00:00Z").timestamp();
+    assert!(text.contains(&format!(
+        r#"combo_operator_debugger_last_run_timestamp_seconds{{namespace="ops",debugger="node-check"}} {last}"#
+    )));
+    // No schedule: nothing can be missed, and no series claims otherwise.
+    assert!(series(&text, "combo_operator_debugger_missed_nodes").is_empty());
+
+    m.results().set(&d, results(&[]), None, now());
+    let text = m.encode();
+    assert!(
+        series(&text, "combo_operator_node_failed_items").is_empty(),
+        "{text}"
+    );
+    assert!(text.contains(
+        r#"combo_operator_debugger_failing_nodes{namespace="ops",debugger="node-check",category="disk"} 0"#
+    ));
+}
+
+/// The metrics of `m` as a scrape at `now` writes them.
+fn scraped_at(m: &Arc<ResultMetrics>, now: &str) -> String {
+    #[derive(Debug)]
+    struct At(Arc<ResultMetrics>, DateTime<Utc>);
+    impl Collector for At {
+        fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+            self.0.encode_at(&mut encoder, self.1)
+        }
+    }
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(At(m.clone(), t(now))));
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+    out
+}
+
+#[test]
+fn nodes_that_missed_the_due_run_are_counted_at_scrape_time() {
+    let m = Arc::new(ResultMetrics::default());
+    let hourly = RunAt::parse("0 * * * *").unwrap();
+    m.set(
+        &dbg("ops", "a"),
+        results(&[]),
+        Some(hourly),
+        t("2026-11-22T04:00:00Z"),
+    );
+    let missed = |now: &str| series(&scraped_at(&m, now), "debugger_missed_nodes");
+    let line = |n: u32| format!(r#"debugger_missed_nodes{{namespace="ops",debugger="a"}} {n}"#);
+    // Three nodes, one still at 05:00: the 06:00 run counts once its
+    // grace (5 x 60 s + 30 s with the default script timeout) has passed.
+    assert_eq!(missed("2026-11-22T06:05:00Z"), [line(0)]);
+    assert_eq!(missed("2026-11-22T06:06:00Z"), [line(1)]);
+    // Nobody ran at 07:00: every node missed it (a Debugger stopped).
+    assert_eq!(missed("2026-11-22T07:06:00Z"), [line(3)]);
+}
+
+#[test]
+fn a_deleted_debugger_loses_every_series_and_a_relist_drops_those_gone() {
+    let m = Metrics::default();
+    let (a, b) = (dbg("ops", "a"), dbg("ops", "b"));
+    m.results()
+        .set(&a, results(&[("node-1", "mem", 1)]), None, now());
+    m.results()
+        .set(&b, results(&[("node-1", "net", 1)]), None, now());
+    m.results().observe(&watcher::Event::Delete(a.clone()));
+    let text = m.encode();
+    assert!(!text.contains(r#"debugger="a""#), "{text}");
+    assert!(text.contains(r#"debugger="b""#));
+    // The watch re-lists and b is no longer there (deleted while it was
+    // down): b goes too; a Debugger listed keeps its series.
+    m.results().set(&a, results(&[]), None, now());
+    m.results().observe(&watcher::Event::Init);
+    m.results().observe(&watcher::Event::InitApply(a.clone()));
+    m.results().observe(&watcher::Event::InitDone);
+    assert_eq!(m.results().len(), 1);
+    let text = m.encode();
+    assert!(text.contains(r#"debugger="a""#));
+    assert!(!text.contains(r#"debugger="b""#), "{text}");
+    m.results().forget(&a);
+    assert!(m.results().is_empty());
+    m.results().set(&b, results(&[]), None, now());
+    m.results().clear();
+    assert!(!m.encode().contains("combo_operator_debugger_"));
+}

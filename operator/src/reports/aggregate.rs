@@ -1,0 +1,410 @@
+//! Aggregate: the summary ConfigMap's data and the status's run fields,
+//! computed from a Debugger's DebuggerReports. Pure.
+//!
+//! The ConfigMap keeps one key per node with the value format of
+//! docs/reference.md, "Summary ConfigMap", and stays under
+//! [`MAX_SUMMARY_BYTES`] at any node count up to 5,000: when the full
+//! values do not fit, [`summary_data`] shortens them step by step (see
+//! [`Level`]), and a shortened value names the DebuggerReport that holds
+//! the whole result.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use combo_api::debugger::MAX_SCRIPT_SETS;
+use combo_api::report::ItemCounts;
+use combo_api::summary::{ItemResult, NodeSummary};
+use combo_api::{DebuggerReportSpec, ScriptSet};
+
+use crate::core::status::RunSummary;
+
+/// Largest size of a summary ConfigMap as stored, metadata included.
+pub const MAX_SUMMARY_BYTES: usize = 900 * 1024;
+/// Stored bytes of a ConfigMap besides its data: metadata, labels, owner,
+/// annotations and the fixed part of managedFields.
+const FIXED_BYTES: usize = 4096;
+/// Stored bytes per key besides key and value: the key again in
+/// managedFields (`"f:<key>":{}`, counted with the key) and framing.
+const PER_KEY_BYTES: usize = 16;
+/// Failed items a node keeps listed from [`Level::FirstFailures`] on.
+pub const FIRST_FAILURES: usize = 3;
+/// Messages are cut to this many bytes from [`Level::FirstFailure`] on.
+const SHORT_MESSAGE: usize = 64;
+
+/// The kept items of one category, by name, in name order.
+type Items = Box<[(Box<str>, ItemResult)]>;
+
+/// One node's report, as the operator keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeReport {
+    /// The DebuggerReport's name.
+    pub name: String,
+    /// Its spec without its items: `categories` is empty, [`NodeReport::summary`]
+    /// puts `items` back.
+    pub spec: DebuggerReportSpec,
+    /// The node's items by category, its healthy items folded into one
+    /// `(N healthy items omitted)` per category once `full` holds them
+    /// (see [`NodeReport::new`]). Flat lists, not maps: a map of a handful
+    /// of items allocates room for eleven, about 4 KiB per report, most
+    /// of what 5,000 kept reports would take.
+    items: Box<[(Box<str>, Items)]>,
+    /// The whole result as a summary value, rendered once when the report
+    /// arrives (every summary write reuses it).
+    pub full: String,
+    /// Failed and skipped items per category with any, counted once when
+    /// the report arrives (the metrics of every reconcile reuse them).
+    pub counts: Box<[(String, ItemCounts)]>,
+    /// Healthy items, omitted ones counted, as
+    /// [`DebuggerReportSpec::healthy_items`].
+    healthy: u32,
+}
+
+impl NodeReport {
+    /// The report `name` holding `spec`. Its healthy items are kept by
+    /// name in `full` only: every shorter value counts them, and at 5,000
+    /// nodes their names would be most of what the operator holds.
+    pub fn new(name: String, mut spec: DebuggerReportSpec) -> NodeReport {
+        let mut full = spec.summary().to_yaml();
+        full.shrink_to_fit();
+        let counts = spec
+            .category_counts()
+            .into_iter()
+            .filter(|(_, c)| *c != ItemCounts::default())
+            .map(|(cat, c)| (cat.to_string(), c))
+            .collect();
+        let healthy = spec.healthy_items();
+        let items = std::mem::take(&mut spec.categories)
+            .into_iter()
+            .map(|(cat, mut items)| {
+                fold_healthy(&mut items);
+                let items = items.into_iter().map(|(k, r)| (k.into(), r)).collect();
+                (cat.into(), items)
+            })
+            .collect();
+        NodeReport {
+            name,
+            spec,
+            items,
+            full,
+            counts,
+            healthy,
+        }
+    }
+
+    /// The kept result as a summary value: the spec's, its healthy items
+    /// folded.
+    pub fn summary(&self) -> NodeSummary {
+        let mut summary = self.spec.summary();
+        summary.categories = self
+            .items
+            .iter()
+            .map(|(cat, items)| {
+                let items = items
+                    .iter()
+                    .map(|(k, r)| (k.to_string(), r.clone()))
+                    .collect();
+                (cat.to_string(), items)
+            })
+            .collect();
+        summary
+    }
+
+    /// The spec with its kept items put back, for tests that derive one
+    /// report from another.
+    #[cfg(test)]
+    pub fn kept_spec(&self) -> DebuggerReportSpec {
+        DebuggerReportSpec {
+            categories: self.summary().categories,
+            ..self.spec.clone()
+        }
+    }
+
+    /// The kept items of `category` (healthy ones folded), by name, if
+    /// the report has that category.
+    pub fn items_of(&self, category: &str) -> Option<&[(Box<str>, ItemResult)]> {
+        self.items
+            .iter()
+            .find(|(cat, _)| &**cat == category)
+            .map(|(_, items)| &**items)
+    }
+
+    /// Items of the result that are healthy, neither failed nor skipped
+    /// (omitted ones counted).
+    pub fn healthy_items(&self) -> u32 {
+        self.healthy
+    }
+
+    fn healthy(&self) -> bool {
+        self.spec.failed_items == 0
+    }
+
+    fn run_at(&self) -> Option<DateTime<Utc>> {
+        Some(
+            DateTime::parse_from_rfc3339(&self.spec.run_at)
+                .ok()?
+                .to_utc(),
+        )
+    }
+
+    /// When the run ended; its scheduled time if that is unknown.
+    fn finished_at(&self) -> Option<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(&self.spec.finished_at)
+            .ok()
+            .map(|t| t.to_utc())
+            .or_else(|| self.run_at())
+    }
+}
+
+/// How far the values of a summary were shortened, in the order applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Every node's whole result.
+    Full,
+    /// Healthy nodes: `runAt`, `finishedAt` and `healthyItems` only.
+    HealthyCounted,
+    /// Failed nodes also list only their first [`FIRST_FAILURES`] failed
+    /// items, with `failedItems`, `healthyItems` and `report`.
+    FirstFailures,
+    /// Failed nodes list only their first failed item, its message cut.
+    FirstFailure,
+    /// Every node: `runAt` and its counts.
+    Counts,
+    /// Even counts do not fit (only with node names far longer than usual):
+    /// keys are left out, healthy nodes first; the count is returned.
+    KeysOmitted(usize),
+}
+
+/// Folds the healthy items of `items`, two or more, into one healthy item
+/// `(N healthy items omitted)`, N counting those folded before.
+fn fold_healthy(items: &mut BTreeMap<String, ItemResult>) {
+    let healthy: Vec<String> = items
+        .iter()
+        .filter(|(_, r)| r.is_healthy())
+        .map(|(k, _)| k.clone())
+        .collect();
+    if healthy.len() < 2 {
+        return;
+    }
+    let count: u32 = healthy
+        .iter()
+        .map(|k| {
+            k.strip_prefix('(')
+                .and_then(|k| k.strip_suffix(" healthy items omitted)"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1)
+        })
+        .sum();
+    for k in &healthy {
+        items.remove(k);
+    }
+    items.insert(format!("({count} healthy items omitted)"), ItemResult::ok());
+}
+
+/// Stored size of `data` as a ConfigMap (an estimate that errs high).
+pub fn stored_size(data: &BTreeMap<String, String>) -> usize {
+    FIXED_BYTES
+        + data
+            .iter()
+            .map(|(k, v)| 2 * k.len() + v.len() + PER_KEY_BYTES)
+            .sum::<usize>()
+}
+
+/// The summary ConfigMap's data for `reports` (node -> report), within
+/// [`MAX_SUMMARY_BYTES`], and how far it had to be shortened.
+pub fn summary_data(
+    reports: &BTreeMap<String, Arc<NodeReport>>,
+) -> (BTreeMap<String, String>, Level) {
+    summary_data_within(reports, MAX_SUMMARY_BYTES)
+}
+
+/// [`summary_data`] with a limit of `max` bytes.
+pub fn summary_data_within(
+    reports: &BTreeMap<String, Arc<NodeReport>>,
+    max: usize,
+) -> (BTreeMap<String, String>, Level) {
+    let levels = [
+        Level::Full,
+        Level::HealthyCounted,
+        Level::FirstFailures,
+        Level::FirstFailure,
+        Level::Counts,
+    ];
+    // One node's value at a level: the rendered full value where it
+    // stands as it is.
+    let at = |r: &NodeReport, level: Level| -> String {
+        match level {
+            Level::Full => r.full.clone(),
+            Level::HealthyCounted if !r.healthy() => r.full.clone(),
+            _ => value(r, level).to_yaml(),
+        }
+    };
+    // Each level is measured one value at a time and built only when it
+    // fits: at 5,000 nodes a level's values are megabytes, and building
+    // each in turn held them all at once.
+    let size_at = |level: Level| -> usize {
+        FIXED_BYTES
+            + reports
+                .iter()
+                .map(|(node, r)| {
+                    let len = match level {
+                        Level::Full => r.full.len(),
+                        Level::HealthyCounted if !r.healthy() => r.full.len(),
+                        _ => at(r, level).len(),
+                    };
+                    2 * node.len() + len + PER_KEY_BYTES
+                })
+                .sum::<usize>()
+    };
+    let build = |level: Level| -> BTreeMap<String, String> {
+        reports
+            .iter()
+            .map(|(node, r)| (node.clone(), at(r, level)))
+            .collect()
+    };
+    for level in levels {
+        if size_at(level) <= max {
+            return (build(level), level);
+        }
+    }
+    let mut data = build(Level::Counts);
+    // Healthy nodes' keys go first, then failed ones, from the end.
+    let mut order: Vec<&String> = reports.keys().collect();
+    order.sort_by_key(|n| (!reports[*n].healthy(), std::cmp::Reverse(*n)));
+    let mut size = stored_size(&data);
+    let mut omitted = 0;
+    for node in order {
+        if size <= max {
+            break;
+        }
+        let v = data.remove(node).unwrap_or_default();
+        size -= 2 * node.len() + v.len() + PER_KEY_BYTES;
+        omitted += 1;
+    }
+    (data, Level::KeysOmitted(omitted))
+}
+
+/// The value of one node's key at `level`.
+fn value(r: &NodeReport, level: Level) -> NodeSummary {
+    let spec = &r.spec;
+    let full = r.summary();
+    let counted = |keep: usize, cut: Option<usize>| {
+        let mut v = NodeSummary {
+            run_at: spec.run_at.clone(),
+            finished_at: spec.finished_at.clone(),
+            scripts: spec.scripts.clone(),
+            healthy_items: Some(r.healthy_items()),
+            failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
+            skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
+            report: (spec.failed_items as usize > keep).then(|| r.name.clone()),
+            ..NodeSummary::default()
+        };
+        for (cat, item, msg) in full.failed().take(keep) {
+            let mut msg = msg.to_string();
+            if let Some(limit) = cut {
+                combo_api::summary::cut(&mut msg, limit);
+            }
+            v.categories
+                .entry(cat.to_string())
+                .or_default()
+                .insert(item.to_string(), ItemResult::err(msg));
+        }
+        v
+    };
+    match level {
+        Level::Full => full,
+        Level::HealthyCounted | Level::FirstFailures | Level::FirstFailure if r.healthy() => {
+            counted(0, None)
+        }
+        Level::HealthyCounted => full,
+        Level::FirstFailures => counted(FIRST_FAILURES, None),
+        Level::FirstFailure => counted(1, Some(SHORT_MESSAGE)),
+        Level::Counts | Level::KeysOmitted(_) => NodeSummary {
+            run_at: spec.run_at.clone(),
+            scripts: spec.scripts.clone(),
+            healthy_items: Some(r.healthy_items()),
+            failed_items: (spec.failed_items > 0).then_some(spec.failed_items),
+            skipped_items: (spec.skipped_items > 0).then_some(spec.skipped_items),
+            ..NodeSummary::default()
+        },
+    }
+}
+
+/// The status's run fields from the reports: the newest `runAt`, the nodes
+/// that reported it and their failed items.
+pub fn run_summary<'a>(reports: impl IntoIterator<Item = &'a NodeReport>) -> RunSummary {
+    let runs: Vec<(DateTime<Utc>, &NodeReport)> = reports
+        .into_iter()
+        .filter_map(|r| Some((r.run_at()?, r)))
+        .collect();
+    // The newest run is the one that ran last, not the latest scheduled
+    // time: a timestamp in the past set after a cron run is the newer run.
+    let Some(last) = runs
+        .iter()
+        .max_by_key(|(t, r)| (r.finished_at(), *t))
+        .map(|(t, _)| *t)
+    else {
+        return RunSummary::default();
+    };
+    let current = runs.iter().filter(|(t, _)| *t == last);
+    RunSummary {
+        last_run_at: Some(last.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        completed_nodes: current.clone().count() as i32,
+        failed_items: current
+            .clone()
+            .map(|(_, r)| r.spec.failed_items as i32)
+            .sum(),
+        skipped_items: current
+            .clone()
+            .map(|(_, r)| r.spec.skipped_items as i32)
+            .sum(),
+        script_sets: script_sets(current.map(|(_, r)| r.spec.scripts.as_str())),
+    }
+}
+
+/// The script sets of one run's reports (their scripts hashes): the set of
+/// most nodes first (ties by hash), at most [`MAX_SCRIPT_SETS`]; reports
+/// without a hash are not counted.
+pub fn script_sets<'a>(hashes: impl IntoIterator<Item = &'a str>) -> Vec<ScriptSet> {
+    let mut nodes: BTreeMap<&str, i32> = BTreeMap::new();
+    for h in hashes.into_iter().filter(|h| !h.is_empty()) {
+        *nodes.entry(h).or_default() += 1;
+    }
+    let mut sets: Vec<ScriptSet> = nodes
+        .into_iter()
+        .map(|(scripts, nodes)| ScriptSet {
+            scripts: scripts.to_string(),
+            nodes,
+        })
+        .collect();
+    sets.sort_by(|a, b| {
+        b.nodes
+            .cmp(&a.nodes)
+            .then_with(|| a.scripts.cmp(&b.scripts))
+    });
+    sets.truncate(MAX_SCRIPT_SETS);
+    sets
+}
+
+/// Reports to delete at a new run: those of nodes that run no pod of the
+/// Debugger any more and did not report the newest run (whether that run
+/// was scheduled earlier or later than theirs). Pure.
+pub fn departed<'a>(
+    reports: impl IntoIterator<Item = &'a NodeReport>,
+    last_run_at: &str,
+    nodes_with_pods: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let Ok(last) = DateTime::parse_from_rfc3339(last_run_at) else {
+        return Vec::new();
+    };
+    reports
+        .into_iter()
+        .filter(|r| !nodes_with_pods.contains(&r.spec.node))
+        .filter(|r| r.run_at() != Some(last.to_utc()))
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "aggregate_tests.rs"]
+mod tests;

@@ -1,0 +1,8 @@
+//! What the nodes report: the DebuggerReports kept per Debugger and node
+//! ([`store`], [`aggregate`]), the results per category ([`results`]) and
+//! the runs nodes missed ([`missed`]).
+
+pub mod aggregate;
+pub mod missed;
+pub mod results;
+pub mod store;

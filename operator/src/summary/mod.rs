@@ -1,0 +1,5 @@
+//! The summary ConfigMap of a Debugger: what it should hold ([`plan`]) and
+//! its paced write ([`write`]).
+
+pub mod plan;
+pub mod write;

@@ -1,0 +1,113 @@
+use super::*;
+use crate::workload::render::pod_spec;
+use combo_api::DebuggerSpec;
+
+fn images() -> Images {
+    Images {
+        runner: "reg/combo-runner:v1".into(),
+        pinger: "reg/combo-pinger:v1".into(),
+        pull_secrets: Vec::new(),
+    }
+}
+
+/// The value of the runner's `name` variable in the pod of `spec`, and
+/// the pod's hostNetwork.
+fn runner_env(spec: DebuggerSpec, name: &str) -> (Option<String>, Option<bool>) {
+    let dbg = Debugger::new("node-check", spec);
+    let pod = pod_spec(&dbg, None, &images());
+    let value = pod.containers[0]
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)
+        .and_then(|e| e.value.clone());
+    (value, pod.host_network)
+}
+
+#[test]
+fn the_runner_is_told_its_pod_has_host_network() {
+    let spec = DebuggerSpec {
+        host_network: true,
+        ..DebuggerSpec::default()
+    };
+    assert_eq!(
+        runner_env(spec, "COMBO_HOST_NETWORK"),
+        (Some("true".into()), Some(true))
+    );
+}
+
+#[test]
+fn the_runner_is_told_its_pod_has_its_own_network_namespace() {
+    // With enableSys too: the host's PID 1 is visible, but the pod is not in
+    // its network namespace.
+    for enable_sys in [false, true] {
+        let spec = DebuggerSpec {
+            host_network: false,
+            enable_sys,
+            ..DebuggerSpec::default()
+        };
+        assert_eq!(
+            runner_env(spec, ENV_HOST_NETWORK),
+            (Some("false".into()), None),
+            "enableSys {enable_sys}"
+        );
+    }
+}
+
+#[test]
+fn only_the_runner_gets_the_host_network_variable() {
+    let dbg = Debugger::new(
+        "node-check",
+        DebuggerSpec {
+            host_network: true,
+            enable_pinger: true,
+            pinger: "mesh".into(),
+            ..DebuggerSpec::default()
+        },
+    );
+    let pinger = pinger_container(&dbg, None, &images());
+    assert!(
+        pinger
+            .env
+            .iter()
+            .flatten()
+            .all(|e| e.name != ENV_HOST_NETWORK),
+        "{:?}",
+        pinger.env
+    );
+}
+
+#[test]
+fn check_settings_reach_the_runner_as_environment_variables_and_not_the_pinger() {
+    let spec = DebuggerSpec {
+        check_settings: [
+            ("DISK_USAGE_MAX_PERCENT", "85"),
+            ("DISK_IGNORE_MOUNTS", "/mnt/scratch*"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        enable_pinger: true,
+        pinger: "mesh".into(),
+        ..DebuggerSpec::default()
+    };
+    assert_eq!(
+        runner_env(spec.clone(), "DISK_USAGE_MAX_PERCENT")
+            .0
+            .as_deref(),
+        Some("85")
+    );
+    assert_eq!(
+        runner_env(spec.clone(), "DISK_IGNORE_MOUNTS").0.as_deref(),
+        Some("/mnt/scratch*")
+    );
+    let pinger = pinger_container(&Debugger::new("node-check", spec), None, &images());
+    assert!(
+        pinger
+            .env
+            .iter()
+            .flatten()
+            .all(|e| e.name != "DISK_USAGE_MAX_PERCENT"),
+        "the pinger reads no check setting"
+    );
+}
