@@ -132,16 +132,14 @@ pub struct DebuggerSpec {
     #[serde(default)]
     pub summary_config_map: String,
 
-    /// Set a condition per category on each node the Debugger runs on, of
-    /// type `kubecombo.io/<namespace>.<debugger>.<category>`: True when an
-    /// item of the category failed, False when none did, Unknown when the
-    /// node missed a run.
+    /// Set a condition per category on each node the Debugger runs on:
+    /// True when an item of the category failed, False when none did,
+    /// Unknown when the node missed a run.
     #[serde(default)]
     pub node_conditions: bool,
 
-    /// Categories whose failure taints the node (NoSchedule, the key is the
-    /// condition type), removed when it recovers; at most maxTaintedPercent
-    /// of the Debugger's nodes at once.
+    /// Categories whose failure taints the node (NoSchedule), removed when
+    /// it recovers; at most maxTaintedPercent of the nodes at once.
     #[serde(default)]
     pub taints: Vec<Category>,
 
@@ -151,11 +149,9 @@ pub struct DebuggerSpec {
     #[schemars(schema_with = "max_tainted_percent_schema")]
     pub max_tainted_percent: u32,
 
-    /// Settings of the default checks, given to the scripts as environment
-    /// variables: a name of docs/checks.md (a threshold such as
-    /// `DISK_USAGE_MAX_PERCENT`, a list such as `DISK_IGNORE_MOUNTS`) and
-    /// its value as text. An unknown or reserved name, or a value of the
-    /// wrong kind, makes the Debugger InvalidSpec.
+    /// Settings of the default checks (names in docs/checks.md) and their
+    /// values as text, given to the scripts as environment variables; a
+    /// name or value the checks do not take makes the Debugger InvalidSpec.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub check_settings: BTreeMap<String, String>,
 }
@@ -195,9 +191,9 @@ pub struct DebuggerStatus {
     /// nodes for lastRunAt.
     #[serde(default)]
     pub skipped_items: i32,
-    /// The script sets the nodes ran for lastRunAt, by the scripts hash
-    /// of their reports, the set of most nodes first; at most 5 are
-    /// listed. More than one means nodes ran different scripts.
+    /// The script sets (by scripts hash) the nodes ran for lastRunAt, most
+    /// nodes first, at most 5; more than one means nodes ran different
+    /// scripts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub script_sets: Vec<ScriptSet>,
 }

@@ -92,23 +92,15 @@ pub struct PingerSpec {
     #[serde(default = "yes")]
     pub peers: bool,
 
-    /// Peers each pinger chooses to probe; 0 means all. The peers are chosen
-    /// by rendezvous hashing of (own pod, peer pod), so every pod is probed
-    /// by about this many others and a pod coming or going moves few
-    /// choices; `minProbers` adds probers to a pod too few chose. With
-    /// 1–1000 the operator writes each pod's list on the pod (annotation
-    /// `kubecombo.io/peers`) and a pinger watches only its own pod; with 0
-    /// or above 1000 every pinger watches all the Debugger's pods, so watch
-    /// traffic grows with nodes².
+    /// Peers each pinger chooses to probe, so every pod is probed by about
+    /// this many others; 0 means all. With 1–1000 the operator writes each
+    /// pod's list; with 0 or over 1000, each pinger watches all the pods.
     #[serde(default = "default_max_peers")]
     #[schemars(schema_with = "max_peers_schema")]
     pub max_peers: u32,
 
     /// Each Ready pod is probed by at least this many others (all others
-    /// when there are fewer), whatever the rendezvous choice of
-    /// `maxPeers`: a pod too few chose is added to the lists of the pods
-    /// that score it highest. Applies to the lists the operator writes
-    /// (`maxPeers` from 1 to 1000); with `maxPeers: 0` every pod probes all.
+    /// when there are fewer), with `maxPeers` from 1 to 1000.
     #[serde(default = "default_min_probers")]
     #[schemars(schema_with = "min_probers_schema")]
     pub min_probers: u32,
@@ -117,10 +109,8 @@ pub struct PingerSpec {
     #[serde(default)]
     pub gateway: bool,
 
-    /// A round with more loss than this (percent) fails. The default, 50,
-    /// lets one lost probe of the default three pass: with 0, background
-    /// loss of 1 % fails about 3 % of all rounds and keeps every pinger's
-    /// Event budget busy in a large cluster.
+    /// A round with more loss than this (percent) fails; the default lets
+    /// one lost probe of the default three pass.
     #[serde(default = "default_max_loss")]
     #[schemars(schema_with = "loss_schema")]
     pub max_loss_percent: u32,

@@ -40,11 +40,9 @@ pub struct DebuggerReportSpec {
     /// When the node finished the run (RFC 3339, UTC).
     #[serde(default)]
     pub finished_at: String,
-    /// The scripts the run executed: 12 hex digits of a hash over the
-    /// path under the scripts directory and the content of each script,
-    /// the image's and the ConfigMap's, and of the files in lib/; nodes
-    /// with the same value ran the same scripts. Absent from a runner that
-    /// does not tell.
+    /// A hash (12 hex digits) of the scripts the run executed: nodes with
+    /// the same value ran the same scripts. Absent from a runner that does
+    /// not tell.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub scripts: String,
     /// Items with an error in the run, counting those left out of
@@ -56,10 +54,8 @@ pub struct DebuggerReportSpec {
     #[serde(default)]
     pub skipped_items: u32,
     /// Category -> item -> result; an item with `err` failed, one with
-    /// `skip` was skipped, any other is healthy. Long messages end with
-    /// ` [cut]`; items left out are counted in items named
-    /// `(N healthy items omitted)`, `(N skipped items omitted)` or
-    /// `(N failed items omitted)`. A null item is healthy.
+    /// `skip` was skipped, any other (or null) is healthy. Long messages
+    /// end with ` [cut]`; items left out are counted in `(N ... omitted)`.
     #[serde(default, deserialize_with = "null_items_are_healthy")]
     #[schemars(schema_with = "nullable_items")]
     pub categories: BTreeMap<String, BTreeMap<String, ItemResult>>,

@@ -21,7 +21,10 @@
 //! * every command of a shell block in README.md is run by the quickstart or
 //!   a test script, or the block is marked as not run, with the reason
 //!   (`readme`);
-//! * every docs heading the code cites exists (`citations`).
+//! * every docs heading the code cites exists (`citations`);
+//! * no table row of README.md or docs/ is over 300 characters, and the
+//!   user pages (all but contributing.md, testing.md and benchmarks.md)
+//!   name no source file and no test (`pages`).
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +33,7 @@ mod cli;
 mod crds;
 mod metrics;
 mod names;
+mod pages;
 mod readme;
 mod samples;
 mod source;
