@@ -14,7 +14,6 @@ use std::time::Instant;
 use combo_api::{Debugger, DebuggerSpec, RunAt};
 use combo_operator::core::validate::{Valid, Verdict};
 use combo_operator::metrics::registry::Metrics;
-use combo_operator::reports::aggregate;
 use combo_operator::reports::store::NodeReports;
 
 const NODES: usize = 5000;
@@ -74,7 +73,9 @@ fn main() {
             })
             .count();
         let runs = ms(20, || {
-            std::hint::black_box(aggregate::run_summary(reports.values().map(|r| r.as_ref())));
+            std::hint::black_box(combo_operator::reports::runs::run_summary(
+                reports.values().map(|r| r.as_ref()),
+            ));
         });
         println!(
             "{what}: {series} series, /metrics {} bytes; results taken {record:.2} ms, written {encode:.2} ms (the run summary: {runs:.2} ms)",

@@ -173,7 +173,7 @@ async fn controller(
     let ns = &args.namespace;
     let (main, store) = triggers::debuggers(&client, ns, &watches, &metrics);
     let (caches, triggers) = triggers::watch(&client, ns, &watches);
-    let peer_lists = crate::pinger::peer_lists::run(
+    let peer_lists = crate::pinger::peer_writes::run(
         client.clone(),
         triggers::api::<Pod>(&client, ns),
         store.clone(),

@@ -102,7 +102,7 @@ const NO_NODE_MATCHES: [&str; 3] = [
     "didn't tolerate",
 ];
 
-/// Run fields taken from the DebuggerReports (see `aggregate::run_summary`).
+/// Run fields taken from the DebuggerReports (see `reports::runs::run_summary`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunSummary {
     /// Newest `runAt` over all nodes.

@@ -19,8 +19,8 @@ use crate::debugger::error::Error;
 use crate::debugger::observe;
 use crate::state::context::Context;
 use crate::{
-    debugger::converge, debugger::write, marks::finalizer, marks::step, reports::aggregate,
-    state::records, summary::plan, workload::apply,
+    debugger::converge, debugger::write, marks::finalizer, marks::step, state::records,
+    summary::plan, workload::apply,
 };
 
 /// One reconcile of one Debugger; every outcome is logged here.
@@ -92,7 +92,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         verdict: &verdict,
         converged,
         counts,
-        runs: aggregate::run_summary(observed.reports.values().map(|r| r.as_ref())),
+        runs: crate::reports::runs::run_summary(observed.reports.values().map(|r| r.as_ref())),
         marks,
         pinger_not_ready: observed
             .pinger

@@ -161,7 +161,7 @@ async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, ob
             return;
         }
     };
-    let gone = aggregate::departed(candidates, last, &nodes);
+    let gone = crate::reports::runs::departed(candidates, last, &nodes);
     delete_reports(ctx, dbg, &gone, "a node that left").await;
 }
 

@@ -1,6 +1,6 @@
 //! Node conditions and taints: the marks a Debugger's results put on its
 //! nodes. Decided pure ([`plan`], [`taints`], [`state`], [`status`]), run
-//! by [`step`], written by [`write`], taken off by [`finalizer`].
+//! by [`step`], written by [`write`](mod@write), taken off by [`finalizer`].
 
 pub mod finalizer;
 pub mod plan;

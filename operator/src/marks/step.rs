@@ -1,7 +1,7 @@
 //! The node marks step of a Debugger's reconcile: the runs its nodes
 //! missed, the conditions and taints its reports ask for, written to the
 //! nodes, and the finalizer that takes them off again. The decisions are
-//! pure ([`missed`], [`node_marks`], [`crate::marks::taints`]); this step reads
+//! pure ([`missed`], [`plan`], [`crate::marks::taints`]); this step reads
 //! the node watch and sends the writes
 //! (docs/operator.md#node-conditions-taints-and-missed-runs).
 

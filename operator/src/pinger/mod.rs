@@ -3,4 +3,5 @@
 
 pub mod mesh;
 pub mod peer_lists;
+pub mod peer_writes;
 pub mod status;

@@ -1,6 +1,8 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::core::status::RunSummary;
+use crate::reports::runs::{departed, run_summary, script_sets};
 use combo_api::report::report_name;
 
 const RUN: &str = "2026-11-22T06:00:00Z";

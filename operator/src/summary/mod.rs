@@ -1,5 +1,5 @@
 //! The summary ConfigMap of a Debugger: what it should hold ([`plan`]) and
-//! its paced write ([`write`]).
+//! its paced write ([`write`](mod@write)).
 
 pub mod plan;
 pub mod write;

@@ -102,7 +102,7 @@ fn a_debugger_whose_scripts_are_gone_keeps_its_summary_with_the_status() {
     let data = cm.data.unwrap_or_default();
     assert_eq!(data.len(), 2, "{data:?}");
     assert!(data["node-1"].contains("broken"), "{data:?}");
-    let runs = aggregate::run_summary(o.reports.values().map(|r| r.as_ref()));
+    let runs = crate::reports::runs::run_summary(o.reports.values().map(|r| r.as_ref()));
     assert_eq!(runs.failed_items, 1, "the status counts the same failure");
     assert_eq!(runs.completed_nodes, 2);
 
