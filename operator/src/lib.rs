@@ -80,7 +80,6 @@ pub mod leader;
 pub mod metrics;
 pub mod result_metrics;
 
-// Tools: the command line, the CRD generator, the `kubectl combo` plugin.
+// Tools: the command line, the CRD generator.
 pub mod cli;
 pub mod crdgen;
-pub mod plugin;
