@@ -38,4 +38,3 @@ pub mod watch;
 
 pub mod core;
 
-pub mod plugin;

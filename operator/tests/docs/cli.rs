@@ -68,7 +68,7 @@ fn binaries() -> [(&'static str, &'static str, clap::Command); 4] {
         (
             "kubectl-combo",
             "kubectl combo",
-            combo_operator::plugin::cli::Args::command(),
+            kubectl_combo::cli::Args::command(),
         ),
     ]
 }

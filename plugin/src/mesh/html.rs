@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::mesh::{ms, Health, Path};
+use super::paths::{ms, Health, Path};
 
 /// Escapes text for HTML content and attribute values.
 pub fn escape(s: &str) -> String {
@@ -27,7 +27,7 @@ td.Ok{background:#1a9850;color:#fff}td.Idle{background:#e0e0e0}\
 thead th{position:sticky;top:0;background:#fff}";
 
 /// The page for Debugger `title`: `paths` as given by
-/// [`super::mesh::paths`], `silent` the pingers that did not answer
+/// [`super::paths::paths`], `silent` the pingers that did not answer
 /// (`node: why`), `tally` the closing line of the text output.
 pub fn page(title: &str, paths: &[Path], silent: &[String], tally: &str) -> String {
     let mut out = String::new();
@@ -130,7 +130,7 @@ fn heat_map(out: &mut String, paths: &[Path]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugin::mesh::{paths, tests as data};
+    use crate::mesh::paths::{paths, tests as data};
 
     fn sample() -> String {
         let p = paths(&data::probers(), &data::answers());

@@ -5,7 +5,7 @@
 //!
 //! At 1,000 nodes that is 1,000 proxy GETs of about 2 KB each (20 peers
 //! and a few targets), in about 32 waves of 32: at 100 ms a GET, 3.2 s
-//! (`mesh_gather_tests` measures it against a stand-in API server).
+//! (`gather_tests` measures it against a stand-in API server).
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use combo_api::recent::Recent;
 use futures::StreamExt;
 use kube::Client;
 
-use super::mesh::Prober;
+use super::paths::Prober;
 
 /// What the gathering may ask of the API server and how long it may take.
 #[derive(Clone, Copy, Debug)]
@@ -93,5 +93,5 @@ pub async fn gather(
 }
 
 #[cfg(test)]
-#[path = "mesh_gather_tests.rs"]
+#[path = "gather_tests.rs"]
 mod tests;

@@ -1,8 +1,17 @@
 //! `kubectl combo run` (docs/runner.md, "Run now"): the request it writes
-//! on the Debugger and what it says. Pure.
+//! on the Debugger, what it says and how far the run is, pure; [`run`]
+//! writes the request and, with `--wait`, follows the Debugger's status.
 
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
 use chrono::{DateTime, Utc};
-use combo_api::{keys, DebuggerStatus, RunId};
+use combo_api::{keys, Debugger, DebuggerStatus, RunId};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+
+use crate::cluster::api_error;
+use crate::errors::NotFound;
 
 /// Where a run asked for stands, as the Debugger's status tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +80,70 @@ pub fn said(name: &str, run: RunId, run_at: &str) -> String {
         keys::ANNOTATION_RUN_NOW,
         run.rfc3339()
     )
+}
+
+/// Asks every node of Debugger `ns/name` for one run now, keeping its
+/// runAt (docs/runner.md, "Run now"); with `wait`, waits at most that many
+/// seconds for every node to report it.
+pub async fn run(client: Client, ns: &str, name: &str, wait: Option<u64>) -> Result<()> {
+    let (run, patch) = request(Utc::now());
+    let api = Api::<Debugger>::namespaced(client, ns);
+    let pp = PatchParams {
+        field_manager: Some(keys::FIELD_MANAGER_PLUGIN.into()),
+        ..PatchParams::default()
+    };
+    let dbg = match api.patch(name, &pp, &Patch::Merge(&patch)).await {
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            return Err(NotFound::debugger(ns, name).into())
+        }
+        r => r.map_err(|e| api_error(e, &format!("annotating Debugger {ns}/{name}")))?,
+    };
+    println!("{}", said(name, run, &dbg.spec.run_at));
+    match wait {
+        Some(timeout) => wait_for(&api, ns, name, run, timeout).await,
+        None => Ok(()),
+    }
+}
+
+/// Reads the Debugger every 2 s until every node reported `run`, saying
+/// how many items failed (exit status 1 when some did), or until `timeout`
+/// seconds passed (exit status 4).
+async fn wait_for(
+    api: &Api<Debugger>,
+    ns: &str,
+    name: &str,
+    run: RunId,
+    timeout: u64,
+) -> Result<()> {
+    let until = Instant::now() + Duration::from_secs(timeout);
+    let mut last = None;
+    loop {
+        let dbg = api
+            .get(name)
+            .await
+            .map_err(|e| api_error(e, &format!("reading Debugger {ns}/{name}")))?;
+        let now = progress(dbg.status.as_ref(), run);
+        match now {
+            Progress::Done { nodes, failed } => {
+                println!("run {run} finished on {nodes} node(s): {failed} failed item(s); kubectl combo summary {name} -n {ns} shows them");
+                if failed > 0 {
+                    std::process::exit(1);
+                }
+                return Ok(());
+            }
+            Progress::Waiting { completed, desired } => {
+                if last != Some(now) {
+                    eprintln!("waiting for run {run}: {completed} of {desired} node(s) reported");
+                    last = Some(now);
+                }
+                if Instant::now() >= until {
+                    eprintln!("run {run}: {completed} of {desired} node(s) reported within {timeout} s; kubectl combo summary {name} -n {ns} shows what is there");
+                    std::process::exit(4);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
 }
 
 #[cfg(test)]

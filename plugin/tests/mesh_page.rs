@@ -3,9 +3,9 @@
 //! (docs/testing.md#the-mesh-page-in-chromium).
 
 use combo_api::recent::Recent;
-use combo_operator::plugin::mesh::{self, Prober};
-use combo_operator::plugin::mesh_html;
 use combo_testkit::chromium;
+use kubectl_combo::mesh;
+use kubectl_combo::mesh::paths::Prober;
 
 /// Three nodes; node-1's probes of node-3 are all lost, every other peer
 /// answers; node-2 also probes a DNS server. The summaries are parsed from
@@ -53,9 +53,9 @@ fn chromium_renders_the_mesh_page_with_its_failing_path() {
         return;
     };
     let (probers, answers) = sample();
-    let paths = mesh::paths(&probers, &answers);
-    let tally = mesh::tally(&paths, 300, answers.len(), probers.len());
-    let html = mesh_html::page("ops/mesh", &paths, &[], &tally);
+    let paths = mesh::paths::paths(&probers, &answers);
+    let tally = mesh::paths::tally(&paths, 300, answers.len(), probers.len());
+    let html = mesh::html::page("ops/mesh", &paths, &[], &tally);
 
     let dir = std::env::temp_dir().join(format!("combo-mesh-page-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temp dir");

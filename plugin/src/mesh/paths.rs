@@ -1,7 +1,7 @@
-//! `kubectl combo mesh` (docs/pinger.md, "The mesh view"): the paths of a
-//! Debugger's pingers, prober node to target, with loss and RTT of their
-//! last minutes, failing paths first. Pure: the gathering is in
-//! [`super::mesh_gather`], the page in [`super::mesh_html`].
+//! The paths of a Debugger's pingers, prober node to target, with loss and
+//! RTT of their last minutes, failing paths first; the rows of the table
+//! and its closing line. Pure: the gathering is in [`super::gather`], the
+//! page in [`super::html`].
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -178,5 +178,5 @@ pub fn tally(paths: &[Path], window_seconds: u64, answered: usize, asked: usize)
 }
 
 #[cfg(test)]
-#[path = "mesh_tests.rs"]
+#[path = "paths_tests.rs"]
 pub(crate) mod tests;

@@ -1,0 +1,361 @@
+//! `kubectl combo summary`: the table of a Debugger's summary ConfigMap,
+//! NODE, RUN, CATEGORY, ITEM, ERROR, its failed items only unless `--all`.
+//! The rows are pure; [`run`] reads the Debugger and its summary.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use chrono::DateTime;
+use combo_api::{Debugger, NodeSummary, RunId};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{Api, Client};
+
+use crate::cluster::{api_error, debugger};
+use crate::{scripts, table, truth};
+
+/// The run id of a summary's `runAt`, or the value itself if it is not a time.
+pub fn run_id_of(run_at: &str) -> String {
+    DateTime::parse_from_rfc3339(run_at)
+        .map(|t| RunId::at(t.to_utc()).to_string())
+        .unwrap_or_else(|_| run_at.to_string())
+}
+
+/// Rows NODE, RUN, CATEGORY, ITEM, ERROR of a summary ConfigMap's data:
+/// failed items only unless `all`. With `all` every row also has the
+/// node's scripts hash after RUN ([`SUMMARY_ALL_HEADER`]), and a node
+/// without any item gets a row `(no items)`, so each node's hash shows.
+/// Values that do not parse are shown as one row with the parse error.
+pub fn summary_rows(data: &BTreeMap<String, String>, all: bool) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (node, value) in data {
+        let first = rows.len();
+        let parsed = NodeSummary::from_yaml(value);
+        node_rows(&mut rows, node, &parsed, all);
+        if all {
+            let scripts = parsed.as_ref().map(scripts::shown);
+            let scripts = scripts.unwrap_or_else(|_| "-".into());
+            if rows.len() == first {
+                let run = parsed.as_ref().map(|s| run_id_of(&s.run_at));
+                let run = run.unwrap_or_else(|_| "-".into());
+                rows.push(vec![
+                    node.clone(),
+                    run,
+                    "-".into(),
+                    "(no items)".into(),
+                    "-".into(),
+                ]);
+            }
+            for row in &mut rows[first..] {
+                row.insert(2, scripts.clone());
+            }
+        }
+    }
+    rows
+}
+
+/// The rows of one node's value, as [`summary_rows`] without the scripts.
+fn node_rows(
+    rows: &mut Vec<Vec<String>>,
+    node: &str,
+    parsed: &Result<NodeSummary, serde_yaml::Error>,
+    all: bool,
+) {
+    let summary = match parsed {
+        Ok(s) => s,
+        Err(e) => {
+            rows.push(vec![
+                node.to_string(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                format!("unreadable summary: {e}"),
+            ]);
+            return;
+        }
+    };
+    let run = run_id_of(&summary.run_at);
+    for (category, items) in &summary.categories {
+        for (item, result) in items {
+            if result.err.is_none() && !all {
+                continue;
+            }
+            let error = match (&result.err, result.skip_reason()) {
+                (Some(e), _) => e.clone(),
+                (None, Some(why)) => format!("(skipped: {why})"),
+                (None, None) => "-".into(),
+            };
+            rows.push(vec![
+                node.to_string(),
+                run.clone(),
+                category.clone(),
+                item.clone(),
+                error,
+            ]);
+        }
+    }
+    counted_rows(rows, node, &run, summary, all);
+}
+
+/// The rows of what a node's value counts without listing: failed items
+/// left out of a shortened value, and with `all` its healthy items.
+fn counted_rows(
+    rows: &mut Vec<Vec<String>>,
+    node: &str,
+    run: &str,
+    summary: &NodeSummary,
+    all: bool,
+) {
+    // A value shortened to fit a large cluster's ConfigMap counts what
+    // it leaves out and names the DebuggerReport that has it all.
+    let listed = summary.failed().count() as u32;
+    if let Some(more) = summary
+        .failed_items
+        .map(|n| n.saturating_sub(listed))
+        .filter(|n| *n > 0)
+    {
+        let whole = match &summary.report {
+            Some(r) => format!("kubectl get dbgr {r} -o yaml"),
+            None => "see the node's DebuggerReport".into(),
+        };
+        rows.push(vec![
+            node.to_string(),
+            run.to_string(),
+            "-".into(),
+            format!("({more} more failed)"),
+            whole,
+        ]);
+    }
+    if let (true, Some(n)) = (all, summary.healthy_items) {
+        rows.push(vec![
+            node.to_string(),
+            run.to_string(),
+            "-".into(),
+            format!("({n} healthy)"),
+            "-".into(),
+        ]);
+    }
+}
+
+/// Skipped items over every node of a summary: listed ones, or the count
+/// of a shortened value, whichever is larger.
+pub fn skipped_count(data: &BTreeMap<String, String>) -> u32 {
+    data.values()
+        .filter_map(|v| NodeSummary::from_yaml(v).ok())
+        .map(|s| {
+            let listed = s.skipped().count() as u32;
+            s.skipped_items.unwrap_or(0).max(listed)
+        })
+        .sum()
+}
+
+/// Header of [`summary_rows`].
+pub const SUMMARY_HEADER: [&str; 5] = ["NODE", "RUN", "CATEGORY", "ITEM", "ERROR"];
+
+/// Header of [`summary_rows`] with `all`: the node's scripts hash after RUN.
+pub const SUMMARY_ALL_HEADER: [&str; 6] = ["NODE", "RUN", "SCRIPTS", "CATEGORY", "ITEM", "ERROR"];
+
+/// Prints the summary of Debugger `ns/name`: its failed items, or every
+/// item with `all`; on stderr first what disagrees with its status or
+/// between its nodes, then the skipped items not listed.
+pub async fn run(client: Client, ns: &str, name: &str, all: bool) -> Result<()> {
+    let dbg = debugger(client.clone(), ns, name).await?;
+    let cm_name = dbg.spec.summary_name(name);
+    let data = summary_data(client, ns, &dbg).await?;
+    // At the top: a summary that is not the status's run says so.
+    if let Some(stale) = truth::stale(&dbg, &data) {
+        eprintln!("{stale}");
+    }
+    // Nodes of the newest run that ran different scripts say so too.
+    if let Some(differ) = scripts::differ_in_summary(&data) {
+        eprintln!("{differ}");
+    }
+    let rows = summary_rows(&data, all);
+    if rows.is_empty() {
+        eprintln!(
+            "no {}items in ConfigMap {ns}/{cm_name}",
+            if all { "" } else { "failed " }
+        );
+    } else {
+        let header: &[&str] = if all {
+            &SUMMARY_ALL_HEADER
+        } else {
+            &SUMMARY_HEADER
+        };
+        print!("{}", table(header, &rows));
+    }
+    let skipped = skipped_count(&data);
+    if skipped > 0 && !all {
+        eprintln!(
+            "{skipped} item(s) skipped: not checked, the pods lack what they need (kubectl combo summary {name} -n {ns} --all lists them)"
+        );
+    }
+    Ok(())
+}
+
+/// The summary ConfigMap's data of `dbg`: an error when the Debugger has no
+/// result yet (no summary, or one without a node), never an empty table
+/// that would read as "no failures", and when the ConfigMap of that name
+/// is not the Debugger's own (another Debugger's summary, or the user's).
+async fn summary_data(
+    client: Client,
+    ns: &str,
+    dbg: &Debugger,
+) -> Result<BTreeMap<String, String>> {
+    let name = dbg.metadata.name.as_deref().unwrap_or_default();
+    let cm_name = dbg.spec.summary_name(name);
+    let cm = Api::<ConfigMap>::namespaced(client, ns)
+        .get_opt(&cm_name)
+        .await
+        .map_err(|e| api_error(e, &format!("ConfigMap {ns}/{cm_name}")))?;
+    if let Some(why) = cm.as_ref().and_then(|c| truth::not_owned(dbg, &c.metadata)) {
+        bail!("Debugger {ns}/{name} has no summary to show: {why}");
+    }
+    let data = cm.and_then(|c| c.data).unwrap_or_default();
+    if data.is_empty() {
+        bail!(
+            "Debugger {ns}/{name} has no result yet: its summary ConfigMap {cm_name} {}{} (see kubectl describe dbg {name} -n {ns})",
+            if dbg.status.as_ref().and_then(|s| s.last_run_at.as_ref()).is_some() {
+                "holds no node"
+            } else {
+                "has no node's run yet"
+            },
+            truth::not_ready(dbg)
+                .map(|why| format!("; the Debugger is {why}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data() -> BTreeMap<String, String> {
+        [
+            (
+                "node-1".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\ndisk:\n  sdb1: {err: \"disk full\"}\n  sdb2: {}\n"
+                    .to_string(),
+            ),
+            (
+                "node-2".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nnet:\n  eth0: {}\n".to_string(),
+            ),
+        ]
+        .into()
+    }
+
+    #[test]
+    fn summary_shows_failed_items_only_unless_all() {
+        let failed = summary_rows(&data(), false);
+        assert_eq!(
+            failed,
+            vec![vec![
+                "node-1".to_string(),
+                "20261122T060000Z".into(),
+                "disk".into(),
+                "sdb1".into(),
+                "disk full".into()
+            ]]
+        );
+        let all = summary_rows(&data(), true);
+        assert_eq!(all.len(), 3);
+        assert!(all.iter().any(|r| r[0] == "node-2" && r[5] == "-"));
+    }
+
+    #[test]
+    fn all_shows_each_nodes_scripts_hash_even_without_items() {
+        let data = BTreeMap::from([
+            (
+                "node-1".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nscripts: 0a1b2c3d4e5f\ndisk:\n  sdb1: {err: full}\n  sdb2: {}\n".to_string(),
+            ),
+            (
+                "node-2".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nscripts: 5f4e3d2c1b0a\n".to_string(),
+            ),
+            (
+                "node-3".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nnet:\n  eth0: {}\n".to_string(),
+            ),
+        ]);
+        let all = summary_rows(&data, true);
+        let shown: Vec<String> = all.iter().map(|r| r[..4].join(" ")).collect();
+        assert_eq!(
+            shown,
+            [
+                "node-1 20261122T060000Z 0a1b2c3d4e5f disk",
+                "node-1 20261122T060000Z 0a1b2c3d4e5f disk",
+                "node-2 20261122T060000Z 5f4e3d2c1b0a -",
+                "node-3 20261122T060000Z - net",
+            ]
+        );
+        assert_eq!(all[2][4], "(no items)");
+        let out = table(&SUMMARY_ALL_HEADER, &all);
+        assert!(
+            out.starts_with("NODE     RUN                SCRIPTS        CATEGORY"),
+            "{out}"
+        );
+        let failed = summary_rows(&data, false);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(
+            failed[0].len(),
+            SUMMARY_HEADER.len(),
+            "no SCRIPTS without --all"
+        );
+    }
+
+    #[test]
+    fn a_shortened_value_counts_what_it_leaves_out_and_names_the_report() {
+        let data = BTreeMap::from([
+            (
+                "node-1".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nhealthyItems: 9\nfailedItems: 5\nreport: dbg.node-1\ndisk:\n  sdb1: {err: full}\n".to_string(),
+            ),
+            (
+                "node-2".to_string(),
+                "runAt: \"2026-11-22T06:00:00Z\"\nhealthyItems: 12\n".to_string(),
+            ),
+        ]);
+        let failed = summary_rows(&data, false);
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert_eq!(failed[0][3], "sdb1");
+        assert_eq!(failed[1][3], "(4 more failed)");
+        assert_eq!(failed[1][4], "kubectl get dbgr dbg.node-1 -o yaml");
+        let all = summary_rows(&data, true);
+        assert!(all
+            .iter()
+            .any(|r| r[0] == "node-2" && r[4] == "(12 healthy)"));
+    }
+
+    #[test]
+    fn skipped_items_are_listed_with_all_and_counted_apart() {
+        let data = BTreeMap::from([(
+            "node-1".to_string(),
+            "runAt: \"2026-11-22T06:00:00Z\"\ndisk:\n  smart: {skip: \"no smartctl in the image\"}\n  sda: {}\n"
+                .to_string(),
+        )]);
+        assert!(
+            summary_rows(&data, false).is_empty(),
+            "a skip is no failure"
+        );
+        let all = summary_rows(&data, true);
+        assert!(
+            all.iter()
+                .any(|r| r[4] == "smart" && r[5] == "(skipped: no smartctl in the image)"),
+            "{all:?}"
+        );
+        assert_eq!(skipped_count(&data), 1);
+        assert_eq!(skipped_count(&self::tests::data()), 0);
+    }
+
+    #[test]
+    fn table_aligns_columns_under_the_header() {
+        let out = table(&SUMMARY_HEADER, &summary_rows(&data(), false));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("NODE     RUN"), "{out}");
+        assert_eq!(lines[0].find("CATEGORY"), lines[1].find("disk"));
+    }
+}
