@@ -37,4 +37,3 @@ pub mod reports;
 pub mod watch;
 
 pub mod core;
-

@@ -39,12 +39,14 @@ async fn failure_counts_stay_bounded_by_the_live_debuggers() {
         gone.metadata.name = Some(format!("gone-{i}"));
         gone.metadata.uid = Some(format!("uid-gone-{i}"));
         error_policy(Arc::new(gone), &transient(), ctx.clone());
-        let counted = ctx.failures.lock().unwrap().len();
+        let counted = ctx.records.uids(|r| r.failures > 0).len();
         assert!(counted <= over_bound(1) + 1, "{counted} counts kept");
     }
-    let failures = ctx.failures.lock().unwrap();
-    let own = kube::runtime::reflector::ObjectRef::from_obj(&live);
-    assert_eq!(failures.get(&own), Some(&1), "the live one's count is kept");
+    assert_eq!(
+        ctx.records.failures(&live),
+        1,
+        "the live one's count is kept"
+    );
 }
 
 /// Debugger `name` (uid `uid-<name>`) with a report from node-1.
@@ -83,10 +85,14 @@ async fn reconcile_twice(ctx: &Arc<Context>, dbgs: &[Debugger]) {
     }
 }
 
-fn uids<V>(record: &std::sync::Mutex<std::collections::HashMap<String, V>>) -> Vec<String> {
-    let mut keys: Vec<String> = record.lock().unwrap().keys().cloned().collect();
-    keys.sort();
-    keys
+/// The uids whose record holds a written status.
+fn written(ctx: &Context) -> Vec<String> {
+    ctx.records.uids(|r| r.written.is_some())
+}
+
+/// The uids whose record holds a run seen.
+fn runs_seen(ctx: &Context) -> Vec<String> {
+    ctx.records.uids(|r| r.run_seen.is_some())
 }
 
 #[tokio::test]
@@ -99,9 +105,9 @@ async fn statuses_and_runs_kept_per_debugger_shrink_to_the_live_debuggers() {
         all.push(reporting(&ctx, &mut watches, &format!("gone-{i}")));
     }
     reconcile_twice(&ctx, &all).await;
-    assert_eq!(uids(&ctx.written).len(), 41);
-    assert_eq!(uids(&ctx.runs_seen).len(), 41);
-    let live_status = ctx.written.lock().unwrap()["uid-d"].clone();
+    assert_eq!(written(&ctx).len(), 41);
+    assert_eq!(runs_seen(&ctx).len(), 41);
+    let live_status = ctx.records.written("uid-d").unwrap();
 
     // 40 of them are deleted.
     for gone in &all[1..] {
@@ -115,9 +121,9 @@ async fn statuses_and_runs_kept_per_debugger_shrink_to_the_live_debuggers() {
     let again = reconcile(Arc::new(live.clone()), ctx.clone()).await;
     assert!(again.is_ok(), "{again:?}");
     assert_eq!(requests(&seen, before), Vec::<String>::new());
-    assert_eq!(uids(&ctx.runs_seen), ["uid-d"]);
+    assert_eq!(runs_seen(&ctx), ["uid-d"]);
     assert_eq!(
-        ctx.runs_seen.lock().unwrap()["uid-d"],
+        ctx.records.get("uid-d").unwrap().run_seen.unwrap(),
         "2026-11-24T06:00:00Z",
         "the live entry is kept"
     );
@@ -125,10 +131,10 @@ async fn statuses_and_runs_kept_per_debugger_shrink_to_the_live_debuggers() {
     // A new Debugger's status is written: the statuses shrink too.
     let new = reporting(&ctx, &mut watches, "e");
     reconcile_twice(&ctx, std::slice::from_ref(&new)).await;
-    assert_eq!(uids(&ctx.written), ["uid-d", "uid-e"]);
-    assert_eq!(uids(&ctx.runs_seen), ["uid-d", "uid-e"]);
+    assert_eq!(written(&ctx), ["uid-d", "uid-e"]);
+    assert_eq!(runs_seen(&ctx), ["uid-d", "uid-e"]);
     assert_eq!(
-        ctx.written.lock().unwrap()["uid-d"],
+        ctx.records.written("uid-d").unwrap(),
         live_status,
         "the live entry is kept"
     );

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use combo_api::Debugger;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use kube::ResourceExt;
 use tracing::info;
 
@@ -49,13 +48,7 @@ pub async fn converge(
             ))
         }
         Err(e) => {
-            let failures = ctx
-                .failures
-                .lock()
-                .expect("failures lock")
-                .get(&ObjectRef::from_obj(dbg))
-                .copied()
-                .unwrap_or(0);
+            let failures = ctx.records.failures(dbg);
             let reported = match &e {
                 apply::Error::Write { kind, name, source } => {
                     validate::refusal(kind, name, source, failures)

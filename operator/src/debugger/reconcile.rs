@@ -9,7 +9,6 @@ use std::time::Instant;
 use chrono::Utc;
 use combo_api::Debugger;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 use kube::ResourceExt;
 use tracing::{info, instrument, warn};
 
@@ -19,8 +18,8 @@ use crate::debugger::error::Error;
 use crate::debugger::observe;
 use crate::state::context::Context;
 use crate::{
-    debugger::converge, debugger::write, marks::finalizer, marks::step, state::records,
-    summary::plan, workload::apply,
+    debugger::converge, debugger::write, marks::finalizer, marks::step, summary::plan,
+    workload::apply,
 };
 
 /// One reconcile of one Debugger; every outcome is logged here.
@@ -31,10 +30,7 @@ pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, 
     ctx.metrics.reconciled(started.elapsed().as_secs_f64());
     match &result {
         Ok(action) => {
-            ctx.failures
-                .lock()
-                .expect("failures lock")
-                .remove(&ObjectRef::from_obj(dbg.as_ref()));
+            ctx.records.succeeded(&dbg);
             tracing::debug!(?action, "reconciled");
         }
         Err(Error::Invalid(i, _)) => info!(reason = i.reason(), message = %i, "invalid spec"),
@@ -88,7 +84,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     let (marks, marked) = step::step(ctx, dbg, &verdict, &observed, counts, now).await;
     let plan = decide::plan(Inputs {
         dbg,
-        written: ctx.written.lock().expect("written lock").get(&uid).cloned(),
+        written: ctx.records.written(&uid),
         verdict: &verdict,
         converged,
         counts,
@@ -109,7 +105,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
             .describe(&dbg.namespace().unwrap_or_default(), &dbg.name_any()),
         now,
     });
-    let since = records::run_at_since(ctx, dbg, now);
+    let since = ctx.records.run_at_since(dbg, now);
     ctx.metrics
         .results()
         .record(dbg, &observed.reports, &verdict, since);

@@ -10,7 +10,6 @@ use kube::runtime::controller::Action;
 
 use crate::debugger::error::Error;
 use crate::state::context::Context;
-use crate::state::records::count_failure;
 
 /// Invalid specs wait for a change (or for a held write of their summary
 /// or status); transient errors back off exponentially (1 s doubling to
@@ -20,7 +19,7 @@ pub fn error_policy(dbg: Arc<Debugger>, err: &Error, ctx: Arc<Context>) -> Actio
     if let Error::Invalid(_, then) = err {
         return then.clone();
     }
-    Action::requeue(backoff(count_failure(&ctx, &dbg)))
+    Action::requeue(backoff(ctx.records.count_failure(&dbg)))
 }
 
 /// Delay after the `n`th consecutive failure. Pure.

@@ -19,7 +19,6 @@ use crate::debugger::decide::Plan;
 use crate::debugger::error::Error;
 use crate::state::context::Context;
 use crate::state::observed::Observed;
-use crate::state::records::{remember_run, remember_written};
 use crate::{core::events, reports::aggregate, reports::store, workload::apply};
 
 /// Writes `plan` for `dbg` (uid `uid`) and tells what the controller does
@@ -72,7 +71,7 @@ pub async fn write(
             None => {
                 write_status(ctx, dbg, &status).await?;
                 ctx.status_writes.wrote(uid, Instant::now());
-                remember_written(ctx, uid.to_string(), status.clone());
+                ctx.records.remember_written(uid, status.clone());
             }
         }
     }
@@ -140,7 +139,7 @@ async fn delete_former_summaries(ctx: &Context, dbg: &Debugger, former: &[(Strin
 /// leaves their keys out. The first look after a start only records the
 /// run, so a restarted operator does not list every Debugger's pods.
 async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, observed: &Observed) {
-    let previous = remember_run(ctx, uid, last);
+    let previous = ctx.records.remember_run(uid, last);
     if previous.is_none() || previous.as_deref() == Some(last) {
         return;
     }

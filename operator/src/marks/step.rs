@@ -21,7 +21,7 @@ use crate::marks::status::DebuggerMarks;
 use crate::reports::store::NodeReports;
 use crate::state::context::Context;
 use crate::state::observed::Observed;
-use crate::{marks::finalizer, marks::write, reports::missed, state::records};
+use crate::{marks::finalizer, marks::write, reports::missed};
 
 /// Errors of the node marks step.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +61,7 @@ pub async fn step(
     let Ok(valid) = verdict else {
         return (out, Ok(()));
     };
-    let since = records::run_at_since(ctx, dbg, now);
+    let since = ctx.records.run_at_since(dbg, now);
     let grace = missed::grace(dbg.spec.script_timeout_seconds);
     let check = missed::check(&valid.run_at, since, grace, now);
     let missed = check

@@ -1,13 +1,11 @@
 //! What every reconcile shares, passed as `Arc<Context>`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
-use combo_api::{Debugger, DebuggerStatus};
+use combo_api::Debugger;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use kube::Client;
 
 use crate::core::images::Images;
@@ -16,6 +14,7 @@ use crate::state::cache::Caches;
 use crate::state::coalesce::{Coalesce, SummaryPace};
 use crate::state::nodes::NodeWatch;
 use crate::state::pace::Pace;
+use crate::state::records::Records;
 
 /// Shared state of the controller. Every field that outlives a reconcile
 /// has a bound; docs/operator.md, "State kept between reconciles", lists
@@ -36,27 +35,16 @@ pub struct Context {
     pub caches: Caches,
     /// Holds statuses and Events back while workloads are being written.
     pub pace: Pace,
-    /// The status last written per Debugger uid. A reconcile can run on a
-    /// cached Debugger that does not show the write yet; comparing with
-    /// this too keeps it from writing the same status again. Pruned to the
-    /// live Debuggers past twice their number (`records::over_bound`).
-    pub written: Mutex<HashMap<String, DebuggerStatus>>,
-    /// Consecutive transient failures per Debugger, for backoff. Removed
-    /// by a success; pruned like `written`.
-    pub failures: Mutex<HashMap<ObjectRef<Debugger>, u32>>,
+    /// What is kept per Debugger between its reconciles: the status last
+    /// written, the newest run seen, since when runs are expected, the
+    /// consecutive failures; one record per Debugger, pruned to the live
+    /// ones past twice their number (`records::over_bound`).
+    pub records: Records,
     /// Summary ConfigMap writes per Debugger uid: at most one per 2 s, paced
     /// by their size while reports come (docs/operator.md#summary-writes).
     pub summary_writes: SummaryPace,
     /// Status writes per Debugger uid, at most one per 2 s.
     pub status_writes: Coalesce,
-    /// The newest run seen per Debugger uid: when it changes, reports of
-    /// nodes that left are removed. Pruned like `written`, on its own
-    /// insertions.
-    pub runs_seen: Mutex<HashMap<String, String>>,
-    /// Per Debugger uid: its `runAt` and since when runs of it are
-    /// expected (docs/operator.md#missed-runs). Pruned like `written`, on
-    /// its own insertions.
-    pub run_at_since: Mutex<HashMap<String, (String, DateTime<Utc>)>>,
     /// The nodes' conditions and taints of `kubecombo.io/`, from a Node
     /// watch that starts with the first Debugger asking for them.
     pub nodes: NodeWatch,
@@ -82,6 +70,7 @@ impl Context {
                 instance,
             },
         );
+        let records = Records::new(debuggers.clone());
         Context {
             client,
             images,
@@ -90,12 +79,9 @@ impl Context {
             debuggers,
             caches,
             pace: Default::default(),
-            written: Default::default(),
-            failures: Default::default(),
+            records,
             summary_writes: Default::default(),
             status_writes: Default::default(),
-            runs_seen: Default::default(),
-            run_at_since: Default::default(),
             nodes: NodeWatch::default(),
             taints_allowed: true,
         }

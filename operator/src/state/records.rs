@@ -1,109 +1,153 @@
-//! The records kept per Debugger between reconciles (`written`,
-//! `runs_seen`, `failures` of the [`Context`]), each bounded by the
-//! Debuggers that still exist: a Debugger deleted meanwhile is never
-//! reconciled again, so its entries go when the record grows past
-//! [`over_bound`] (docs/operator.md, "State kept between reconciles").
+//! The record the operator keeps per Debugger between its reconciles: the
+//! status it last wrote, the newest run it saw, since when runs of its
+//! `runAt` are expected and its consecutive failures. One record per
+//! Debugger uid, bounded by the Debuggers that still exist: a Debugger
+//! deleted meanwhile is never reconciled again, so its record goes when
+//! the records grow past [`over_bound`] (docs/operator.md, "State kept
+//! between reconciles").
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use combo_api::{Debugger, DebuggerStatus};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 
-use crate::state::context::Context;
-
-/// Records the status written for `uid` (a per-Debugger record, see
-/// [`remember`]).
-pub(crate) fn remember_written(ctx: &Context, uid: String, status: DebuggerStatus) {
-    let mut written = ctx.written.lock().expect("written lock");
-    remember(&mut written, uid, status, &ctx.debuggers, uid_of);
+/// What the operator keeps about one Debugger between its reconciles.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Record {
+    /// The status last written. A reconcile can run on a cached Debugger
+    /// that does not show the write yet; comparing with this too keeps it
+    /// from writing the same status again.
+    pub written: Option<DebuggerStatus>,
+    /// The newest run seen: when it changes, reports of nodes that left
+    /// are removed.
+    pub run_seen: Option<String>,
+    /// Its `runAt` and since when runs of it are expected
+    /// (docs/operator.md#missed-runs).
+    pub run_at_since: Option<(String, DateTime<Utc>)>,
+    /// Consecutive transient failures, for backoff; 0 after a success.
+    pub failures: u32,
 }
 
-/// Records `last` as the newest run seen for `uid` and returns the one
-/// seen before (a per-Debugger record, see [`remember`]).
-pub(crate) fn remember_run(ctx: &Context, uid: &str, last: &str) -> Option<String> {
-    let mut runs = ctx.runs_seen.lock().expect("runs lock");
-    remember(
-        &mut runs,
-        uid.to_string(),
-        last.to_string(),
-        &ctx.debuggers,
-        uid_of,
-    )
+/// The records of every Debugger, by uid, behind accessors that keep them
+/// bounded: each change past [`over_bound`] records drops those of the
+/// Debuggers `debuggers` no longer shows.
+pub struct Records {
+    by_uid: Mutex<HashMap<String, Record>>,
+    debuggers: Store<Debugger>,
 }
 
-/// Since when runs of `dbg`'s current `runAt` are expected: its creation,
-/// the first time this process sees the Debugger, else when this process
-/// saw the value change (a per-Debugger record, see [`remember`];
-/// docs/operator.md#missed-runs).
-pub(crate) fn run_at_since(ctx: &Context, dbg: &Debugger, now: DateTime<Utc>) -> DateTime<Utc> {
-    let uid = dbg.metadata.uid.clone().unwrap_or_default();
-    let mut seen = ctx.run_at_since.lock().expect("run_at_since lock");
-    let since = match seen.get(&uid) {
-        Some((run_at, since)) if *run_at == dbg.spec.run_at => return *since,
-        Some(_) => now,
-        None => dbg
+impl Records {
+    /// No records yet; `debuggers` tells which Debuggers exist.
+    pub fn new(debuggers: Store<Debugger>) -> Self {
+        Records {
+            by_uid: Mutex::default(),
+            debuggers,
+        }
+    }
+
+    /// A copy of the record of `uid`, if any.
+    pub fn get(&self, uid: &str) -> Option<Record> {
+        self.by_uid.lock().expect("records lock").get(uid).cloned()
+    }
+
+    /// The uids that have a record satisfying `pred`, sorted.
+    pub fn uids(&self, pred: impl Fn(&Record) -> bool) -> Vec<String> {
+        let records = self.by_uid.lock().expect("records lock");
+        let mut uids: Vec<String> = records
+            .iter()
+            .filter(|(_, r)| pred(r))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        uids.sort();
+        uids
+    }
+
+    /// The status last written for `uid`.
+    pub fn written(&self, uid: &str) -> Option<DebuggerStatus> {
+        self.get(uid).and_then(|r| r.written)
+    }
+
+    /// Records the status written for `uid`.
+    pub fn remember_written(&self, uid: &str, status: DebuggerStatus) {
+        self.change(uid, |r| r.written = Some(status));
+    }
+
+    /// Records `last` as the newest run seen for `uid` and returns the one
+    /// seen before.
+    pub fn remember_run(&self, uid: &str, last: &str) -> Option<String> {
+        self.change(uid, |r| r.run_seen.replace(last.to_string()))
+    }
+
+    /// Since when runs of `dbg`'s current `runAt` are expected: its
+    /// creation, the first time this process sees the Debugger, else when
+    /// this process saw the value change (docs/operator.md#missed-runs).
+    pub fn run_at_since(&self, dbg: &Debugger, now: DateTime<Utc>) -> DateTime<Utc> {
+        let created = dbg
             .metadata
             .creation_timestamp
             .as_ref()
-            .and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0))
-            .unwrap_or(now),
-    };
-    remember(
-        &mut seen,
-        uid,
-        (dbg.spec.run_at.clone(), since),
-        &ctx.debuggers,
-        uid_of,
-    );
-    since
-}
-
-fn uid_of(dbg: &Debugger) -> Option<String> {
-    dbg.metadata.uid.clone()
-}
-
-/// Counts one more consecutive transient failure of `dbg` and returns the
-/// count (a per-Debugger record, see [`remember`]).
-pub(crate) fn count_failure(ctx: &Context, dbg: &Debugger) -> u32 {
-    let key = ObjectRef::from_obj(dbg);
-    let mut failures = ctx.failures.lock().expect("failures lock");
-    let n = failures.get(&key).copied().unwrap_or(0).saturating_add(1);
-    // A success removes the count; a Debugger deleted while failing has
-    // none, so `remember` drops the counts of Debuggers that are gone.
-    remember(&mut failures, key, n, &ctx.debuggers, |d| {
-        Some(ObjectRef::from_obj(d))
-    });
-    n
-}
-
-/// Puts `value` under `key` in a record kept per Debugger and returns the
-/// value it replaces. A Debugger deleted meanwhile is never reconciled
-/// again, so nothing else removes its entry: once the record holds more
-/// than [`over_bound`] of the Debuggers `debuggers` shows, the entries of
-/// those that are gone (by `key_of`) are dropped. Each record is pruned on
-/// its own insertions, so none depends on another being written.
-pub(crate) fn remember<K, V>(
-    map: &mut HashMap<K, V>,
-    key: K,
-    value: V,
-    debuggers: &Store<Debugger>,
-    key_of: impl Fn(&Debugger) -> Option<K>,
-) -> Option<V>
-where
-    K: Eq + std::hash::Hash,
-{
-    let previous = map.insert(key, value);
-    let known = debuggers.state();
-    if map.len() > over_bound(known.len()) {
-        let live: HashSet<K> = known.iter().filter_map(|d| key_of(d)).collect();
-        retain_live(map, &live);
+            .and_then(|t| DateTime::from_timestamp(t.0.as_second(), 0));
+        let run_at = &dbg.spec.run_at;
+        self.change(&uid_of(dbg), |r| match &r.run_at_since {
+            Some((seen, since)) if seen == run_at => *since,
+            seen => {
+                let since = if seen.is_some() {
+                    now
+                } else {
+                    created.unwrap_or(now)
+                };
+                r.run_at_since = Some((run_at.clone(), since));
+                since
+            }
+        })
     }
-    previous
+
+    /// The consecutive failures of `dbg` so far.
+    pub fn failures(&self, dbg: &Debugger) -> u32 {
+        self.get(&uid_of(dbg)).map_or(0, |r| r.failures)
+    }
+
+    /// Counts one more consecutive transient failure of `dbg` and returns
+    /// the count.
+    pub fn count_failure(&self, dbg: &Debugger) -> u32 {
+        self.change(&uid_of(dbg), |r| {
+            r.failures = r.failures.saturating_add(1);
+            r.failures
+        })
+    }
+
+    /// A reconcile of `dbg` succeeded: its failures are forgotten.
+    pub fn succeeded(&self, dbg: &Debugger) {
+        let mut records = self.by_uid.lock().expect("records lock");
+        if let Some(r) = records.get_mut(&uid_of(dbg)) {
+            r.failures = 0;
+        }
+    }
+
+    /// Changes the record of `uid` (made when missing) with `f`, then
+    /// prunes the records of Debuggers that are gone once there are more
+    /// than [`over_bound`] of those that exist. Every change prunes, so no
+    /// record relies on another kind of write to stay bounded.
+    fn change<T>(&self, uid: &str, f: impl FnOnce(&mut Record) -> T) -> T {
+        let mut records = self.by_uid.lock().expect("records lock");
+        let out = f(records.entry(uid.to_string()).or_default());
+        let known = self.debuggers.state();
+        if records.len() > over_bound(known.len()) {
+            let live: HashSet<String> = known.iter().map(|d| uid_of(d)).collect();
+            retain_live(&mut records, &live);
+        }
+        out
+    }
 }
 
-/// Size past which a per-Debugger record is pruned of Debuggers that are
-/// gone: twice the live ones, plus some slack. Pure.
+fn uid_of(dbg: &Debugger) -> String {
+    dbg.metadata.uid.clone().unwrap_or_default()
+}
+
+/// Size past which the records are pruned of Debuggers that are gone:
+/// twice the live ones, plus some slack. Pure.
 pub fn over_bound(live: usize) -> usize {
     2 * live + 16
 }
@@ -137,30 +181,59 @@ mod tests {
         assert_eq!(over_bound(10_000), 20_016);
     }
 
-    #[test]
-    fn a_record_is_pruned_on_its_own_insertions_and_keeps_the_live_entry() {
+    fn store_with(uid: &str) -> Store<Debugger> {
         let (store, mut writer) = reflector::store::<Debugger>();
         let mut live = Debugger::new("live", DebuggerSpec::default());
         live.metadata.namespace = Some("ops".into());
-        live.metadata.uid = Some("uid-live".into());
+        live.metadata.uid = Some(uid.into());
         writer.apply_watcher_event(&watcher::Event::Apply(live));
-        let mut runs: HashMap<String, String> = HashMap::new();
-        let first = remember(&mut runs, "uid-live".into(), "run-1".into(), &store, uid_of);
-        assert_eq!(first, None);
-        // 100 Debuggers seen once each and deleted since: only insertions
-        // into this record itself keep it bounded.
+        store
+    }
+
+    #[test]
+    fn a_record_is_pruned_on_its_own_insertions_and_keeps_the_live_entry() {
+        let records = Records::new(store_with("uid-live"));
+        assert_eq!(records.remember_run("uid-live", "run-1"), None);
+        // 100 Debuggers seen once each and deleted since: every change
+        // keeps the records bounded.
         for i in 0..100 {
-            remember(
-                &mut runs,
-                format!("uid-gone-{i}"),
-                "run-1".into(),
-                &store,
-                uid_of,
-            );
-            assert!(runs.len() <= over_bound(1), "{} runs kept", runs.len());
+            records.remember_run(&format!("uid-gone-{i}"), "run-1");
+            let kept = records.uids(|_| true).len();
+            assert!(kept <= over_bound(1), "{kept} records kept");
         }
-        assert!(runs.len() < 100);
-        let again = remember(&mut runs, "uid-live".into(), "run-2".into(), &store, uid_of);
+        let again = records.remember_run("uid-live", "run-2");
         assert_eq!(again.as_deref(), Some("run-1"), "the live entry was kept");
+    }
+
+    #[test]
+    fn runs_are_expected_from_creation_then_from_a_change_of_run_at() {
+        let records = Records::new(store_with("uid-live"));
+        let mut d = Debugger::new("live", DebuggerSpec::default());
+        d.metadata.uid = Some("uid-live".into());
+        d.spec.run_at = "@every 1h".into();
+        let created: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
+        d.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            crate::core::status::to_timestamp(created),
+        ));
+        let now: DateTime<Utc> = "2026-01-02T00:00:00Z".parse().unwrap();
+        assert_eq!(records.run_at_since(&d, now), created, "first sight");
+        let later = now + chrono::Duration::hours(1);
+        assert_eq!(records.run_at_since(&d, later), created, "same runAt");
+        d.spec.run_at = "@every 2h".into();
+        assert_eq!(records.run_at_since(&d, later), later, "runAt changed");
+    }
+
+    #[test]
+    fn failures_count_up_and_a_success_forgets_them() {
+        let records = Records::new(store_with("uid-live"));
+        let mut d = Debugger::new("live", DebuggerSpec::default());
+        d.metadata.uid = Some("uid-live".into());
+        assert_eq!(records.failures(&d), 0);
+        assert_eq!(records.count_failure(&d), 1);
+        assert_eq!(records.count_failure(&d), 2);
+        assert_eq!(records.failures(&d), 2);
+        records.succeeded(&d);
+        assert_eq!(records.failures(&d), 0);
+        assert_eq!(records.count_failure(&d), 1);
     }
 }
