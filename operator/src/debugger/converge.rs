@@ -1,6 +1,8 @@
-//! Converge: the writes that bring a valid Debugger's workload and its
-//! RBAC to what it asks for, and the summary ConfigMap it is due
-//! (docs/operator.md, "The pipeline").
+//! Converge: the writes that bring a Debugger's workload and its RBAC to
+//! what its spec asks for (none, when the spec is invalid), and the summary
+//! ConfigMap it is due (docs/operator.md, "The pipeline"). With the write
+//! stage, the only step that sends requests: the workload first, since
+//! what the status says of it depends on what the apply did.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,24 +14,37 @@ use tracing::info;
 
 use crate::core::change::Change;
 use crate::core::status::{self, PodCounts};
-use crate::core::validate::{self, Invalid, Rejected, Valid, Verdict};
+use crate::core::validate::{self, Invalid, Rejected, Valid};
 use crate::debugger::decide::Converged;
 use crate::state::context::Context;
 use crate::state::observed::Observed;
 use crate::{core::events, summary::plan, workload::apply, workload::rbac, workload::render};
 
+/// What converging a Debugger's workload did.
+pub enum Outcome {
+    /// The workload and its RBAC are as the valid spec asks.
+    Applied(Valid, Box<Converged>),
+    /// The spec was invalid, or a name it needs is another's
+    /// (`InvalidSpec`): nothing of it is written, and a workload written
+    /// before a summary name was found taken is removed.
+    Rejected(Rejected),
+    /// The API server refuses the workload for good (`WorkloadRefused`);
+    /// the error is returned after the status, so that the retry backs
+    /// off.
+    Refused(Rejected, apply::Error),
+}
+
 /// Converges a `valid` Debugger. A name another owner holds turns the
 /// verdict into `InvalidSpec`; a write the API server refuses for good
-/// into `WorkloadRefused`, returned with the error so that the retry
-/// backs off. Any other failure is the reconcile's error.
+/// into `WorkloadRefused`. Any other failure is the reconcile's error.
 pub async fn converge(
     dbg: &Debugger,
     ctx: &Arc<Context>,
     observed: &Observed,
     valid: Valid,
-) -> Result<(Verdict, Converged, Option<apply::Error>), apply::Error> {
+) -> Result<Outcome, apply::Error> {
     match workload(dbg, ctx, observed).await {
-        Ok(done) => Ok((Ok(valid), done, None)),
+        Ok(done) => Ok(Outcome::Applied(valid, Box::new(done))),
         Err(apply::Error::NotOwned { kind, name }) => {
             if kind == "ConfigMap" {
                 // The summary is another's: this Debugger runs nothing
@@ -41,11 +56,7 @@ pub async fn converge(
             let taken = Invalid::InvalidSpec(format!(
                 "{kind} {name:?} already exists and is not owned by this Debugger"
             ));
-            Ok((
-                Err(Rejected::after(valid, taken)),
-                Converged::default(),
-                None,
-            ))
+            Ok(Outcome::Rejected(Rejected::after(valid, taken)))
         }
         Err(e) => {
             let failures = ctx.records.failures(dbg);
@@ -56,15 +67,26 @@ pub async fn converge(
                 apply::Error::NotOwned { .. } => None,
             };
             match reported {
-                Some(refused) => Ok((
-                    Err(Rejected::after(valid, refused)),
-                    Converged::default(),
-                    Some(e),
-                )),
+                Some(refused) => Ok(Outcome::Refused(Rejected::after(valid, refused), e)),
                 None => Err(e),
             }
         }
     }
+}
+
+/// Converges a Debugger whose spec is invalid: whatever else is wrong, a
+/// Debugger whose summary name another ConfigMap holds runs nothing
+/// (docs/operator.md, "What the operator writes").
+pub async fn rejected(
+    dbg: &Debugger,
+    ctx: &Arc<Context>,
+    observed: &Observed,
+    rejected: Rejected,
+) -> Result<Outcome, apply::Error> {
+    if plan::taken(dbg, observed) {
+        apply::remove_workload(&ctx.client, &ctx.metrics, &ctx.caches, dbg, observed).await?;
+    }
+    Ok(Outcome::Rejected(rejected))
 }
 
 /// Applies the workload RBAC and the workload, and tells whether the

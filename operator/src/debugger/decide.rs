@@ -14,7 +14,18 @@ use crate::core::events;
 use crate::core::status::{self, PodCounts, RunSummary};
 use crate::core::validate::Verdict;
 use crate::marks::{self, status::DebuggerMarks};
+use crate::state::observed::Observed;
 use crate::summary::write::SummaryWrite;
+
+/// The reports to delete before anything else is decided: all of them,
+/// when the Debugger's workload selects no node, since none of them is
+/// current and none of those nodes will run again.
+pub fn unselected(counts: Option<PodCounts>, observed: &Observed) -> Vec<String> {
+    if !counts.is_some_and(|c| c.no_node) {
+        return Vec::new();
+    }
+    observed.reports.values().map(|r| r.name.clone()).collect()
+}
 
 /// What the workload step did, when the spec was valid.
 #[derive(Default)]

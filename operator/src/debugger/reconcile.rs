@@ -1,7 +1,7 @@
-//! One reconcile of one Debugger: the pipeline observe (`fetch`) ->
-//! `validate` -> `converge` (render and apply the workload) -> `plan` ->
-//! `write`, each step in its own module, run in order here, and every
-//! outcome logged in one place.
+//! One reconcile of one Debugger: the pipeline `observe` -> `validate` ->
+//! `converge` (render and apply the workload) -> `decide` (the node marks,
+//! then the status, Events and summary) -> `write`, each step in its own
+//! module, run in order here, and every outcome logged in one place.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,14 +13,13 @@ use kube::ResourceExt;
 use tracing::{info, instrument, warn};
 
 use crate::core::validate::validate;
+use crate::debugger::converge::{self, Outcome};
 use crate::debugger::decide::{self, Converged, Inputs};
 use crate::debugger::error::Error;
 use crate::debugger::observe;
+use crate::debugger::write::{self, Writes, Written};
 use crate::state::context::Context;
-use crate::{
-    debugger::converge, debugger::write, marks::finalizer, marks::step, summary::plan,
-    workload::apply,
-};
+use crate::{marks::finalizer, marks::step, summary::plan};
 
 /// One reconcile of one Debugger; every outcome is logged here.
 #[instrument(skip(dbg, ctx), fields(namespace = %dbg.namespace().unwrap_or_default(), name = %dbg.name_any()))]
@@ -39,49 +38,66 @@ pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, 
     result
 }
 
-/// The pipeline: observe, validate, converge the workload, plan the rest,
-/// write it. Each step is a module; only `converge` and `write` send
-/// requests.
+/// The pipeline: observe, validate, converge the workload, decide the
+/// rest, write it. Each step is a module; only `converge` (the workload)
+/// and `write` (everything else) send requests.
 async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
+    let uid = dbg.metadata.uid.clone().unwrap_or_default();
     if dbg.metadata.deletion_timestamp.is_some() {
         // The garbage collector removes what it owns; recreating a workload
         // now would only race it. Node marks are not owned: they go first
         // (docs/operator.md#removal-and-the-finalizer).
         if finalizer::holds(dbg) {
-            step::remove_all(ctx, dbg).await?;
+            let marks = step::decide_removal(ctx, dbg).await;
+            step::write(ctx, dbg, marks).await?;
         }
         ctx.metrics.results().forget(dbg);
         return Ok(Action::await_change());
     }
+    let now = Utc::now();
+    let since = ctx.records.run_at_since(dbg, now);
     let mut observed = observe::observe(&ctx.caches, dbg).await;
     let counts = converge::workload_counts(dbg, &observed);
-    if counts.is_some_and(|c| c.no_node) && !observed.reports.is_empty() {
-        write::prune_unselected(ctx, dbg, &mut observed).await;
+    let unselected = decide::unselected(counts, &observed);
+    if !unselected.is_empty() {
+        // The status and the summary are computed without them; the write
+        // stage deletes them.
+        observed.reports.clear();
     }
-    let (verdict, converged, refused) = match validate(&dbg.name_any(), &dbg.spec, observed.found())
-    {
+    let outcome = match validate(&dbg.name_any(), &dbg.spec, observed.found()) {
         Ok(valid) => converge::converge(dbg, ctx, &observed, valid).await?,
-        Err(rejected) => {
-            // Whatever else is wrong, a Debugger whose summary name another
-            // ConfigMap holds runs nothing
-            // (docs/operator.md, "What the operator writes").
-            if plan::taken(dbg, &observed) {
-                apply::remove_workload(&ctx.client, &ctx.metrics, &ctx.caches, dbg, &observed)
-                    .await?;
-            }
-            (Err(rejected), Converged::default(), None)
+        Err(rejected) => converge::rejected(dbg, ctx, &observed, rejected).await?,
+    };
+    let (verdict, converged, refused) = match outcome {
+        Outcome::Applied(valid, done) => (Ok(valid), *done, None),
+        Outcome::Rejected(r) => {
+            // Whatever the condition, the summary follows the reports the
+            // status is computed from
+            // (docs/operator.md, "Reports, summary and status").
+            let summary = plan::when_rejected(dbg, &r, &observed);
+            (
+                Err(r),
+                Converged {
+                    summary,
+                    ..Converged::default()
+                },
+                None,
+            )
+        }
+        Outcome::Refused(r, e) => {
+            let summary = plan::when_rejected(dbg, &r, &observed);
+            (
+                Err(r),
+                Converged {
+                    summary,
+                    ..Converged::default()
+                },
+                Some(e),
+            )
         }
     };
-    let mut converged = converged;
-    if let Err(rejected) = &verdict {
-        // Whatever the condition, the summary follows the reports the
-        // status is computed from
-        // (docs/operator.md, "Reports, summary and status").
-        converged.summary = plan::when_rejected(dbg, rejected, &observed);
-    }
-    let uid = dbg.metadata.uid.clone().unwrap_or_default();
-    let now = Utc::now();
-    let (marks, marked) = step::step(ctx, dbg, &verdict, &observed, counts, now).await;
+    let (marks, marks_writes) =
+        step::decide(ctx, dbg, &verdict, &observed, counts, since, now).await;
     let plan = decide::plan(Inputs {
         dbg,
         written: ctx.records.written(&uid),
@@ -105,15 +121,19 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
             .describe(&dbg.namespace().unwrap_or_default(), &dbg.name_any()),
         now,
     });
-    let since = ctx.records.run_at_since(dbg, now);
     ctx.metrics
         .results()
         .record(dbg, &observed.reports, &verdict, since);
-    let next = write::write(ctx, dbg, &uid, plan, &observed).await?;
+    let writes = Writes {
+        plan,
+        marks: marks_writes,
+        unselected,
+    };
+    let Written { next, marks } = write::write(ctx, dbg, &uid, writes, &observed).await?;
     if let Some(e) = refused {
         return Err(e.into());
     }
-    marked?;
+    marks?;
     match verdict {
         Ok(_) => Ok(next),
         // A write held by the coalescing is made by this requeue, not left

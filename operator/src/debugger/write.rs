@@ -1,8 +1,9 @@
-//! Write: what a plan says, through what the operator keeps between
-//! reconciles: Events and statuses held while workloads are written
-//! (`pace`), at most one status and one summary write per Debugger every
-//! 2 s (`coalesce`), the status last written, and the reports of nodes
-//! that left (docs/operator.md, "The pipeline").
+//! Write: what the reconcile decided after the workload, through what the
+//! operator keeps between reconciles: the reports of nodes no longer
+//! selected, the node marks, then Events and statuses held while workloads
+//! are written (`pace`), at most one status and one summary write per
+//! Debugger every 2 s (`coalesce`), the status last written, and the
+//! reports of nodes that left (docs/operator.md, "The pipeline").
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,13 +18,51 @@ use tracing::{info, warn};
 use crate::core::spec_hash::spec_hash_of;
 use crate::debugger::decide::Plan;
 use crate::debugger::error::Error;
+use crate::marks::step::{self, MarksWrites};
 use crate::state::context::Context;
 use crate::state::observed::Observed;
 use crate::{core::events, reports::aggregate, reports::store, workload::apply};
 
-/// Writes `plan` for `dbg` (uid `uid`) and tells what the controller does
-/// next.
+/// What the write stage makes for one Debugger.
+pub struct Writes {
+    /// The status, Events, summary and next look.
+    pub plan: Plan,
+    /// The node marks' writes, when there are any to make.
+    pub marks: Option<MarksWrites>,
+    /// The reports to delete because no node is selected any more.
+    pub unselected: Vec<String>,
+}
+
+/// What the write stage did.
+pub struct Written {
+    /// What the controller does next.
+    pub next: Action,
+    /// Whether the node marks' writes all landed: their failure is the
+    /// reconcile's error once the rest is written.
+    pub marks: Result<(), step::Error>,
+}
+
+/// Makes `writes` for `dbg` (uid `uid`).
 pub async fn write(
+    ctx: &Arc<Context>,
+    dbg: &Debugger,
+    uid: &str,
+    writes: Writes,
+    observed: &Observed,
+) -> Result<Written, Error> {
+    if !writes.unselected.is_empty() {
+        delete_reports(ctx, dbg, &writes.unselected, "no node selected").await;
+    }
+    let marks = match writes.marks {
+        Some(m) => step::write(ctx, dbg, m).await,
+        None => Ok(()),
+    };
+    let next = write_plan(ctx, dbg, uid, writes.plan, observed).await?;
+    Ok(Written { next, marks })
+}
+
+/// Writes `plan` for `dbg` and tells what the controller does next.
+async fn write_plan(
     ctx: &Arc<Context>,
     dbg: &Debugger,
     uid: &str,
@@ -162,14 +201,6 @@ async fn prune_departed(ctx: &Context, dbg: &Debugger, uid: &str, last: &str, ob
     };
     let gone = crate::reports::runs::departed(candidates, last, &nodes);
     delete_reports(ctx, dbg, &gone, "a node that left").await;
-}
-
-/// Deletes every report of `dbg`: no node is selected any more, so none of
-/// them is current and none of those nodes will run again.
-pub async fn prune_unselected(ctx: &Context, dbg: &Debugger, observed: &mut Observed) {
-    let names: Vec<String> = observed.reports.values().map(|r| r.name.clone()).collect();
-    delete_reports(ctx, dbg, &names, "no node selected").await;
-    observed.reports.clear();
 }
 
 /// Deletes the reports `names` of `dbg`, logging `why`, and forgets them.

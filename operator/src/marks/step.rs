@@ -1,8 +1,9 @@
 //! The node marks step of a Debugger's reconcile: the runs its nodes
 //! missed, the conditions and taints its reports ask for, written to the
 //! nodes, and the finalizer that takes them off again. The decisions are
-//! pure ([`missed`], [`plan`], [`crate::marks::taints`]); this step reads
-//! the node watch and sends the writes
+//! pure ([`missed`], [`plan`], [`crate::marks::taints`]); [`decide`] reads
+//! the node watch and returns the writes, which the reconcile's write stage
+//! makes with [`write()`]
 //! (docs/operator.md#node-conditions-taints-and-missed-runs).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,25 +44,40 @@ pub enum Error {
 /// hold the reconcile for ever.
 pub const NODES_LISTED_WITHIN: Duration = Duration::from_secs(30);
 
-/// What the step tells the status, and whether its writes all landed.
-/// An invalid Debugger's nodes are left as they are.
-pub async fn step(
+/// The node marks' writes one reconcile decided, made by the write stage
+/// in this order: the finalizer first, so that no mark is ever on a node
+/// without it; then the nodes; then the finalizer off when no mark is
+/// wanted any more.
+#[derive(Debug)]
+pub struct MarksWrites {
+    /// Add the finalizer.
+    pub add_finalizer: bool,
+    /// The writes to the nodes, or why they could not be decided.
+    pub plan: Result<MarksPlan, Error>,
+    /// Take the finalizer off once the nodes are written.
+    pub remove_finalizer: bool,
+}
+
+/// What the node marks tell the status, and the writes they need. An
+/// invalid Debugger's nodes are left as they are. Reads the node watch
+/// (waiting for it to list); sends nothing.
+pub async fn decide(
     ctx: &Context,
     dbg: &Debugger,
     verdict: &Verdict,
     observed: &Observed,
     counts: Option<PodCounts>,
+    since: DateTime<Utc>,
     now: DateTime<Utc>,
-) -> (DebuggerMarks, Result<(), Error>) {
+) -> (DebuggerMarks, Option<MarksWrites>) {
     let wanted = Wanted::of(dbg, ctx.taints_allowed);
     let mut out = DebuggerMarks {
         taints_disabled: wanted.taints_disabled,
         ..DebuggerMarks::default()
     };
     let Ok(valid) = verdict else {
-        return (out, Ok(()));
+        return (out, None);
     };
-    let since = ctx.records.run_at_since(dbg, now);
     let grace = missed::grace(dbg.spec.script_timeout_seconds);
     let check = missed::check(&valid.run_at, since, grace, now);
     let missed = check
@@ -74,49 +90,62 @@ pub async fn step(
     out.recheck_at = check.recheck_at;
     let holds = finalizer::holds(dbg);
     if !wanted.any() && !holds {
-        return (out, Ok(()));
+        return (out, None);
     }
     let nodes = counts.map_or(0, |c| c.desired.max(0) as usize);
-    let result = async {
-        if wanted.any() && !holds {
-            finalizer::add(ctx, dbg).await.map_err(Error::Finalizer)?;
-        }
-        let reports = &observed.reports;
-        let plan = plan_for(
-            ctx,
-            &wanted,
-            reports,
-            &missed,
-            nodes.max(reports.len()),
-            now,
-        )
-        .await?;
-        out.limit = plan.limit;
-        write::apply(ctx, &plan).await?;
-        if !wanted.any() {
-            info!("node conditions and taints turned off and taken off the nodes");
-            finalizer::remove(ctx, dbg)
-                .await
-                .map_err(Error::Finalizer)?;
-        }
-        Ok(())
-    }
+    let reports = &observed.reports;
+    let plan = plan_for(
+        ctx,
+        &wanted,
+        reports,
+        &missed,
+        nodes.max(reports.len()),
+        now,
+    )
     .await;
-    (out, result)
+    if let Ok(p) = &plan {
+        out.limit = p.limit;
+    }
+    let writes = MarksWrites {
+        add_finalizer: wanted.any() && !holds,
+        plan,
+        remove_finalizer: !wanted.any(),
+    };
+    (out, Some(writes))
 }
 
-/// A Debugger being deleted: takes every mark of it off the nodes, then
-/// its finalizer, so that it goes.
-pub async fn remove_all(ctx: &Context, dbg: &Debugger) -> Result<(), Error> {
+/// Makes the node marks' writes of `dbg`; stops at the first that fails.
+pub async fn write(ctx: &Context, dbg: &Debugger, writes: MarksWrites) -> Result<(), Error> {
+    if writes.add_finalizer {
+        finalizer::add(ctx, dbg).await.map_err(Error::Finalizer)?;
+    }
+    write::apply(ctx, &writes.plan?).await?;
+    if writes.remove_finalizer {
+        info!("node conditions and taints turned off and taken off the nodes");
+        finalizer::remove(ctx, dbg)
+            .await
+            .map_err(Error::Finalizer)?;
+    }
+    Ok(())
+}
+
+/// A Debugger being deleted: the writes that take every mark of it off
+/// the nodes, then its finalizer, so that it goes.
+pub async fn decide_removal(ctx: &Context, dbg: &Debugger) -> MarksWrites {
     let wanted = Wanted::nothing(dbg, ctx.taints_allowed);
     let none = NodeReports::new();
-    let plan = plan_for(ctx, &wanted, &none, &BTreeSet::new(), 0, Utc::now()).await?;
-    info!(
-        nodes = plan.writes(),
-        "the Debugger is deleted: taking its node conditions and taints off"
-    );
-    write::apply(ctx, &plan).await?;
-    finalizer::remove(ctx, dbg).await.map_err(Error::Finalizer)
+    let plan = plan_for(ctx, &wanted, &none, &BTreeSet::new(), 0, Utc::now()).await;
+    if let Ok(p) = &plan {
+        info!(
+            nodes = p.writes(),
+            "the Debugger is deleted: taking its node conditions and taints off"
+        );
+    }
+    MarksWrites {
+        add_finalizer: false,
+        plan,
+        remove_finalizer: true,
+    }
 }
 
 /// The marks plan, from what the node watch shows (started and listed

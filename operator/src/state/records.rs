@@ -3,8 +3,8 @@
 //! `runAt` are expected and its consecutive failures. One record per
 //! Debugger uid, bounded by the Debuggers that still exist: a Debugger
 //! deleted meanwhile is never reconciled again, so its record goes when
-//! the records grow past [`over_bound`] (docs/operator.md, "State kept
-//! between reconciles").
+//! the records grow past [`over_bound`]
+//! (docs/operator.md, "State kept between reconciles").
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
