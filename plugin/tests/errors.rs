@@ -4,37 +4,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::process::Command;
 
-/// Runs a binary of this crate without RUST_BACKTRACE; (status, stdout, stderr).
-fn run(bin: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let out = Command::new(bin)
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .envs(env.iter().copied())
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn assert_one_line(stderr: &str, starts: &str) {
-    assert_eq!(stderr.lines().count(), 1, "not one line:\n{stderr}");
-    assert!(stderr.starts_with(starts), "{stderr}");
-    assert!(!stderr.contains("Caused by"), "{stderr}");
-    assert!(!stderr.contains("Backtrace"), "{stderr}");
-}
+use combo_testkit::binary::{assert_one_line, run, NO_CLUSTER};
 
 const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-combo");
-
-/// No kubeconfig and no in-cluster configuration.
-const NO_CLUSTER: [(&str, &str); 2] = [
-    ("KUBECONFIG", "/nonexistent/kubeconfig"),
-    ("KUBERNETES_SERVICE_HOST", ""),
-];
 
 #[test]
 fn the_plugin_without_a_kubeconfig_is_one_line_and_exit_one() {

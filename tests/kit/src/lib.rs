@@ -4,10 +4,11 @@
 //! network plan that the node simulator and the end-to-end tests share,
 //! [`chromium`], which shows a page in a headless browser, [`helm`], the
 //! chart tests' `helm`, and [`leftovers`], what a killed test run left
-//! behind.
+//! behind, and [`binary`], a project binary run as a user runs it.
 //!
 //! Only tests depend on this crate, as a dev-dependency; no binary does.
 
+pub mod binary;
 pub mod chromium;
 pub mod helm;
 pub mod leftovers;
