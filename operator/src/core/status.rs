@@ -208,13 +208,21 @@ pub fn with_waiting(status: &mut DebuggerStatus, waiting: Option<&str>) {
         REASON_ROLLING_OUT,
         REASON_WORKLOAD_REFUSED,
     ];
-    if let Some(ready) = status
-        .conditions
-        .iter_mut()
-        .find(|c| c.type_ == CONDITION_READY && counted.contains(&c.reason.as_str()))
-    {
+    if let Some(ready) = counting_ready(status, &counted) {
         ready.message = format!("{}; {waiting}", ready.message);
     }
+}
+
+/// The `Ready` condition of `status` when its reason is one of `reasons`,
+/// those that count pods not Ready.
+fn counting_ready<'a>(
+    status: &'a mut DebuggerStatus,
+    reasons: &[&str],
+) -> Option<&'a mut Condition> {
+    status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == CONDITION_READY && reasons.contains(&c.reason.as_str()))
 }
 
 /// `status` with `refused` (why the DaemonSet controller's pod creations
@@ -229,7 +237,6 @@ pub fn with_refused(
     now: DateTime<Utc>,
 ) {
     let Some(refused) = refused else { return };
-    let counted = [REASON_WORKLOAD_NOT_READY, REASON_ROLLING_OUT];
     let generation = status.observed_generation;
     let message = format!(
         "{}/{} pods ready; the API server refuses the DaemonSet's pods: {refused}{}",
@@ -237,11 +244,8 @@ pub fn with_refused(
         status.desired_pods,
         crate::core::validate::fix_for(refused)
     );
-    if let Some(ready) = status
-        .conditions
-        .iter_mut()
-        .find(|c| c.type_ == CONDITION_READY && counted.contains(&c.reason.as_str()))
-    {
+    let counted = [REASON_WORKLOAD_NOT_READY, REASON_ROLLING_OUT];
+    if let Some(ready) = counting_ready(status, &counted) {
         *ready = condition(
             previous,
             CONDITION_READY,

@@ -50,6 +50,28 @@ async fn ready(c: &Client, ns: &str, name: &str) -> Result<Option<(String, Strin
     }))
 }
 
+/// Waits until the Debugger's Ready condition is `Ready=False
+/// WorkloadRefused` (`refused`), or until it no longer is, and returns
+/// the condition's message.
+async fn wait_for_refused(c: &Client, ns: &str, name: &str, refused: bool) -> Result<String> {
+    let what = if refused {
+        format!("{name} Ready=False WorkloadRefused")
+    } else {
+        format!("{name} no longer WorkloadRefused")
+    };
+    wait_for(WAIT, &what, || async {
+        Ok(ready(c, ns, name).await?.is_some_and(|(s, r, _)| {
+            if refused {
+                s == "False" && r == "WorkloadRefused"
+            } else {
+                r != "WorkloadRefused"
+            }
+        }))
+    })
+    .await?;
+    Ok(ready(c, ns, name).await?.context("condition")?.2)
+}
+
 /// Applies ResourceQuota `name` (its manifest `yaml`) in `ns` and waits
 /// until it is in force: quota admission refuses with the quota's name once
 /// the controller manager has filled in its status.
@@ -87,13 +109,7 @@ async fn a_refused_workload_is_reported_and_recovers_when_the_cause_goes() -> Re
     let mut handled = 0;
     let result = async {
         for (name, kind) in [("ds", "DaemonSet"), ("single", "Pod")] {
-            wait_for(WAIT, &format!("{name} Ready=False WorkloadRefused"), || async {
-                Ok(ready(&c, &ns.name, name)
-                    .await?
-                    .is_some_and(|(s, r, _)| s == "False" && r == "WorkloadRefused"))
-            })
-            .await?;
-            let (_, _, message) = ready(&c, &ns.name, name).await?.context("condition")?;
+            let message = wait_for_refused(&c, &ns.name, name, true).await?;
             assert!(
                 message.contains(kind) && message.contains("exceeded quota: no-workloads"),
                 "{name}: the condition names the workload and carries the API server's message: {message}"
@@ -131,12 +147,7 @@ async fn a_refused_workload_is_reported_and_recovers_when_the_cause_goes() -> Re
         })
         .await?;
         for name in ["ds", "single"] {
-            wait_for(WAIT, &format!("{name} no longer WorkloadRefused"), || async {
-                Ok(ready(&c, &ns.name, name)
-                    .await?
-                    .is_some_and(|(_, r, _)| r != "WorkloadRefused"))
-            })
-            .await?;
+            wait_for_refused(&c, &ns.name, name, false).await?;
         }
         handled = 1;
         anyhow::Ok(())
@@ -177,13 +188,7 @@ async fn refused_daemonset_pods_are_reported_and_recover_when_the_cause_goes() -
 
     let mut handled = 0;
     let result = async {
-        wait_for(WAIT, "ds Ready=False WorkloadRefused", || async {
-            Ok(ready(&c, &ns.name, "ds")
-                .await?
-                .is_some_and(|(s, r, _)| s == "False" && r == "WorkloadRefused"))
-        })
-        .await?;
-        let (_, _, message) = ready(&c, &ns.name, "ds").await?.context("condition")?;
+        let message = wait_for_refused(&c, &ns.name, "ds", true).await?;
         assert!(
             message.contains("the API server refuses the DaemonSet's pods")
                 && message.contains("exceeded quota: no-pods"),
@@ -204,12 +209,7 @@ async fn refused_daemonset_pods_are_reported_and_recover_when_the_cause_goes() -
         assert_eq!(events[0].type_.as_deref(), Some("Warning"));
 
         kubectl_ok(&["delete", "resourcequota", "no-pods", "-n", &ns.name])?;
-        wait_for(WAIT, "ds no longer WorkloadRefused", || async {
-            Ok(ready(&c, &ns.name, "ds")
-                .await?
-                .is_some_and(|(_, r, _)| r != "WorkloadRefused"))
-        })
-        .await?;
+        wait_for_refused(&c, &ns.name, "ds", false).await?;
         handled = 1;
         anyhow::Ok(())
     }
