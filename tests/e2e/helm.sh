@@ -52,16 +52,8 @@ fail() {
     current=''
     exit 1
 }
-# wait_until SECONDS WHAT COMMAND...: runs COMMAND every second until it succeeds.
-wait_until() {
-    local limit=$1 what=$2 t
-    shift 2
-    for ((t = 0; t < limit; t++)); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 1
-    done
-    fail "not within ${limit}s: $what"
-}
+# shellcheck source=tests/e2e/debugger-checks.sh
+. "$here/debugger-checks.sh"
 
 # What of the release is in its namespace: everything but the namespace's
 # own ServiceAccount and token and the pull secret the test made.
@@ -132,20 +124,6 @@ workload_ready() {
     [[ $(wc -l <<<"$pods") == "${#nodes[@]}" ]] && ! grep -q 'False$' <<<"$pods"
 }
 
-summary_has_every_node() { # run-at ("": any run)
-    local data n
-    data=$(kubectl get configmap -n "$ns" "$debugger-summary" -o json | jq -c '.data // {}')
-    for n in "${nodes[@]}"; do
-        jq -e --arg n "$n" --arg r "$1" '.[$n] and ($r == "" or (.[$n] | contains($r)))' \
-            <<<"$data" >/dev/null || return 1
-    done
-}
-
-debugger_ready() {
-    [[ $(kubectl get debugger -n "$ns" "$debugger" \
-        -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
-}
-
 # Asks for a run and waits until every node's summary has it and the Debugger is Ready.
 run_reaches_every_node() {
     combo run "$debugger" -n "$ns" >/dev/null
@@ -153,19 +131,6 @@ run_reaches_every_node() {
     run=$(kubectl get debugger -n "$ns" "$debugger" -o jsonpath='{.metadata.annotations.kubecombo\.io/run-now}')
     wait_until 300 "every node's summary of run $run" summary_has_every_node "$run"
     wait_until 60 "Debugger Ready" debugger_ready
-}
-
-# Polls every 500 ms until stopped, writing a line to $1 at each poll where a
-# node is missing from the summary or the Debugger is not Ready.
-watch_roll() {
-    local polls=0
-    while :; do
-        summary_has_every_node "" || echo "$(date +%T.%N) a node is missing from the summary" >>"$1"
-        debugger_ready || echo "$(date +%T.%N) the Debugger is not Ready" >>"$1"
-        polls=$((polls + 1))
-        echo "$polls" >"$1.polls"
-        sleep 0.5
-    done
 }
 
 check_chart() {

@@ -41,16 +41,8 @@ trap cleanup EXIT
 
 log() { printf '[upgrade %(%T)T] %s\n' -1 "$*"; }
 fail() { echo "upgrade.sh: FAIL: $*" >&2; exit 1; }
-# wait_until SECONDS WHAT COMMAND...: runs COMMAND every second until it succeeds.
-wait_until() {
-    local limit=$1 what=$2 t
-    shift 2
-    for ((t = 0; t < limit; t++)); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 1
-    done
-    fail "not within ${limit}s: $what"
-}
+# shellcheck source=tests/e2e/debugger-checks.sh
+. "$here/debugger-checks.sh"
 
 build_releases() {
     local b=$work/build
@@ -112,20 +104,6 @@ rolled_to() {
     pods=$(workload_pods)
     [[ $(grep -cF "$1" <<<"$pods") == "${#nodes[@]}" ]] &&
         [[ $(wc -l <<<"$pods") == "${#nodes[@]}" ]] && ! grep -q 'False$' <<<"$pods"
-}
-
-summary_has_every_node() { # run-at ("": any run)
-    local data n
-    data=$(kubectl get configmap -n "$ns" "$debugger-summary" -o json | jq -c '.data // {}')
-    for n in "${nodes[@]}"; do
-        jq -e --arg n "$n" --arg r "$1" '.[$n] and ($r == "" or (.[$n] | contains($r)))' \
-            <<<"$data" >/dev/null || return 1
-    done
-}
-
-debugger_ready() {
-    [[ $(kubectl get debugger -n "$ns" "$debugger" \
-        -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
 }
 
 operator_at() { # release
@@ -190,19 +168,6 @@ fault_in_errlogs() {
     local pod
     for pod in $(kubectl get pods -n "$ns" -l "kubecombo.io/debugger=$debugger" -o name); do
         kubectl exec -n "$ns" "$pod" -c runner -- grep -rqF "$fault" /scripts/svc/errlog || return 1
-    done
-}
-
-# Polls every 500 ms until stopped, writing a line to $1 at each poll where a
-# node is missing from the summary or the Debugger is not Ready.
-watch_roll() {
-    local polls=0
-    while :; do
-        summary_has_every_node "" || echo "$(date +%T.%N) a node is missing from the summary" >>"$1"
-        debugger_ready || echo "$(date +%T.%N) the Debugger is not Ready" >>"$1"
-        polls=$((polls + 1))
-        echo "$polls" >"$1.polls"
-        sleep 0.5
     done
 }
 
