@@ -1,7 +1,7 @@
 //! Caches: what a reconcile reads, kept by the watches that also trigger
 //! reconciles, so a reconcile sends the API server no read at all. What the
 //! operator wrote itself stands in for what a watch shows until the watch
-//! catches up (see [`crate::state::recent`]).
+//! catches up (see [`crate::state::own_writes`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use kube::Resource;
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
 
 use crate::reports::store::Reports;
-use crate::state::recent::{key_of, Key, Recent};
+use crate::state::own_writes::{key_of, Key, Recent};
 use crate::watch::readiness::{Change, Index, Readiness};
 
 /// kubectl's annotation with the last applied configuration.

@@ -1,6 +1,6 @@
 use super::*;
 use crate::core::spec_hash::spec_hash_of;
-use crate::state::recent::tests::cm;
+use crate::state::own_writes::tests::cm;
 
 type Account = k8s_openapi::api::core::v1::ServiceAccount;
 

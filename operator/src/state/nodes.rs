@@ -15,7 +15,7 @@ use kube::{Api, Client, ResourceExt};
 use tokio::sync::watch;
 
 use crate::core::node_marks::{NodeMarks, Wanted};
-use crate::state::recent::RECENT_TTL;
+use crate::state::own_writes::RECENT_TTL;
 use crate::watch::health::Watches;
 use crate::watch::readiness::{Change, Index};
 
