@@ -14,7 +14,7 @@ use std::time::Instant;
 use chrono::Utc;
 use combo_api::{Category, Debugger, DebuggerSpec};
 use combo_operator::core::node_marks::{NodeMarks, Wanted};
-use combo_operator::marks::plan::{plan, Inputs, MarksPlan};
+use combo_operator::marks::plan::{for_nodes, Inputs, MarksPlan};
 use combo_operator::reports::store::NodeReports;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use serde_json::json;
@@ -77,9 +77,9 @@ fn timed(
     };
     let rounds = 20;
     let start = Instant::now();
-    let mut p = plan(&inputs);
+    let mut p = for_nodes(&inputs);
     for _ in 1..rounds {
-        p = plan(&inputs);
+        p = for_nodes(&inputs);
     }
     (p, start.elapsed().as_secs_f64() * 1000.0 / rounds as f64)
 }

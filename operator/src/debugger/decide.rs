@@ -85,7 +85,7 @@ pub struct Plan {
 }
 
 /// The plan for `inputs`. Pure.
-pub fn plan(inputs: Inputs<'_>) -> Plan {
+pub fn decide(inputs: Inputs<'_>) -> Plan {
     let Inputs {
         dbg,
         written,

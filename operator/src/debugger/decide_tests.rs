@@ -50,7 +50,7 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
 fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
     let d = dbg("0 */6 * * *");
     let verdict = valid("0 */6 * * *");
-    let p = plan(inputs(&d, &verdict));
+    let p = decide(inputs(&d, &verdict));
     assert!(p.paced && p.status_changed && p.events.is_empty());
     assert_eq!(
         p.status.next_run_at.as_deref(),
@@ -66,7 +66,7 @@ fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
         invalid: Invalid::PingerNotFound("no mesh".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
     });
-    let p = plan(inputs(&d, &verdict));
+    let p = decide(inputs(&d, &verdict));
     assert!(!p.paced, "an invalid spec's status goes out at once");
     assert_eq!(p.events.len(), 1);
     assert_eq!(p.events[0].type_, EventType::Warning);
@@ -77,7 +77,7 @@ fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
         Some("2026-11-22T06:00:00Z")
     );
     // Once that status is written, the same verdict is no news.
-    let again = plan(Inputs {
+    let again = decide(Inputs {
         written: Some(p.status.clone()),
         ..inputs(&d, &verdict)
     });
@@ -88,9 +88,9 @@ fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
 fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
     let d = dbg("");
     let verdict = valid("");
-    let first = plan(inputs(&d, &verdict));
+    let first = decide(inputs(&d, &verdict));
     assert!(first.status_changed);
-    let second = plan(Inputs {
+    let second = decide(Inputs {
         written: Some(first.status.clone()),
         ..inputs(&d, &verdict)
     });
@@ -113,7 +113,7 @@ fn the_workload_steps_event_summary_and_requeue_pass_through() {
         ),
         summary: Some((cm, SummaryWrite::Create)),
     };
-    let p = plan(Inputs {
+    let p = decide(Inputs {
         converged,
         ..inputs(&d, &verdict)
     });
@@ -160,7 +160,7 @@ fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_
         recheck_at: Some(now() + chrono::Duration::minutes(10)),
         ..DebuggerMarks::default()
     };
-    let p = plan(Inputs {
+    let p = decide(Inputs {
         marks,
         ..inputs(&d, &verdict)
     });
@@ -173,7 +173,7 @@ fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_
         .collect();
     assert_eq!(types, ["Ready", "RunsMissed"]);
     // Without a recheck, the next run (06:00) plus a second.
-    let p = plan(inputs(&d, &verdict));
+    let p = decide(inputs(&d, &verdict));
     assert_eq!(p.next, Action::requeue(Duration::from_secs(1801)));
 }
 
@@ -181,17 +181,17 @@ fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_
 fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
     let d = dbg("0 0 29 2 *");
     let verdict = valid("0 0 29 2 *");
-    let p = plan(inputs(&d, &verdict));
+    let p = decide(inputs(&d, &verdict));
     assert!(p.paced, "still valid: it runs, once");
     let reasons: Vec<&str> = p.events.iter().map(|e| e.reason.as_str()).collect();
     assert_eq!(reasons, ["RunAtDistant"]);
-    let again = plan(Inputs {
+    let again = decide(Inputs {
         written: Some(p.status.clone()),
         ..inputs(&d, &verdict)
     });
     assert!(again.events.is_empty(), "the generation was seen");
     let near = dbg("0 0 1 1 *");
-    assert!(plan(inputs(&near, &valid("0 0 1 1 *"))).events.is_empty());
+    assert!(decide(inputs(&near, &valid("0 0 1 1 *"))).events.is_empty());
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
         invalid: Invalid::ConfigMapNotFound("configMap \"s\": not found".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
     });
-    let p = plan(inputs(&d, &verdict));
+    let p = decide(inputs(&d, &verdict));
     assert!(!p.paced);
     assert_eq!(
         p.next,
@@ -220,7 +220,7 @@ fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
         ..PodCounts::default()
     };
     let why = "pinger \"mesh\" is not Ready (NoTargets): nothing to probe";
-    let p = plan(Inputs {
+    let p = decide(Inputs {
         counts: Some(counts),
         pinger_not_ready: Some(why.into()),
         ..inputs(&d, &verdict)
@@ -235,7 +235,7 @@ fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
         ("False", "PingerNotReady", why)
     );
     assert_eq!(p.status.ready, "2/2", "the pods are counted as they are");
-    let fine = plan(Inputs {
+    let fine = decide(Inputs {
         counts: Some(counts),
         ..inputs(&d, &verdict)
     });
@@ -250,7 +250,7 @@ fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_read
     let d = dbg("");
     let verdict = valid("");
     let waiting = "pods waiting: ImagePullBackOff on 2 pods; pod d-a, container runner: ImagePullBackOff: Back-off pulling image \"reg/runner:1\"";
-    let not_ready = plan(Inputs {
+    let not_ready = decide(Inputs {
         counts: Some(PodCounts {
             desired: 2,
             ready: 0,
@@ -263,7 +263,7 @@ fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_read
     assert_eq!(ready.reason, "WorkloadNotReady");
     assert_eq!(ready.message, format!("0/2 pods ready; {waiting}"));
     // Pods counted Ready say so alone; an invalid spec says what is wrong.
-    let fine = plan(Inputs {
+    let fine = decide(Inputs {
         counts: Some(PodCounts {
             desired: 2,
             ready: 2,
@@ -288,7 +288,7 @@ fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event()
         ready: 0,
         ..PodCounts::default()
     };
-    let first = plan(Inputs {
+    let first = decide(Inputs {
         counts: Some(missing),
         refused: Some(refusal.into()),
         ..inputs(&d, &verdict)
@@ -321,7 +321,7 @@ fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event()
     // The DaemonSet controller's next try names another pod: the message
     // follows, the Event is not repeated and the transition time stays.
     d.status = Some(first.status.clone());
-    let again = plan(Inputs {
+    let again = decide(Inputs {
         counts: Some(missing),
         refused: Some(refusal.replace("a-x7k2p", "a-q9w3e")),
         now: now() + chrono::Duration::seconds(40),
@@ -334,7 +334,7 @@ fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event()
 
     // A refusal is no reason once the pods are Ready, and other refusals
     // carry no PodSecurity fix.
-    let fine = plan(Inputs {
+    let fine = decide(Inputs {
         counts: Some(PodCounts {
             desired: 2,
             ready: 2,
@@ -347,7 +347,7 @@ fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event()
         status::ready_of(&fine.status.conditions).unwrap().reason,
         "WorkloadReady"
     );
-    let quota = plan(Inputs {
+    let quota = decide(Inputs {
         counts: Some(missing),
         refused: Some("Error creating: pods \"a-1\" is forbidden: exceeded quota: no-pods".into()),
         ..inputs(&dbg(""), &verdict)

@@ -98,7 +98,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
     };
     let (marks, marks_writes) =
         step::decide(ctx, dbg, &verdict, &observed, counts, since, now).await;
-    let plan = decide::plan(Inputs {
+    let plan = decide::decide(Inputs {
         dbg,
         written: ctx.records.written(&uid),
         verdict: &verdict,

@@ -67,7 +67,7 @@ pub struct Inputs<'a> {
 }
 
 /// The node writes of one reconcile. Pure.
-pub fn plan(inputs: &Inputs<'_>) -> MarksPlan {
+pub fn for_nodes(inputs: &Inputs<'_>) -> MarksPlan {
     let none = NodeMarks::default();
     let nodes: BTreeSet<&String> = inputs
         .reports
@@ -97,7 +97,8 @@ pub fn plan(inputs: &Inputs<'_>) -> MarksPlan {
         }
         states.insert(node.clone(), state);
     }
-    let (taints, limit) = taints::plan(inputs.wanted, &states, inputs.nodes, inputs.node_count);
+    let (taints, limit) =
+        taints::within_limit(inputs.wanted, &states, inputs.nodes, inputs.node_count);
     MarksPlan {
         conditions,
         taints,

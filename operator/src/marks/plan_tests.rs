@@ -82,7 +82,7 @@ fn plan_for(
     nodes: &BTreeMap<String, NodeMarks>,
     at: DateTime<Utc>,
 ) -> MarksPlan {
-    plan(&Inputs {
+    for_nodes(&Inputs {
         wanted,
         reports,
         missed,

@@ -170,7 +170,7 @@ async fn plan_for(
             }
         }
     }
-    Ok(plan::plan(&Inputs {
+    Ok(plan::for_nodes(&Inputs {
         wanted,
         reports,
         missed,

@@ -56,7 +56,7 @@ pub fn limit(percent: u32, nodes: usize) -> usize {
 /// the limit's standing. New taints go to failing nodes in name order; a
 /// limit lower than the taints in place removes those of the last nodes
 /// by name. A node `Unknown` keeps its taints and gets no new one. Pure.
-pub fn plan(
+pub fn within_limit(
     wanted: &Wanted,
     states: &BTreeMap<String, BTreeMap<Category, State>>,
     nodes: &BTreeMap<String, NodeMarks>,

@@ -78,7 +78,7 @@ pub struct Plan {
 
 /// Decides the writes for `desired` given what exists. An object with the
 /// workload's name that `dbg` does not control is never touched.
-pub fn plan(dbg: &Debugger, desired: &Workload, observed: &Observed) -> Result<Plan, Error> {
+pub fn decide(dbg: &Debugger, desired: &Workload, observed: &Observed) -> Result<Plan, Error> {
     let ours = |m: &ObjectMeta| controlled_by(m, dbg);
     let mut p = Plan {
         delete_pod: false,
@@ -140,7 +140,7 @@ pub async fn workload(
 ) -> Result<Change, Error> {
     let ns = dbg.namespace().unwrap_or_default();
     let name = dbg.name_any();
-    let p = plan(dbg, desired, observed)?;
+    let p = decide(dbg, desired, observed)?;
     if let (true, Some(pod)) = (p.delete_pod, &observed.pod) {
         delete::<Pod>(client, metrics, &ns, pod, "Pod").await?;
         caches.recent_pods.forget(&ns, &name);

@@ -40,7 +40,7 @@ fn existing(d: &Debugger) -> Observed {
 }
 
 fn plan_for(d: &Debugger, observed: &Observed) -> Result<Plan, Error> {
-    plan(d, &render::workload(d, None, &images(), None), observed)
+    decide(d, &render::workload(d, None, &images(), None), observed)
 }
 
 #[test]
