@@ -12,6 +12,7 @@ mod fixture;
 use std::time::Instant;
 
 use combo_api::{Debugger, DebuggerSpec, RunAt};
+use combo_operator::core::images::Images;
 use combo_operator::core::validate::{Valid, Verdict};
 use combo_operator::metrics::registry::Metrics;
 use combo_operator::reports::store::NodeReports;
@@ -43,9 +44,12 @@ fn ms(n: u32, mut f: impl FnMut()) -> f64 {
 fn main() {
     let mut dbg = Debugger::new("node-check", DebuggerSpec::default());
     dbg.metadata.namespace = Some("ops".into());
-    let verdict: Verdict = Ok(Valid {
-        run_at: RunAt::parse("0 * * * *").expect("a cron"),
-    });
+    let verdict: Verdict = Ok(Valid::of(
+        &dbg,
+        RunAt::parse("0 * * * *").expect("a cron"),
+        None,
+        &Images::default(),
+    ));
     let cases: [(&str, Failing); 3] = [
         ("every node healthy", Box::new(|_, _| false)),
         (

@@ -7,6 +7,7 @@
 use combo_api::{Debugger, DebuggerSpec, Pinger, PingerSpec};
 use combo_operator::cli::{DEFAULT_PINGER_IMAGE, DEFAULT_RUNNER_IMAGE};
 use combo_operator::core::images::Images;
+use combo_operator::core::validate::Valid;
 use combo_operator::workload::render::{workload, Workload};
 use serde_json::{json, Map, Value};
 
@@ -40,7 +41,9 @@ pub fn template() -> Value {
         pull_secrets: Vec::new(),
     };
     let account = Some("0d4f6a2b-3c5e-4f70-8a9b-c1d2e3f40516");
-    let Workload::DaemonSet(ds) = workload(&dbg, Some(&pinger), &images, account) else {
+    let run_at = combo_api::RunAt::parse(&dbg.spec.run_at).expect("a valid runAt");
+    let valid = Valid::of(&dbg, run_at, Some(&pinger), &images);
+    let Workload::DaemonSet(ds) = workload(&dbg, &valid, account) else {
         panic!("a Debugger's default workload is a DaemonSet");
     };
     serde_json::to_value(ds.spec.expect("rendered with a spec").template).expect("serialises")

@@ -1,6 +1,10 @@
 //! Validate: what the CRD schema cannot check (docs/operator.md, "Validation, status and Events"). Pure.
 
-use combo_api::{DebuggerSpec, Pinger, RunAt, WorkloadType};
+use combo_api::{Debugger, DebuggerSpec, Pinger, RunAt, WorkloadType};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::{Resource, ResourceExt};
+
+use crate::core::images::Images;
 
 /// Why a Debugger cannot be reconciled. An invalid spec waits for a spec
 /// change; a refused workload is retried with backoff.
@@ -84,11 +88,60 @@ pub struct Found<'a> {
 }
 
 /// A Debugger whose spec passed validation, with what later steps need
-/// parsed once.
+/// worked out once: who it is, when it runs, what it becomes and the
+/// images its pods run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Valid {
+    /// Its name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its uid.
+    pub uid: String,
+    /// The owner reference every object of it carries.
+    pub owner: Option<OwnerReference>,
     /// Its `runAt`.
     pub run_at: RunAt,
+    /// What it becomes: a DaemonSet or a Pod.
+    pub workload: WorkloadType,
+    /// The images its pods run and the Secrets to pull them with: its own
+    /// (and its Pinger's), else the operator's defaults
+    /// (docs/operator.md#private-registries).
+    pub images: Images,
+}
+
+impl Valid {
+    /// `dbg`, valid with `run_at`; `pinger` is the Pinger it uses, if any,
+    /// `defaults` the operator's images.
+    pub fn of(dbg: &Debugger, run_at: RunAt, pinger: Option<&Pinger>, defaults: &Images) -> Valid {
+        let spec = &dbg.spec;
+        let or_default =
+            |own: &str, default: &str| if own.is_empty() { default } else { own }.to_string();
+        let pull_secrets = if spec.image_pull_secrets.is_empty() {
+            defaults.pull_secrets.clone()
+        } else {
+            spec.image_pull_secrets
+                .iter()
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        Valid {
+            name: dbg.name_any(),
+            namespace: dbg.namespace().unwrap_or_default(),
+            uid: dbg.metadata.uid.clone().unwrap_or_default(),
+            owner: dbg.controller_owner_ref(&()),
+            run_at,
+            workload: spec.workload_type.clone(),
+            images: Images {
+                runner: or_default(&spec.image, &defaults.runner),
+                pinger: or_default(
+                    pinger.map(|p| p.spec.image.as_str()).unwrap_or_default(),
+                    &defaults.pinger,
+                ),
+                pull_secrets,
+            },
+        }
+    }
 }
 
 /// A Debugger that cannot be reconciled: why, and its `runAt` if that
@@ -127,8 +180,16 @@ impl Rejected {
     }
 }
 
-/// Checks the Debugger `name` with `spec` against what it refers to.
-pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
+/// Checks `dbg` against what it refers to: the Debugger made [`Valid`]
+/// (with `defaults`, the operator's images), or why not.
+pub fn validate(dbg: &Debugger, found: Found, defaults: &Images) -> Verdict {
+    let run_at = check(&dbg.name_any(), &dbg.spec, found)?;
+    Ok(Valid::of(dbg, run_at, found.pinger, defaults))
+}
+
+/// Checks the spec `spec` of the Debugger `name` against what it refers
+/// to: its `runAt`, or why it is not valid.
+pub fn check(name: &str, spec: &DebuggerSpec, found: Found) -> Result<RunAt, Rejected> {
     let run_at = RunAt::parse(&spec.run_at);
     let reject = |invalid: Invalid| Rejected {
         invalid,
@@ -222,7 +283,7 @@ pub fn validate(name: &str, spec: &DebuggerSpec, found: Found) -> Verdict {
         ))));
     }
     match run_at {
-        Ok(run_at) => Ok(Valid { run_at }),
+        Ok(run_at) => Ok(run_at),
         Err(_) => unreachable!("an unparsable runAt is a problem above"),
     }
 }

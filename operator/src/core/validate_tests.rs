@@ -7,7 +7,7 @@ fn mesh() -> Pinger {
 
 #[test]
 fn default_spec_is_valid() {
-    assert!(validate("a", &DebuggerSpec::default(), Found::default()).is_ok());
+    assert!(check("a", &DebuggerSpec::default(), Found::default()).is_ok());
 }
 
 #[test]
@@ -16,14 +16,14 @@ fn node_name_with_daemonset_is_invalid_spec() {
         node_name: "node-1".into(),
         ..DebuggerSpec::default()
     };
-    let err = validate("a", &spec, Found::default()).unwrap_err();
+    let err = check("a", &spec, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(err.to_string().contains("nodeName"));
     let pod = DebuggerSpec {
         workload_type: WorkloadType::Pod,
         ..spec
     };
-    assert!(validate("a", &pod, Found::default()).is_ok());
+    assert!(check("a", &pod, Found::default()).is_ok());
 }
 
 #[test]
@@ -33,7 +33,7 @@ fn bad_cron_and_bad_timestamp_are_invalid_spec() {
             run_at: run_at.into(),
             ..DebuggerSpec::default()
         };
-        let err = validate("a", &spec, Found::default()).unwrap_err();
+        let err = check("a", &spec, Found::default()).unwrap_err();
         assert_eq!(err.reason(), "InvalidSpec", "{run_at}");
         assert!(err.to_string().contains("runAt"), "{err}");
     }
@@ -42,7 +42,7 @@ fn bad_cron_and_bad_timestamp_are_invalid_spec() {
             run_at: run_at.into(),
             ..DebuggerSpec::default()
         };
-        assert!(validate("a", &spec, Found::default()).is_ok(), "{run_at}");
+        assert!(check("a", &spec, Found::default()).is_ok(), "{run_at}");
     }
 }
 
@@ -53,10 +53,10 @@ fn missing_pinger_is_pinger_not_found_and_found_pinger_is_valid() {
         pinger: "mesh".into(),
         ..DebuggerSpec::default()
     };
-    let err = validate("a", &spec, Found::default()).unwrap_err();
+    let err = check("a", &spec, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "PingerNotFound");
     assert!(err.to_string().contains("mesh"));
-    assert!(validate(
+    assert!(check(
         "a",
         &spec,
         Found {
@@ -74,9 +74,7 @@ fn enabled_features_need_their_names() {
         enable_config_map: true,
         ..DebuggerSpec::default()
     };
-    let msg = validate("a", &spec, Found::default())
-        .unwrap_err()
-        .to_string();
+    let msg = check("a", &spec, Found::default()).unwrap_err().to_string();
     assert!(
         msg.contains("enablePinger") && msg.contains("enableConfigMap"),
         "{msg}"
@@ -134,10 +132,10 @@ fn a_refused_workload_is_reported_at_once_and_an_outage_once_it_persists() {
 #[test]
 fn a_name_over_63_characters_is_invalid_spec_because_labels_cannot_hold_it() {
     let long = "a".repeat(70);
-    let err = validate(&long, &DebuggerSpec::default(), Found::default()).unwrap_err();
+    let err = check(&long, &DebuggerSpec::default(), Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(err.to_string().contains("70 characters"), "{err}");
-    assert!(validate(&"a".repeat(63), &DebuggerSpec::default(), Found::default()).is_ok());
+    assert!(check(&"a".repeat(63), &DebuggerSpec::default(), Found::default()).is_ok());
 }
 
 #[test]
@@ -146,7 +144,7 @@ fn no_categories_is_invalid_spec() {
         categories: vec![],
         ..DebuggerSpec::default()
     };
-    let err = validate("a", &spec, Found::default()).unwrap_err();
+    let err = check("a", &spec, Found::default()).unwrap_err();
     assert!(err.to_string().contains("categories is empty"), "{err}");
 }
 
@@ -162,7 +160,7 @@ fn a_summary_named_like_the_scripts_config_map_is_invalid_spec() {
         pinger: None,
         scripts: true,
     };
-    let err = validate("a", &spec, found).unwrap_err();
+    let err = check("a", &spec, found).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(
         err.to_string()
@@ -175,7 +173,7 @@ fn a_summary_named_like_the_scripts_config_map_is_invalid_spec() {
         config_map: "a-summary".into(),
         ..spec
     };
-    assert!(validate("a", &spec, found).is_err());
+    assert!(check("a", &spec, found).is_err());
 }
 
 #[test]
@@ -185,14 +183,14 @@ fn a_missing_scripts_config_map_is_config_map_not_found() {
         config_map: "scripts".into(),
         ..DebuggerSpec::default()
     };
-    let err = validate("a", &spec, Found::default()).unwrap_err();
+    let err = check("a", &spec, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "ConfigMapNotFound");
     assert!(err.to_string().contains("\"scripts\""), "{err}");
     let found = Found {
         pinger: None,
         scripts: true,
     };
-    assert!(validate("a", &spec, found).is_ok());
+    assert!(check("a", &spec, found).is_ok());
 }
 
 #[test]
@@ -201,7 +199,7 @@ fn config_map_names_must_be_valid_kubernetes_names() {
         summary_config_map: "Bad_Name".into(),
         ..DebuggerSpec::default()
     };
-    let err = validate("a", &spec, Found::default()).unwrap_err();
+    let err = check("a", &spec, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(
         err.to_string().starts_with(
@@ -232,13 +230,13 @@ fn image_pull_secret_names_must_be_valid_secret_names_named_by_their_index() {
             .collect(),
         ..DebuggerSpec::default()
     };
-    assert!(validate(
+    assert!(check(
         "a",
         &secrets(&["regcred", "ghcr.io-pull"]),
         Found::default()
     )
     .is_ok());
-    let err = validate(
+    let err = check(
         "a",
         &secrets(&["regcred", "Reg_Cred", ""]),
         Found::default(),
@@ -254,9 +252,7 @@ fn image_pull_secret_names_must_be_valid_secret_names_named_by_their_index() {
 
 /// The message of the verdict on `spec` with nothing found.
 fn message(spec: DebuggerSpec) -> String {
-    validate("a", &spec, Found::default())
-        .unwrap_err()
-        .to_string()
+    check("a", &spec, Found::default()).unwrap_err().to_string()
 }
 
 #[test]
@@ -357,13 +353,13 @@ fn check_settings_of_the_catalogue_with_values_of_their_kind_are_valid() {
         ("MEM_AVAILABLE_MIN_PERCENT", "5"),
         ("SVC_IGNORE_UNITS", "snapd* apt-daily.service"),
     ]);
-    assert!(validate("a", &spec, Found::default()).is_ok());
+    assert!(check("a", &spec, Found::default()).is_ok());
 }
 
 #[test]
 fn an_unknown_check_setting_is_invalid_spec_naming_it() {
     let spec = with_settings(&[("DISK_USAGE_MAX", "85"), ("DISK_USAGE_MAX_PERCENT", "85")]);
-    let err = validate("a", &spec, Found::default()).unwrap_err();
+    let err = check("a", &spec, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     let msg = err.to_string();
     assert!(
@@ -386,7 +382,7 @@ fn a_reserved_check_setting_is_invalid_spec_naming_it() {
         "PATH",
         "COMBO_RUNNER",
     ] {
-        let err = validate("a", &with_settings(&[(name, "/x")]), Found::default()).unwrap_err();
+        let err = check("a", &with_settings(&[(name, "/x")]), Found::default()).unwrap_err();
         assert_eq!(err.reason(), "InvalidSpec", "{name}");
         assert!(
             err.to_string()
@@ -398,7 +394,7 @@ fn a_reserved_check_setting_is_invalid_spec_naming_it() {
 
 #[test]
 fn a_check_setting_of_the_wrong_kind_is_invalid_spec_naming_it_and_its_kind() {
-    let err = validate(
+    let err = check(
         "a",
         &with_settings(&[
             ("DISK_USAGE_MAX_PERCENT", "abc"),

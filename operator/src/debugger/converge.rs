@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use combo_api::Debugger;
 use kube::runtime::controller::Action;
-use kube::ResourceExt;
 use tracing::info;
 
 use crate::core::change::Change;
@@ -43,7 +42,7 @@ pub async fn converge(
     observed: &Observed,
     valid: Valid,
 ) -> Result<Outcome, apply::Error> {
-    match workload(dbg, ctx, observed).await {
+    match workload(dbg, ctx, observed, &valid).await {
         Ok(done) => Ok(Outcome::Applied(valid, Box::new(done))),
         Err(apply::Error::NotOwned { kind, name }) => {
             if kind == "ConfigMap" {
@@ -95,18 +94,14 @@ async fn workload(
     dbg: &Debugger,
     ctx: &Arc<Context>,
     observed: &Observed,
+    valid: &Valid,
 ) -> Result<Converged, apply::Error> {
     let summary = plan::desired(dbg, observed);
     // Checked first: a summary name taken by another owner is an invalid
     // spec, and then no workload is written.
     let summary_due = crate::summary::write::summary_due(dbg, &summary, observed.summary.as_ref())?;
     let account_uid = rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg).await?;
-    let desired = render::workload(
-        dbg,
-        observed.pinger.as_ref(),
-        &ctx.images,
-        account_uid.as_deref(),
-    );
+    let desired = render::workload(dbg, valid, account_uid.as_deref());
     let change = apply::workload(
         &ctx.client,
         &ctx.metrics,
@@ -119,8 +114,7 @@ async fn workload(
     if change != Change::Unchanged {
         ctx.pace.wrote();
     }
-    let ns = dbg.namespace().unwrap_or_default();
-    let event = events::for_change(change, desired.kind(), &ns, &dbg.name_any());
+    let event = events::for_change(change, desired.kind(), &valid.namespace, &valid.name);
     if event.is_some() {
         info!(?change, kind = desired.kind(), "workload written");
     }

@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::core::images::Images;
 use chrono::TimeZone;
 use combo_api::{DebuggerSpec, RunAt};
 use kube::runtime::events::EventType;
@@ -25,9 +26,13 @@ fn dbg(run_at: &str) -> Debugger {
 }
 
 fn valid(run_at: &str) -> Verdict {
-    Ok(Valid {
-        run_at: RunAt::parse(run_at).unwrap(),
-    })
+    let d = Debugger::new("d", DebuggerSpec::default());
+    Ok(Valid::of(
+        &d,
+        RunAt::parse(run_at).unwrap(),
+        None,
+        &Images::default(),
+    ))
 }
 
 fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {

@@ -64,7 +64,7 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         // stage deletes them.
         observed.reports.clear();
     }
-    let outcome = match validate(&dbg.name_any(), &dbg.spec, observed.found()) {
+    let outcome = match validate(dbg, observed.found(), &ctx.images) {
         Ok(valid) => converge::converge(dbg, ctx, &observed, valid).await?,
         Err(rejected) => converge::rejected(dbg, ctx, &observed, rejected).await?,
     };

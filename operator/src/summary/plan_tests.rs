@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::core::images::Images;
 use crate::core::validate::Valid;
 use crate::reports::aggregate::NodeReport;
 use combo_api::report::report_name;
@@ -20,9 +21,12 @@ fn dbg(spec: DebuggerSpec) -> Debugger {
 
 fn scripts_missing() -> Rejected {
     Rejected::after(
-        Valid {
-            run_at: RunAt::parse(RUN).unwrap(),
-        },
+        Valid::of(
+            &Debugger::new("d", DebuggerSpec::default()),
+            RunAt::parse(RUN).unwrap(),
+            None,
+            &Images::default(),
+        ),
         Invalid::ConfigMapNotFound("configMap \"scripts\": ConfigMap not found".into()),
     )
 }

@@ -27,7 +27,7 @@ fn dbg(wt: WorkloadType, cpu: &str) -> Debugger {
 
 /// What the API server would hold after applying `d`'s workload.
 fn existing(d: &Debugger) -> Observed {
-    match render::workload(d, None, &images(), None) {
+    match render::tests::rendered(d, None, &images(), None) {
         Workload::DaemonSet(ds) => Observed {
             daemonset: Some(*ds),
             ..Observed::default()
@@ -40,7 +40,11 @@ fn existing(d: &Debugger) -> Observed {
 }
 
 fn plan_for(d: &Debugger, observed: &Observed) -> Result<Plan, Error> {
-    decide(d, &render::workload(d, None, &images(), None), observed)
+    decide(
+        d,
+        &render::tests::rendered(d, None, &images(), None),
+        observed,
+    )
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use combo_api::keys::{self, env};
-use combo_api::{Debugger, Pinger};
+use combo_api::Debugger;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EnvVar, EnvVarSource, ObjectFieldSelector, ResourceRequirements,
     SecurityContext, VolumeMount,
@@ -19,6 +19,7 @@ use crate::workload::mounts::{
     RUNNER_USER, STATE_MOUNT, VOLUME_CUSTOM_SCRIPTS, VOLUME_HOST_ROOT, VOLUME_STATE,
 };
 
+/// The runner container of `dbg`, running `images.runner`.
 pub(crate) fn runner(dbg: &Debugger, images: &Images) -> Container {
     let spec = &dbg.spec;
     let mut env = common_env(dbg);
@@ -97,7 +98,7 @@ pub(crate) fn runner(dbg: &Debugger, images: &Images) -> Container {
     };
     Container {
         name: keys::CONTAINER_RUNNER.into(),
-        image: Some(or_default(&spec.image, &images.runner)),
+        image: Some(images.runner.clone()),
         env: Some(env),
         resources: Some(resources(dbg)),
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
@@ -106,12 +107,8 @@ pub(crate) fn runner(dbg: &Debugger, images: &Images) -> Container {
     }
 }
 
-pub(crate) fn pinger_container(
-    dbg: &Debugger,
-    pinger: Option<&Pinger>,
-    images: &Images,
-) -> Container {
-    let image = pinger.map(|p| p.spec.image.as_str()).unwrap_or_default();
+/// The pinger container of `dbg`, running `images.pinger`.
+pub(crate) fn pinger_container(dbg: &Debugger, images: &Images) -> Container {
     // In its own network namespace the pinger runs as a non-root user with
     // no capability: the pod's ping_group_range lets it open unprivileged
     // ICMP sockets. With hostNetwork no pod sysctl may be set and the
@@ -143,7 +140,7 @@ pub(crate) fn pinger_container(
     };
     Container {
         name: keys::CONTAINER_PINGER.into(),
-        image: Some(or_default(image, &images.pinger)),
+        image: Some(images.pinger.clone()),
         env: Some(common_env(dbg)),
         resources: Some(resources(dbg)),
         security_context: Some(security_context),
@@ -201,14 +198,6 @@ fn resources(dbg: &Debugger) -> ResourceRequirements {
         requests: Some(amounts.clone()),
         limits: Some(amounts),
         ..ResourceRequirements::default()
-    }
-}
-
-fn or_default(value: &str, default: &str) -> String {
-    if value.is_empty() {
-        default.to_string()
-    } else {
-        value.to_string()
     }
 }
 

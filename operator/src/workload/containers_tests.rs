@@ -1,5 +1,4 @@
 use super::*;
-use crate::workload::render::pod_spec;
 use combo_api::DebuggerSpec;
 
 fn images() -> Images {
@@ -14,7 +13,7 @@ fn images() -> Images {
 /// the pod's hostNetwork.
 fn runner_env(spec: DebuggerSpec, name: &str) -> (Option<String>, Option<bool>) {
     let dbg = Debugger::new("node-check", spec);
-    let pod = pod_spec(&dbg, None, &images());
+    let pod = crate::workload::render::tests::rendered_pod_spec(&dbg, None, &images());
     let value = pod.containers[0]
         .env
         .iter()
@@ -65,7 +64,7 @@ fn only_the_runner_gets_the_host_network_variable() {
             ..DebuggerSpec::default()
         },
     );
-    let pinger = pinger_container(&dbg, None, &images());
+    let pinger = pinger_container(&dbg, &images());
     assert!(
         pinger
             .env
@@ -101,7 +100,7 @@ fn check_settings_reach_the_runner_as_environment_variables_and_not_the_pinger()
         runner_env(spec.clone(), "DISK_IGNORE_MOUNTS").0.as_deref(),
         Some("/mnt/scratch*")
     );
-    let pinger = pinger_container(&Debugger::new("node-check", spec), None, &images());
+    let pinger = pinger_container(&Debugger::new("node-check", spec), &images());
     assert!(
         pinger
             .env

@@ -1,11 +1,10 @@
 use super::*;
-use crate::workload::render::pod_spec;
 use crate::workload::render::tests::{debugger, env_of, images};
 use combo_api::DebuggerSpec;
 use k8s_openapi::api::core::v1::PodSpec;
 
 fn rendered(spec: DebuggerSpec) -> PodSpec {
-    pod_spec(&debugger(spec), None, &images())
+    crate::workload::render::tests::rendered_pod_spec(&debugger(spec), None, &images())
 }
 
 fn sys() -> DebuggerSpec {
@@ -88,7 +87,7 @@ fn a_scripts_config_map_keeps_custom_errlogs_in_the_fallback_on_the_node() {
 fn a_debugger_created_again_under_the_same_name_gets_another_directory() {
     let mut again = debugger(sys());
     again.metadata.uid = Some("uid-2".into());
-    let spec = pod_spec(&again, None, &images());
+    let spec = crate::workload::render::tests::rendered_pod_spec(&again, None, &images());
     assert!(mounts_of(&spec, VOLUME_NODE_DATA)
         .iter()
         .skip(1)
@@ -102,7 +101,7 @@ fn without_enable_sys_or_a_uid_state_stays_in_the_pod() {
     no_uid.metadata.uid = None;
     for spec in [
         rendered(DebuggerSpec::default()),
-        pod_spec(&no_uid, None, &images()),
+        crate::workload::render::tests::rendered_pod_spec(&no_uid, None, &images()),
     ] {
         assert!(mounts_of(&spec, VOLUME_NODE_DATA).is_empty());
         let state = spec

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use combo_api::keys;
-use combo_api::{Debugger, Pinger, WorkloadType};
+use combo_api::{Debugger, WorkloadType};
 use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use crate::core::images::Images;
 use crate::core::spec_hash::{spec_hash, spec_hash_of, ANNOTATION_SPEC_HASH};
+use crate::core::validate::Valid;
 use crate::workload::containers::{pinger_container, runner};
 use crate::workload::mounts::{
     PINGER_USER, PING_GROUP_RANGE, STATE_SIZE_LIMIT, VOLUME_CUSTOM_SCRIPTS, VOLUME_HOST_ROOT,
@@ -55,39 +56,35 @@ impl Workload {
     }
 }
 
-/// Renders the workload of `dbg`. `pinger` is the Pinger it names (only its
-/// image matters here: the pinger container applies target changes live).
-/// `account_uid` is the UID of the pods' ServiceAccount, when known: a new
-/// account (one deleted by hand and written again) changes the pod
-/// template, so pods holding the old account's token are replaced.
-pub fn workload(
-    dbg: &Debugger,
-    pinger: Option<&Pinger>,
-    images: &Images,
-    account_uid: Option<&str>,
-) -> Workload {
-    let name = dbg.metadata.name.clone().unwrap_or_default();
+/// Renders the workload of `dbg`, `valid` as validation made it (its
+/// name, owner, kind and images; the pinger container applies target
+/// changes live, so only the Pinger's image matters here). `account_uid`
+/// is the UID of the pods' ServiceAccount, when known: a new account (one
+/// deleted by hand and written again) changes the pod template, so pods
+/// holding the old account's token are replaced.
+pub fn workload(dbg: &Debugger, valid: &Valid, account_uid: Option<&str>) -> Workload {
+    let name = &valid.name;
     let meta = |annotations: BTreeMap<String, String>| ObjectMeta {
         name: Some(name.clone()),
-        namespace: dbg.metadata.namespace.clone(),
-        labels: Some(keys::workload_labels(&name)),
+        namespace: Some(valid.namespace.clone()),
+        labels: Some(keys::workload_labels(name)),
         annotations: (!annotations.is_empty()).then_some(annotations),
-        owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
+        owner_references: valid.owner.clone().map(|o| vec![o]),
         ..ObjectMeta::default()
     };
-    let spec = pod_spec(dbg, pinger, images);
-    match dbg.spec.workload_type {
+    let spec = pod_spec(dbg, &valid.images);
+    match valid.workload {
         WorkloadType::Daemonset => {
             let ds = DaemonSet {
                 metadata: meta(BTreeMap::new()),
                 spec: Some(DaemonSetSpec {
                     selector: LabelSelector {
-                        match_labels: Some(keys::workload_labels(&name)),
+                        match_labels: Some(keys::workload_labels(name)),
                         ..LabelSelector::default()
                     },
                     template: PodTemplateSpec {
                         metadata: Some(ObjectMeta {
-                            labels: Some(keys::workload_labels(&name)),
+                            labels: Some(keys::workload_labels(name)),
                             annotations: pod_annotations(dbg, account_uid),
                             ..ObjectMeta::default()
                         }),
@@ -169,13 +166,14 @@ fn pod_annotations(dbg: &Debugger, account_uid: Option<&str>) -> Option<BTreeMap
     (!a.is_empty()).then_some(a)
 }
 
-/// The pod spec shared by both workload types.
-pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> PodSpec {
+/// The pod spec shared by both workload types; `images` as validation
+/// resolved them.
+pub fn pod_spec(dbg: &Debugger, images: &Images) -> PodSpec {
     let spec = &dbg.spec;
     let is_pod = spec.workload_type == WorkloadType::Pod;
     let mut containers = vec![runner(dbg, images)];
     if spec.enable_pinger {
-        containers.push(pinger_container(dbg, pinger, images));
+        containers.push(pinger_container(dbg, images));
     }
     // State on the node with enableSys (crate::workload::node_data), else in an
     // emptyDir.
@@ -233,25 +231,15 @@ pub fn pod_spec(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Pod
         tolerations: crate::workload::tolerations::tolerations(dbg),
         affinity: spec.affinity.clone(),
         node_name: (is_pod && !spec.node_name.is_empty()).then(|| spec.node_name.clone()),
-        image_pull_secrets: pull_secrets(dbg, images),
+        image_pull_secrets: (!images.pull_secrets.is_empty()).then(|| {
+            images
+                .pull_secrets
+                .iter()
+                .map(|name| LocalObjectReference { name: name.clone() })
+                .collect()
+        }),
         ..PodSpec::default()
     }
-}
-
-/// The pods' `imagePullSecrets`: the Debugger's own when it lists any,
-/// else the operator's `--image-pull-secrets`, else none
-/// (docs/operator.md#private-registries).
-fn pull_secrets(dbg: &Debugger, images: &Images) -> Option<Vec<LocalObjectReference>> {
-    let secrets = if dbg.spec.image_pull_secrets.is_empty() {
-        images
-            .pull_secrets
-            .iter()
-            .map(|name| LocalObjectReference { name: name.clone() })
-            .collect()
-    } else {
-        dbg.spec.image_pull_secrets.clone()
-    };
-    (!secrets.is_empty()).then_some(secrets)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! annotations, scheduling, host network, privileges and mounts, the
 //! runner's image.
 
-use super::tests::{debugger, ds, env_of, images, pinger};
+use super::tests::{debugger, ds, env_of, images, pinger, rendered, rendered_pod_spec};
 use super::*;
 use combo_api::DebuggerSpec;
 
@@ -15,7 +15,7 @@ fn cpu_and_memory_are_request_equals_limit_on_every_container() {
         pinger: "mesh".into(),
         ..DebuggerSpec::default()
     });
-    let pod = ds(workload(&d, Some(&pinger("")), &images(), None))
+    let pod = ds(rendered(&d, Some(&pinger("")), &images(), None))
         .spec
         .unwrap()
         .template
@@ -37,7 +37,7 @@ fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
         subnet: "ovn-default".into(),
         ..DebuggerSpec::default()
     });
-    let tpl = ds(workload(&d, None, &images(), None))
+    let tpl = ds(rendered(&d, None, &images(), None))
         .spec
         .unwrap()
         .template;
@@ -45,7 +45,7 @@ fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
     assert_eq!(a[keys::ANNOTATION_INGRESS_RATE], "100");
     assert_eq!(a[keys::ANNOTATION_EGRESS_RATE], "100");
     assert_eq!(a[keys::ANNOTATION_LOGICAL_SWITCH], "ovn-default");
-    let bare = ds(workload(
+    let bare = ds(rendered(
         &debugger(DebuggerSpec::default()),
         None,
         &images(),
@@ -78,7 +78,7 @@ fn scheduling_fields_reach_the_pod_spec_of_both_types() {
             affinity: Some(aff.clone()),
             ..DebuggerSpec::default()
         });
-        let spec = pod_spec(&d, None, &images());
+        let spec = rendered_pod_spec(&d, None, &images());
         assert_eq!(spec.node_selector.unwrap()["kubernetes.io/os"], "linux");
         assert_eq!(spec.tolerations, Some(vec![tol.clone()]));
         assert_eq!(spec.affinity, Some(aff.clone()));
@@ -91,7 +91,7 @@ fn host_network_uses_cluster_first_with_host_net_dns() {
         host_network: true,
         ..DebuggerSpec::default()
     });
-    let spec = pod_spec(&d, None, &images());
+    let spec = rendered_pod_spec(&d, None, &images());
     assert_eq!(spec.host_network, Some(true));
     assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
 }
@@ -104,7 +104,7 @@ fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
         pinger: "mesh".into(),
         ..DebuggerSpec::default()
     });
-    let spec = pod_spec(&d, Some(&pinger("")), &images());
+    let spec = rendered_pod_spec(&d, Some(&pinger("")), &images());
     assert_eq!(spec.host_pid, Some(true));
     let runner = &spec.containers[0];
     assert_eq!(
@@ -140,7 +140,7 @@ fn the_host_root_follows_mounts_the_node_makes_after_the_pod_started() {
         enable_sys: true,
         ..DebuggerSpec::default()
     });
-    let spec = pod_spec(&d, None, &images());
+    let spec = rendered_pod_spec(&d, None, &images());
     let host = spec.containers[0]
         .volume_mounts
         .iter()
@@ -154,7 +154,7 @@ fn the_host_root_follows_mounts_the_node_makes_after_the_pod_started() {
 #[test]
 fn without_enable_sys_the_runner_of_the_operators_image_is_non_root_without_capabilities() {
     let runner_sc = |spec: DebuggerSpec| {
-        pod_spec(&debugger(spec), None, &images()).containers[0]
+        rendered_pod_spec(&debugger(spec), None, &images()).containers[0]
             .security_context
             .clone()
             .unwrap()
@@ -209,7 +209,7 @@ fn enable_config_map_mounts_the_scripts_executable_and_read_only() {
         config_map: "my-scripts".into(),
         ..DebuggerSpec::default()
     });
-    let spec = pod_spec(&d, None, &images());
+    let spec = rendered_pod_spec(&d, None, &images());
     let vol = &spec.volumes.unwrap()[1];
     let cm = vol.config_map.as_ref().unwrap();
     assert_eq!(
@@ -230,7 +230,9 @@ fn spec_image_overrides_the_runner_image_flag() {
         ..DebuggerSpec::default()
     });
     assert_eq!(
-        pod_spec(&d, None, &images()).containers[0].image.as_deref(),
+        rendered_pod_spec(&d, None, &images()).containers[0]
+            .image
+            .as_deref(),
         Some("mine/runner:7")
     );
 }

@@ -1,5 +1,5 @@
 use super::*;
-use combo_api::{DebuggerSpec, PingerSpec};
+use combo_api::{DebuggerSpec, Pinger, PingerSpec};
 use k8s_openapi::api::core::v1::Container;
 
 pub(crate) fn images() -> Images {
@@ -8,6 +8,32 @@ pub(crate) fn images() -> Images {
         pinger: "reg/combo-pinger:v1".into(),
         pull_secrets: Vec::new(),
     }
+}
+
+/// What validation makes of `dbg` with `pinger` and the operator's
+/// `images`.
+pub(crate) fn valid(dbg: &Debugger, pinger: Option<&Pinger>, images: &Images) -> Valid {
+    let run_at = combo_api::RunAt::parse(&dbg.spec.run_at).expect("a valid runAt");
+    Valid::of(dbg, run_at, pinger, images)
+}
+
+/// `dbg`'s workload as the reconcile renders it.
+pub(crate) fn rendered(
+    dbg: &Debugger,
+    pinger: Option<&Pinger>,
+    images: &Images,
+    account_uid: Option<&str>,
+) -> Workload {
+    workload(dbg, &valid(dbg, pinger, images), account_uid)
+}
+
+/// `dbg`'s pod spec as the reconcile renders it.
+pub(crate) fn rendered_pod_spec(
+    dbg: &Debugger,
+    pinger: Option<&Pinger>,
+    images: &Images,
+) -> PodSpec {
+    pod_spec(dbg, &valid(dbg, pinger, images).images)
 }
 
 pub(crate) fn debugger(spec: DebuggerSpec) -> Debugger {
@@ -58,7 +84,7 @@ pub(crate) fn env_of(c: &Container) -> BTreeMap<String, String> {
 
 #[test]
 fn default_spec_renders_a_daemonset_named_after_the_debugger() {
-    let d = ds(workload(
+    let d = ds(rendered(
         &debugger(DebuggerSpec::default()),
         None,
         &images(),
@@ -110,7 +136,7 @@ fn default_spec_renders_a_daemonset_named_after_the_debugger() {
 
 #[test]
 fn pod_workload_runs_once_on_the_named_node() {
-    let p = pod(workload(
+    let p = pod(rendered(
         &debugger(DebuggerSpec {
             workload_type: WorkloadType::Pod,
             node_name: "node-2".into(),
@@ -132,7 +158,7 @@ fn pod_workload_runs_once_on_the_named_node() {
 
 #[test]
 fn runner_env_comes_from_the_downward_api_and_the_spec() {
-    let d = ds(workload(
+    let d = ds(rendered(
         &debugger(DebuggerSpec::default()),
         None,
         &images(),
@@ -157,7 +183,7 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
         ..DebuggerSpec::default()
     };
     let render = |p: &Pinger| {
-        ds(workload(&debugger(spec.clone()), Some(p), &images(), None))
+        ds(rendered(&debugger(spec.clone()), Some(p), &images(), None))
             .spec
             .unwrap()
             .template
@@ -185,7 +211,7 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
         ("net.ipv4.ping_group_range", "65532 65532")
     );
     // With hostNetwork no pod sysctl may be set: root with NET_RAW only.
-    let host = ds(workload(
+    let host = ds(rendered(
         &debugger(DebuggerSpec {
             host_network: true,
             ..spec.clone()
@@ -223,11 +249,11 @@ fn pinger_targets_do_not_change_the_rendered_workload() {
     b.spec.ping = vec!["10.0.0.1".into()];
     b.spec.interval_seconds = 60;
     b.spec.metrics_port = 9999;
-    let wa = workload(&dbg, Some(&a), &images(), None);
-    let wb = workload(&dbg, Some(&b), &images(), None);
+    let wa = rendered(&dbg, Some(&a), &images(), None);
+    let wb = rendered(&dbg, Some(&b), &images(), None);
     assert_eq!(wa, wb);
     let c = pinger("other:1");
-    assert_ne!(wa.hash(), workload(&dbg, Some(&c), &images(), None).hash());
+    assert_ne!(wa.hash(), rendered(&dbg, Some(&c), &images(), None).hash());
 }
 
 #[test]
@@ -240,16 +266,16 @@ fn run_at_and_script_settings_do_not_change_the_hash() {
         ..DebuggerSpec::default()
     });
     assert_eq!(
-        workload(&a, None, &images(), None).hash(),
-        workload(&b, None, &images(), None).hash()
+        rendered(&a, None, &images(), None).hash(),
+        rendered(&b, None, &images(), None).hash()
     );
 }
 
 #[test]
 fn a_new_service_account_changes_the_pod_template_of_both_types() {
     let d = debugger(DebuggerSpec::default());
-    let before = workload(&d, None, &images(), Some("sa-1"));
-    let after = workload(&d, None, &images(), Some("sa-2"));
+    let before = rendered(&d, None, &images(), Some("sa-1"));
+    let after = rendered(&d, None, &images(), Some("sa-2"));
     assert_ne!(before.hash(), after.hash(), "the pods are replaced");
     let tpl = ds(after).spec.unwrap().template;
     assert_eq!(
@@ -261,14 +287,14 @@ fn a_new_service_account_changes_the_pod_template_of_both_types() {
         node_name: "node-2".into(),
         ..DebuggerSpec::default()
     });
-    let one = pod(workload(&p, None, &images(), Some("sa-1")));
+    let one = pod(rendered(&p, None, &images(), Some("sa-1")));
     assert_eq!(
         one.metadata.annotations.unwrap()[keys::ANNOTATION_ACCOUNT_UID],
         "sa-1"
     );
     assert_ne!(
-        workload(&p, None, &images(), Some("sa-1")).hash(),
-        workload(&p, None, &images(), Some("sa-2")).hash()
+        rendered(&p, None, &images(), Some("sa-1")).hash(),
+        rendered(&p, None, &images(), Some("sa-2")).hash()
     );
 }
 
@@ -296,11 +322,11 @@ fn summary_config_map_is_owned_and_its_hash_covers_the_data() {
 
 #[test]
 fn spec_hash_changes_with_the_rendered_spec_and_only_with_it() {
-    let a = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
-    let b = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let a = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let b = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
     assert_eq!(a.hash(), b.hash());
     assert_eq!(a.hash().map(str::len), Some(16));
-    let c = workload(
+    let c = rendered(
         &debugger(DebuggerSpec {
             cpu: "200m".into(),
             ..DebuggerSpec::default()
@@ -342,14 +368,14 @@ fn images_pulled_with(names: &[&str]) -> Images {
 
 #[test]
 fn without_pull_secrets_anywhere_the_pods_have_none() {
-    let w = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let w = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
     assert_eq!(pull_secret_names(w), None);
 }
 
 #[test]
 fn the_operators_pull_secrets_are_the_default_of_both_workload_types() {
     let flag = images_pulled_with(&["regcred", "mirror"]);
-    let ds = workload(&debugger(DebuggerSpec::default()), None, &flag, None);
+    let ds = rendered(&debugger(DebuggerSpec::default()), None, &flag, None);
     assert_eq!(
         pull_secret_names(ds),
         Some(vec!["regcred".to_string(), "mirror".to_string()])
@@ -358,7 +384,7 @@ fn the_operators_pull_secrets_are_the_default_of_both_workload_types() {
         workload_type: WorkloadType::Pod,
         ..DebuggerSpec::default()
     });
-    let pod = workload(&single, None, &flag, None);
+    let pod = rendered(&single, None, &flag, None);
     assert_eq!(
         pull_secret_names(pod),
         Some(vec!["regcred".to_string(), "mirror".to_string()])
@@ -369,15 +395,15 @@ fn the_operators_pull_secrets_are_the_default_of_both_workload_types() {
 fn the_debuggers_pull_secrets_win_over_the_operators() {
     let flag = images_pulled_with(&["regcred"]);
     let own = debugger(with_pull_secrets(&["team-registry"]));
-    let w = workload(&own, None, &flag, None);
+    let w = rendered(&own, None, &flag, None);
     assert_eq!(
         pull_secret_names(w),
         Some(vec!["team-registry".to_string()])
     );
     // Only the Debugger's own list counts: the flag's is not added to it.
-    let both = workload(&own, None, &images(), None);
+    let both = rendered(&own, None, &images(), None);
     assert_eq!(
-        workload(&own, None, &flag, None).hash(),
+        rendered(&own, None, &flag, None).hash(),
         both.hash(),
         "the flag does not change a Debugger that lists its own"
     );
@@ -385,8 +411,8 @@ fn the_debuggers_pull_secrets_win_over_the_operators() {
 
 #[test]
 fn a_new_pull_secret_changes_the_pod_template() {
-    let a = workload(&debugger(DebuggerSpec::default()), None, &images(), None);
-    let b = workload(
+    let a = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let b = rendered(
         &debugger(with_pull_secrets(&["regcred"])),
         None,
         &images(),
