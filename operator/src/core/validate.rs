@@ -131,7 +131,7 @@ impl Valid {
             uid: dbg.metadata.uid.clone().unwrap_or_default(),
             owner: dbg.controller_owner_ref(&()),
             run_at,
-            workload: spec.workload_type.clone(),
+            workload: spec.workload_type,
             images: Images {
                 runner: or_default(&spec.image, &defaults.runner),
                 pinger: or_default(

@@ -128,7 +128,7 @@ pub fn decide(dbg: &Debugger, desired: &Workload, observed: &Observed) -> Result
     Ok(p)
 }
 
-/// Brings the workload to `desired` following [`plan`], recording what it
+/// Brings the workload to `desired` following [`decide`], recording what it
 /// writes in `caches` until the watches show it.
 pub async fn workload(
     client: &Client,
