@@ -5,18 +5,18 @@
 //!
 //! Here the slots, the ticks and the rounds' start and end; in `icmp` the
 //! echo requests, replies and deadlines; in `tasks` the rounds that run as
-//! tasks of their own.
+//! tasks of their own; in `alarm` the timer of its next wake.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use combo_api::hash::FnvBuild;
 use combo_api::pinger::Host;
 use tokio::sync::mpsc;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
+use self::alarm::Alarm;
 use self::icmp::{receive, Deadline};
 use self::tasks::Done;
 use super::slot::Slot;
@@ -26,6 +26,7 @@ use crate::probe::icmp::{Flight, Icmp};
 use crate::round::Outcome;
 use crate::targets::{Kind, Target};
 
+mod alarm;
 mod icmp;
 mod tasks;
 
@@ -72,7 +73,7 @@ pub(super) struct Scheduler {
     stopped: bool,
     metrics: Option<Arc<Metrics>>,
     /// The one timer of the process's probing.
-    timer: Pin<Box<Sleep>>,
+    alarm: Alarm,
     /// Probes finished while a socket was borrowed.
     finished: Vec<(Flight, Outcome)>,
 }
@@ -112,7 +113,7 @@ impl Scheduler {
             sink,
             stopped: false,
             metrics: None,
-            timer: Box::pin(tokio::time::sleep_until(far())),
+            alarm: Alarm::default(),
             finished: Vec::new(),
         }
     }
@@ -149,10 +150,7 @@ impl Scheduler {
     }
 
     async fn wait(&mut self, wake: Option<Instant>) -> Wake {
-        let at = wake.unwrap_or_else(far);
-        if self.timer.deadline() != at {
-            self.timer.as_mut().reset(at);
-        }
+        self.alarm.set(wake);
         let (v4, v6) = self.icmp.open();
         // Replies first: one read when a deadline is due too may still
         // answer the probe in time.
@@ -162,7 +160,7 @@ impl Scheduler {
             r = receive(v6) => Wake::Replies(true, r),
             c = self.commands.recv(), if self.commands_open => Wake::Command(c),
             Some(d) = self.done_rx.recv() => Wake::Done(d),
-            () = &mut self.timer => Wake::Timer,
+            () = self.alarm.rung() => Wake::Timer,
         }
     }
 
@@ -304,25 +302,23 @@ impl Scheduler {
 
     /// Starts a slot's round at tick `at`.
     fn begin(&mut self, i: u32, generation: u32, at: Instant) {
-        let settings = self.settings.clone();
-        let done_tx = self.done_tx.clone();
-        let Some(slot) = self.slot(i, generation) else {
+        let slot = self.slots[i as usize].as_mut();
+        let Some(slot) = slot.filter(|s| s.generation == generation) else {
             return;
         };
-        slot.begin(settings.clone(), at, SystemTime::now());
-        let round = slot.report.round;
+        slot.begin(self.settings.clone(), at, SystemTime::now());
+        let whose = (i, generation, slot.report.round);
         let target = &slot.report.target;
-        match (target.kind, &target.host) {
-            (Kind::Icmp, Host::Ip(_)) => self.icmp_round(i, at),
+        // An ICMP round by address, nearly every round, clones nothing.
+        let (settings, done) = (&self.settings, &self.done_tx);
+        let task = match (target.kind, &target.host) {
+            (Kind::Icmp, Host::Ip(_)) => return self.icmp_round(i, at),
             (Kind::Icmp, Host::Name(_)) => {
-                let task = tasks::lookup(target.clone(), settings, done_tx, (i, generation, round));
-                slot.task = Some(task);
+                tasks::lookup(target.clone(), settings.clone(), done.clone(), whose)
             }
-            _ => {
-                let task = tasks::round(target.clone(), settings, done_tx, (i, generation, round));
-                slot.task = Some(task);
-            }
-        }
+            _ => tasks::round(target.clone(), settings.clone(), done.clone(), whose),
+        };
+        slot.task = Some(task);
     }
 
     /// Sets a probe's outcome, and completes its round with the last.
@@ -375,11 +371,6 @@ impl Drop for Scheduler {
             }
         }
     }
-}
-
-/// An instant no probe waits for: the timer's setting when nothing is due.
-fn far() -> Instant {
-    Instant::now() + std::time::Duration::from_secs(86_400 * 365)
 }
 
 #[cfg(test)]

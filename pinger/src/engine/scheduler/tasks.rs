@@ -2,6 +2,7 @@
 //! the name lookup of an ICMP target given by name. Each hands its result
 //! back to the scheduler, which drops it when the slot has moved on.
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -34,28 +35,39 @@ pub(super) enum TaskResult {
 /// Whose round a task runs: the slot, its generation and the round.
 type Whose = (u32, u32, u64);
 
-/// Looks up the address of an ICMP target given by name.
-pub(super) fn lookup(
-    target: Target,
-    settings: Arc<Settings>,
+/// Spawns `work` and sends its result back as a [`Done`] for `whose`; the
+/// scheduler drops it when the slot has moved on.
+fn spawn_reporting(
     done: mpsc::UnboundedSender<Done>,
     (slot, generation, round): Whose,
+    work: impl Future<Output = TaskResult> + Send + 'static,
 ) -> AbortHandle {
-    let task = tokio::spawn(async move {
-        let result = match probe::resolve(&target, settings.timeout).await {
-            Ok(Resolved::Addr(a)) => Ok(a.ip()),
-            Ok(Resolved::Name(_)) => Err(Outcome::Error("not an address".into())),
-            Err(failure) => Err(failure),
-        };
-        let result = TaskResult::Resolved(result);
+    tokio::spawn(async move {
+        let result = work.await;
         let _ = done.send(Done {
             slot,
             generation,
             round,
             result,
         });
-    });
-    task.abort_handle()
+    })
+    .abort_handle()
+}
+
+/// Looks up the address of an ICMP target given by name.
+pub(super) fn lookup(
+    target: Target,
+    settings: Arc<Settings>,
+    done: mpsc::UnboundedSender<Done>,
+    whose: Whose,
+) -> AbortHandle {
+    spawn_reporting(done, whose, async move {
+        TaskResult::Resolved(match probe::resolve(&target, settings.timeout).await {
+            Ok(Resolved::Addr(a)) => Ok(a.ip()),
+            Ok(Resolved::Name(_)) => Err(Outcome::Error("not an address".into())),
+            Err(failure) => Err(failure),
+        })
+    })
 }
 
 /// Runs a TCP, UDP or DNS round.
@@ -63,18 +75,11 @@ pub(super) fn round(
     target: Target,
     settings: Arc<Settings>,
     done: mpsc::UnboundedSender<Done>,
-    (slot, generation, round): Whose,
+    whose: Whose,
 ) -> AbortHandle {
-    let task = tokio::spawn(async move {
-        let result = TaskResult::Outcomes(task_round(&target, &settings).await);
-        let _ = done.send(Done {
-            slot,
-            generation,
-            round,
-            result,
-        });
-    });
-    task.abort_handle()
+    spawn_reporting(done, whose, async move {
+        TaskResult::Outcomes(task_round(&target, &settings).await)
+    })
 }
 
 impl Scheduler {

@@ -3,7 +3,7 @@
 //! receive time of each.
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::time::{Duration, SystemTime};
 
@@ -18,45 +18,38 @@ pub(super) const BATCH: usize = 64;
 /// error quoting a request, or an echo reply of [`PAYLOAD`](super::packet::PAYLOAD).
 pub(super) const MESSAGE: usize = 576;
 
-/// Sends `requests` with one `sendmmsg`; returns how many the kernel took.
+/// Sends `requests` (at most [`BATCH`]) with one `sendmmsg`; returns how
+/// many the kernel took. The headers live on the stack and each request
+/// carries its address ready made: nothing is allocated per tick.
 #[allow(
     unsafe_code,
     reason = "sendmmsg has no safe wrapper in socket2; every pointer handed to the kernel points into locals that outlive the call"
 )]
 pub(super) fn send_batch(fd: RawFd, requests: &[Request]) -> io::Result<usize> {
     use nix::libc;
-    let addrs: Vec<SockAddr> = requests
-        .iter()
-        .map(|r| SockAddr::from(SocketAddr::new(r.to, 0)))
-        .collect();
-    let mut iovs: Vec<libc::iovec> = requests
-        .iter()
-        .map(|r| libc::iovec {
-            iov_base: r.packet.as_ptr() as *mut libc::c_void,
-            iov_len: r.packet.len(),
-        })
-        .collect();
-    let mut msgs: Vec<libc::mmsghdr> = addrs
-        .iter()
-        .zip(iovs.iter_mut())
-        .map(|(a, iov)| {
-            // SAFETY: mmsghdr is plain data; all-zero is a valid value.
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_name = a.as_ptr() as *mut libc::c_void;
-            m.msg_hdr.msg_namelen = a.len();
-            m.msg_hdr.msg_iov = std::ptr::from_mut(iov);
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
-        .collect();
-    // SAFETY: `msgs` holds `msgs.len()` headers whose name and iovec pointers
-    // point into `addrs`, `iovs` and the requests' packets, all alive until
-    // the call returns; the kernel only reads them.
+    let requests = &requests[..requests.len().min(BATCH)];
+    let mut iovs = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; BATCH];
+    // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+    let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    for ((r, iov), m) in requests.iter().zip(&mut iovs).zip(&mut msgs) {
+        iov.iov_base = r.packet.as_ptr() as *mut libc::c_void;
+        iov.iov_len = r.packet.len();
+        m.msg_hdr.msg_name = r.to.as_ptr() as *mut libc::c_void;
+        m.msg_hdr.msg_namelen = r.to.len();
+        m.msg_hdr.msg_iov = std::ptr::from_mut(iov);
+        m.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: the first `requests.len()` headers' name and iovec pointers
+    // point into `iovs` and the requests' addresses and packets, all alive
+    // until the call returns; the kernel only reads them.
     let n = unsafe {
         libc::sendmmsg(
             fd,
             msgs.as_mut_ptr(),
-            msgs.len() as libc::c_uint,
+            requests.len() as libc::c_uint,
             libc::MSG_DONTWAIT,
         )
     };
@@ -81,43 +74,71 @@ pub(super) struct Received {
 /// `SCM_TIMESTAMPNS` (a `timespec` after its header), 8-byte aligned.
 type Control = [u64; 8];
 
-/// Reads the waiting messages into `bufs` with one `recvmmsg`; returns, in
-/// order, each message's length, sender and kernel receive time.
+/// The buffers [`receive_batch`] reads into, [`BATCH`] of each, made once
+/// per socket: a read used to allocate and zero 16 KiB of them, which was
+/// a fifth of the pinger's instructions per probe (docs/benchmarks.md,
+/// "Cutting the cost per tick").
+pub(super) struct Inbox {
+    /// The messages' bytes.
+    pub(super) bufs: Vec<[u8; MESSAGE]>,
+    names: Vec<nix::libc::sockaddr_storage>,
+    controls: Vec<Control>,
+    /// What the last read got, in order, for the messages in `bufs`.
+    pub(super) received: Vec<Received>,
+}
+
+impl Default for Inbox {
+    #[allow(
+        unsafe_code,
+        reason = "sockaddr_storage has no constructor in libc; it is plain data"
+    )]
+    fn default() -> Self {
+        // SAFETY: sockaddr_storage is plain data; all-zero is a valid value.
+        let name: nix::libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        Inbox {
+            bufs: vec![[0; MESSAGE]; BATCH],
+            names: vec![name; BATCH],
+            controls: vec![[0; 8]; BATCH],
+            received: Vec::with_capacity(BATCH),
+        }
+    }
+}
+
+/// Reads the waiting messages into `inbox` with one `recvmmsg`: afterwards
+/// `inbox.received` has, in order, each message's length, sender and kernel
+/// receive time.
 #[allow(
     unsafe_code,
     reason = "recvmmsg and the CMSG macros have no safe wrapper in socket2; the kernel writes only into the buffers, address storage and control buffers passed, whose sizes it is given"
 )]
-pub(super) fn receive_batch(fd: RawFd, bufs: &mut [[u8; MESSAGE]]) -> io::Result<Vec<Received>> {
+pub(super) fn receive_batch(fd: RawFd, inbox: &mut Inbox) -> io::Result<()> {
     use nix::libc;
-    let count = bufs.len();
-    let mut names: Vec<SockAddrStorage> = (0..count).map(|_| SockAddrStorage::zeroed()).collect();
-    let mut controls: Vec<Control> = vec![[0; 8]; count];
-    let mut iovs: Vec<libc::iovec> = bufs
+    inbox.received.clear();
+    let mut iovs = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; BATCH];
+    // SAFETY: mmsghdr is plain data; all-zero is a valid value.
+    let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    let count = inbox.bufs.len().min(BATCH);
+    let slots = inbox
+        .bufs
         .iter_mut()
-        .map(|b| libc::iovec {
-            iov_base: b.as_mut_ptr().cast(),
-            iov_len: b.len(),
-        })
-        .collect();
-    let mut msgs: Vec<libc::mmsghdr> = names
-        .iter_mut()
-        .zip(iovs.iter_mut())
-        .zip(controls.iter_mut())
-        .map(|((name, iov), control)| {
-            // SAFETY: mmsghdr is plain data; all-zero is a valid value.
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_name = std::ptr::from_mut(name).cast();
-            m.msg_hdr.msg_namelen = name.size_of();
-            m.msg_hdr.msg_iov = std::ptr::from_mut(iov);
-            m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_control = control.as_mut_ptr().cast();
-            m.msg_hdr.msg_controllen = std::mem::size_of::<Control>();
-            m
-        })
-        .collect();
-    // SAFETY: every header points at one buffer, one sockaddr_storage and one
-    // control buffer of the lengths it states, all alive and not otherwise
-    // borrowed until the call returns.
+        .zip(&mut inbox.names)
+        .zip(&mut inbox.controls);
+    for (((buf, name), control), (iov, m)) in slots.zip(iovs.iter_mut().zip(&mut msgs)) {
+        iov.iov_base = buf.as_mut_ptr().cast();
+        iov.iov_len = buf.len();
+        m.msg_hdr.msg_name = std::ptr::from_mut(name).cast();
+        m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        m.msg_hdr.msg_iov = std::ptr::from_mut(iov);
+        m.msg_hdr.msg_iovlen = 1;
+        m.msg_hdr.msg_control = control.as_mut_ptr().cast();
+        m.msg_hdr.msg_controllen = std::mem::size_of::<Control>();
+    }
+    // SAFETY: each of the first `count` headers points at one buffer, one
+    // sockaddr_storage and one control buffer of the lengths it states, all
+    // alive and not otherwise borrowed until the call returns.
     let n = unsafe {
         libc::recvmmsg(
             fd,
@@ -130,8 +151,7 @@ pub(super) fn receive_batch(fd: RawFd, bufs: &mut [[u8; MESSAGE]]) -> io::Result
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut heads = Vec::with_capacity(n as usize);
-    for m in msgs.iter().take(n as usize) {
+    for (m, name) in msgs.iter().zip(&inbox.names).take(n as usize) {
         let mut at = None;
         // SAFETY: the kernel wrote `msg_controllen` bytes of control messages
         // into this header's control buffer; the CMSG macros stay within it,
@@ -148,19 +168,19 @@ pub(super) fn receive_batch(fd: RawFd, bufs: &mut [[u8; MESSAGE]]) -> io::Result
                 c = libc::CMSG_NXTHDR(&raw const m.msg_hdr, c);
             }
         }
-        heads.push((m.msg_len, m.msg_hdr.msg_namelen, at));
-    }
-    drop(msgs);
-    let mut out = Vec::with_capacity(heads.len());
-    for ((len, namelen, at), name) in heads.into_iter().zip(names) {
-        // SAFETY: the kernel wrote a socket address of `namelen` bytes into
-        // this storage.
-        let addr = unsafe { SockAddr::new(name, namelen) };
-        out.push(Received {
-            len: (len as usize).min(MESSAGE),
+        let mut storage = SockAddrStorage::zeroed();
+        // SAFETY: `view_as` a sockaddr_storage, which SockAddrStorage wraps;
+        // the kernel wrote a socket address of `msg_namelen` bytes into
+        // `name`, which `SockAddr::new` reads no further than.
+        let addr = unsafe {
+            *storage.view_as::<libc::sockaddr_storage>() = *name;
+            SockAddr::new(storage, m.msg_hdr.msg_namelen)
+        };
+        inbox.received.push(Received {
+            len: (m.msg_len as usize).min(MESSAGE),
             from: addr.as_socket().map(|a| a.ip()),
             at,
         });
     }
-    Ok(out)
+    Ok(())
 }

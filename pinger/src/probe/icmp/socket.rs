@@ -4,23 +4,24 @@
 //! drives it.
 
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant, SystemTime};
 
-use socket2::{Domain, Protocol, Type};
+use socket2::{Domain, Protocol, SockAddr, Type};
 use tokio::io::unix::AsyncFd;
 
 use crate::round::Outcome;
 
 use super::filter;
 use super::flights::{Flight, Flights};
-use super::mmsg::{receive_batch, send_batch, Received, BATCH, MESSAGE};
+use super::mmsg::{receive_batch, send_batch, Inbox, BATCH};
 use super::packet::{answer_of, echo_request, PORT_UNREACHABLE};
 
 /// An echo request not sent yet.
 pub(super) struct Request {
-    pub(super) to: IpAddr,
+    /// Its destination, made when queued.
+    pub(super) to: SockAddr,
     pub(super) packet: [u8; super::packet::REQUEST],
     pub(super) seq: u16,
     pub(super) flight: Flight,
@@ -49,7 +50,7 @@ pub struct Socket {
     /// The probes waiting for a reply.
     pub flights: Flights,
     outgoing: Vec<Request>,
-    bufs: Vec<[u8; MESSAGE]>,
+    inbox: Inbox,
     /// The replies of the last [`Socket::receive`], for the scheduler to
     /// take.
     pub replies: Vec<Reply>,
@@ -104,7 +105,7 @@ impl Socket {
             ident,
             flights: Flights::default(),
             outgoing: Vec::new(),
-            bufs: vec![[0; MESSAGE]; BATCH],
+            inbox: Inbox::default(),
             replies: Vec::new(),
         })
     }
@@ -118,7 +119,7 @@ impl Socket {
             ));
         };
         self.outgoing.push(Request {
-            to,
+            to: SockAddr::from(SocketAddr::new(to, 0)),
             packet: echo_request(self.v6, self.raw, self.ident, seq),
             seq,
             flight,
@@ -185,27 +186,28 @@ impl Socket {
     pub async fn receive(&mut self) -> io::Result<Instant> {
         loop {
             let mut ready = self.fd.readable().await?;
-            let bufs = &mut self.bufs;
-            let read = ready.try_io(|s| receive_batch(s.get_ref().as_raw_fd(), bufs));
-            let received = match read {
+            let inbox = &mut self.inbox;
+            let read = ready.try_io(|s| receive_batch(s.get_ref().as_raw_fd(), inbox));
+            match read {
                 Err(_would_block) => continue,
                 Ok(r) => r?,
-            };
+            }
             let now = Instant::now();
-            if received.len() < BATCH {
+            if self.inbox.received.len() < BATCH {
                 // The queue was emptied: no need for a read that only says
                 // so. A message arriving after this read makes the socket
                 // ready again.
                 ready.clear_ready();
             }
             drop(ready);
-            self.answers(&received);
+            self.answers();
             return Ok(now);
         }
     }
 
-    fn answers(&mut self, received: &[Received]) {
-        for (buf, r) in self.bufs.iter().zip(received) {
+    fn answers(&mut self) {
+        let inbox = &self.inbox;
+        for (buf, r) in inbox.bufs.iter().zip(&inbox.received) {
             let Some(from) = r.from else { continue };
             let Some(a) = answer_of(&buf[..r.len], from, self.raw, self.ident) else {
                 continue;
