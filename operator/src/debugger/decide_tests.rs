@@ -2,26 +2,14 @@ use std::time::Duration;
 
 use super::*;
 use chrono::TimeZone;
-use combo_api::{DebuggerSpec, RunAt};
+use combo_api::RunAt;
+use combo_testkit::fixtures::debugger;
 use kube::runtime::events::EventType;
 
 use crate::core::validate::{Invalid, Rejected, Valid};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 22, 5, 30, 0).unwrap()
-}
-
-fn dbg(run_at: &str) -> Debugger {
-    let mut d = Debugger::new(
-        "a",
-        DebuggerSpec {
-            run_at: run_at.into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.generation = Some(2);
-    d
 }
 
 fn valid(run_at: &str) -> Verdict {
@@ -48,7 +36,10 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
 
 #[test]
 fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict = valid("0 */6 * * *");
     let p = plan(inputs(&d, &verdict));
     assert!(p.paced && p.status_changed && p.events.is_empty());
@@ -61,7 +52,10 @@ fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
 
 #[test]
 fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict: Verdict = Err(Rejected {
         invalid: Invalid::PingerNotFound("no mesh".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
@@ -86,7 +80,7 @@ fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
 
 #[test]
 fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let first = plan(inputs(&d, &verdict));
     assert!(first.status_changed);
@@ -100,7 +94,7 @@ fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
 
 #[test]
 fn the_workload_steps_event_summary_and_requeue_pass_through() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let cm = ConfigMap::default();
     let converged = Converged {
@@ -126,7 +120,7 @@ fn the_workload_steps_event_summary_and_requeue_pass_through() {
 #[test]
 fn an_invalid_spec_is_reported_once_per_generation_and_message() {
     let invalid = Invalid::InvalidSpec("bad".into());
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let first = status::compute(
         &d,
         Some(&invalid),
@@ -153,7 +147,10 @@ fn an_invalid_spec_is_reported_once_per_generation_and_message() {
 
 #[test]
 fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_join_the_status() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict = valid("0 */6 * * *");
     let marks = DebuggerMarks {
         runs_missed: Some((true, "RunsMissed".into(), "1 node has not reported".into())),
@@ -179,7 +176,10 @@ fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_
 
 #[test]
 fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
-    let d = dbg("0 0 29 2 *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 0 29 2 *")
+        .build();
     let verdict = valid("0 0 29 2 *");
     let p = plan(inputs(&d, &verdict));
     assert!(p.paced, "still valid: it runs, once");
@@ -190,13 +190,19 @@ fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
         ..inputs(&d, &verdict)
     });
     assert!(again.events.is_empty(), "the generation was seen");
-    let near = dbg("0 0 1 1 *");
+    let near = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 0 1 1 *")
+        .build();
     assert!(plan(inputs(&near, &valid("0 0 1 1 *"))).events.is_empty());
 }
 
 #[test]
 fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict: Verdict = Err(Rejected {
         invalid: Invalid::ConfigMapNotFound("configMap \"s\": not found".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
@@ -212,7 +218,7 @@ fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
 
 #[test]
 fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let counts = PodCounts {
         desired: 2,
@@ -247,7 +253,7 @@ fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
 
 #[test]
 fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_ready() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let waiting = "pods waiting: ImagePullBackOff on 2 pods; pod d-a, container runner: ImagePullBackOff: Back-off pulling image \"reg/runner:1\"";
     let not_ready = plan(Inputs {
@@ -280,7 +286,7 @@ fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_read
 
 #[test]
 fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event() {
-    let mut d = dbg("");
+    let mut d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let refusal = "Error creating: pods \"a-x7k2p\" is forbidden: violates PodSecurity \"baseline:latest\": privileged (container \"runner\" must not set securityContext.privileged=true)";
     let missing = PodCounts {
@@ -350,7 +356,7 @@ fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event()
     let quota = plan(Inputs {
         counts: Some(missing),
         refused: Some("Error creating: pods \"a-1\" is forbidden: exceeded quota: no-pods".into()),
-        ..inputs(&dbg(""), &verdict)
+        ..inputs(&debugger("ops", "a").generation(2).build(), &verdict)
     });
     let ready = status::ready_of(&quota.status.conditions).unwrap();
     assert!(
