@@ -12,26 +12,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use chrono::Utc;
-use combo_api::{Category, Debugger, DebuggerSpec};
+use combo_api::{Category, Debugger};
 use combo_operator::core::node_marks::{NodeMarks, Wanted};
 use combo_operator::marks::plan::{for_nodes, Inputs, MarksPlan};
 use combo_operator::reports::store::NodeReports;
+use combo_testkit::fixtures;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use serde_json::json;
 
 const NODES: usize = 5000;
 
 fn debugger() -> Debugger {
-    let mut d = Debugger::new(
-        "node-check",
-        DebuggerSpec {
-            node_conditions: true,
-            taints: vec![Category::Disk],
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some("ops".into());
-    d
+    fixtures::debugger("ops", "node-check")
+        .node_conditions(true)
+        .taints(&[Category::Disk])
+        .build()
 }
 
 /// The default scripts' 34 items over four categories, `/var` failing on

@@ -11,11 +11,12 @@ mod fixture;
 
 use std::time::Instant;
 
-use combo_api::{Debugger, DebuggerSpec, RunAt};
+use combo_api::RunAt;
 use combo_operator::core::images::Images;
 use combo_operator::core::validate::{Valid, Verdict};
 use combo_operator::metrics::registry::Metrics;
 use combo_operator::reports::store::NodeReports;
+use combo_testkit::fixtures::debugger;
 
 const NODES: usize = 5000;
 const CATEGORIES: [&str; 5] = ["disk", "net", "mem", "svc", "custom"];
@@ -42,8 +43,7 @@ fn ms(n: u32, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let mut dbg = Debugger::new("node-check", DebuggerSpec::default());
-    dbg.metadata.namespace = Some("ops".into());
+    let dbg = debugger("ops", "node-check").build();
     let verdict: Verdict = Ok(Valid::of(
         &dbg,
         RunAt::parse("0 * * * *").expect("a cron"),

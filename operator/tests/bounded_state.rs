@@ -8,12 +8,13 @@ mod support;
 
 use std::sync::Arc;
 
-use combo_api::{Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec};
+use combo_api::{Debugger, DebuggerReport, DebuggerReportSpec};
 use combo_operator::debugger::error::Error;
 use combo_operator::debugger::reconcile::reconcile;
 use combo_operator::state::context::Context;
+use combo_testkit::fixtures::debugger;
 use kube::runtime::watcher::Event;
-use support::reconcile::{debugger, no_script, requests, stand_in};
+use support::reconcile::{no_script, requests, stand_in};
 use support::{context, Watches};
 
 #[tokio::test]
@@ -22,7 +23,7 @@ async fn failure_counts_stay_bounded_by_the_live_debuggers() {
     use combo_operator::state::records::over_bound;
     let (client, _seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let live = debugger(DebuggerSpec::default());
+    let live = debugger("ops", "d").build();
     watches.show(&live);
     let transient = || {
         Error::Status(kube::Error::Api(
@@ -35,9 +36,7 @@ async fn failure_counts_stay_bounded_by_the_live_debuggers() {
     // 100 Debuggers fail and are deleted while failing: never reconciled
     // again, so no success removes their counts.
     for i in 0..100 {
-        let mut gone = debugger(DebuggerSpec::default());
-        gone.metadata.name = Some(format!("gone-{i}"));
-        gone.metadata.uid = Some(format!("uid-gone-{i}"));
+        let gone = debugger("ops", &format!("gone-{i}")).build();
         error_policy(Arc::new(gone), &transient(), ctx.clone());
         let counted = ctx.records.uids(|r| r.failures > 0).len();
         assert!(counted <= over_bound(1) + 1, "{counted} counts kept");
@@ -51,9 +50,7 @@ async fn failure_counts_stay_bounded_by_the_live_debuggers() {
 
 /// Debugger `name` (uid `uid-<name>`) with a report from node-1.
 fn reporting(ctx: &Context, watches: &mut Watches, name: &str) -> Debugger {
-    let mut d = debugger(DebuggerSpec::default());
-    d.metadata.name = Some(name.into());
-    d.metadata.uid = Some(format!("uid-{name}"));
+    let d = debugger("ops", name).build();
     watches.show(&d);
     let mut report = DebuggerReport::new(
         &format!("{name}.node-1"),

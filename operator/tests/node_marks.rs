@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use combo_api::keys::FINALIZER_NODE_MARKS;
-use combo_api::{Category, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, ItemResult};
+use combo_api::{Category, Debugger, DebuggerReport, DebuggerReportSpec, ItemResult};
 use combo_operator::debugger::reconcile::reconcile;
 use combo_operator::state::context::Context;
+use combo_testkit::fixtures::debugger;
 use combo_testkit::stand_in::{Answer, Request, StandIn};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;
@@ -148,19 +149,11 @@ fn one_node() -> Arc<Mutex<Cluster>> {
 
 /// A Debugger with conditions and `disk` taints, on every node.
 fn marking() -> Debugger {
-    let mut dbg = Debugger::new(
-        "d",
-        DebuggerSpec {
-            node_conditions: true,
-            taints: vec![Category::Disk],
-            max_tainted_percent: 100,
-            ..DebuggerSpec::default()
-        },
-    );
-    dbg.metadata.namespace = Some("ops".into());
-    dbg.metadata.uid = Some("uid-d".into());
-    dbg.metadata.generation = Some(1);
-    dbg
+    debugger("ops", "d")
+        .node_conditions(true)
+        .taints(&[Category::Disk])
+        .max_tainted_percent(100)
+        .build()
 }
 
 /// The node's condition of the Debugger, and its taint count.

@@ -8,19 +8,18 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use combo_api::{
-    keys, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, Pinger, WorkloadType,
-};
+use combo_api::{keys, Debugger, DebuggerReport, DebuggerReportSpec, WorkloadType};
 use combo_operator::debugger::error::Error;
 use combo_operator::debugger::reconcile::reconcile;
 use combo_operator::state::context::Context;
+use combo_testkit::fixtures::{debugger, pinger};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::runtime::watcher::Event;
 use serde_json::json;
 use support::context;
-use support::reconcile::{debugger, no_script, requests, stand_in, Script, Seen};
+use support::reconcile::{no_script, requests, stand_in, Script, Seen};
 
 /// The body of the last request to `request`.
 fn last_body(seen: &Seen, request: &str) -> String {
@@ -74,7 +73,7 @@ const NEW_SUMMARY: &str = "POST /api/v1/namespaces/ops/configmaps";
 async fn a_new_debugger_gets_its_rbac_then_its_workload_then_event_status_and_summary() {
     let (client, seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let dbg = debugger(DebuggerSpec::default());
+    let dbg = debugger("ops", "d").build();
     watches.show(&dbg);
     let (requests, result) = settle(&ctx, &seen, &dbg).await;
     assert_eq!(result, Ok(()));
@@ -91,11 +90,10 @@ async fn a_new_debugger_gets_its_rbac_then_its_workload_then_event_status_and_su
 async fn an_invalid_spec_writes_its_status_and_event_and_no_workload() {
     let (client, seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let invalid = debugger(DebuggerSpec {
-        workload_type: WorkloadType::Daemonset,
-        node_name: "node-1".into(),
-        ..DebuggerSpec::default()
-    });
+    let invalid = debugger("ops", "d")
+        .workload_type(WorkloadType::Daemonset)
+        .node_name("node-1")
+        .build();
     watches.show(&invalid);
     let (requests, result) = settle(&ctx, &seen, &invalid).await;
     assert!(result.unwrap_err().contains("invalid spec"));
@@ -106,19 +104,14 @@ async fn an_invalid_spec_writes_its_status_and_event_and_no_workload() {
 async fn a_missing_pinger_is_reported_and_its_arrival_brings_the_workload() {
     let (client, seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let with_pinger = debugger(DebuggerSpec {
-        enable_pinger: true,
-        pinger: "p".into(),
-        ..DebuggerSpec::default()
-    });
+    let with_pinger = debugger("ops", "d").pinger("p").build();
     watches.show(&with_pinger);
     let (requests, result) = settle(&ctx, &seen, &with_pinger).await;
     assert!(result.unwrap_err().contains("not found"));
     // Its summary too: status and summary agree whatever the condition.
     assert_eq!(requests, [EVENT, STATUS, NEW_SUMMARY]);
 
-    let mut pinger = Pinger::new("p", Default::default());
-    pinger.metadata.namespace = Some("ops".into());
+    let pinger = pinger("ops", "p").build();
     watches.pingers.apply_watcher_event(&Event::Apply(pinger));
     let (requests, result) = settle(&ctx, &seen, &with_pinger).await;
     assert_eq!(result, Ok(()));
@@ -140,7 +133,7 @@ async fn a_refused_workload_is_reported_and_retried() {
     });
     let (client, seen) = stand_in(refusal);
     let (ctx, mut watches) = context(client);
-    let dbg = debugger(DebuggerSpec::default());
+    let dbg = debugger("ops", "d").build();
     watches.show(&dbg);
     let first = reconcile(Arc::new(dbg.clone()), ctx.clone()).await;
     assert!(first.is_err());
@@ -161,7 +154,7 @@ async fn a_refused_workload_is_reported_and_retried() {
 async fn a_report_arriving_rewrites_the_summary_and_status_only() {
     let (client, seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let dbg = debugger(DebuggerSpec::default());
+    let dbg = debugger("ops", "d").build();
     watches.show(&dbg);
     assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
 
@@ -193,7 +186,7 @@ async fn a_report_arriving_rewrites_the_summary_and_status_only() {
 async fn a_deleted_workload_is_written_again() {
     let (client, seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let dbg = debugger(DebuggerSpec::default());
+    let dbg = debugger("ops", "d").build();
     watches.show(&dbg);
     assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
     // The watch shows the DaemonSet as written, then deleted.
@@ -246,7 +239,7 @@ async fn a_service_account_or_role_binding_deleted_by_hand_is_written_again() {
         })
     }));
     let (ctx, mut watches) = context(client);
-    let dbg = debugger(DebuggerSpec::default());
+    let dbg = debugger("ops", "d").build();
     watches.show(&dbg);
     assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
     let pod_annotation = || {
@@ -297,11 +290,10 @@ const POD: &str = "PATCH /api/v1/namespaces/ops/pods/d";
 async fn a_new_pod_debugger_gets_its_rbac_then_its_pod_then_event_status_and_summary() {
     let (client, seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let dbg = debugger(DebuggerSpec {
-        workload_type: WorkloadType::Pod,
-        node_name: "node-1".into(),
-        ..DebuggerSpec::default()
-    });
+    let dbg = debugger("ops", "d")
+        .workload_type(WorkloadType::Pod)
+        .node_name("node-1")
+        .build();
     watches.show(&dbg);
     let (requests, result) = settle(&ctx, &seen, &dbg).await;
     assert_eq!(result, Ok(()));
@@ -322,7 +314,7 @@ async fn a_new_pod_debugger_gets_its_rbac_then_its_pod_then_event_status_and_sum
 async fn a_deleted_debugger_gets_no_request_while_its_objects_are_collected() {
     let (client, seen) = stand_in(no_script());
     let (ctx, mut watches) = context(client);
-    let dbg = debugger(DebuggerSpec::default());
+    let dbg = debugger("ops", "d").build();
     watches.show(&dbg);
     assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
 

@@ -4,11 +4,11 @@
 //! managed fields of the two writers (Kubernetes 1.30; no fields of alpha
 //! or later beta features).
 
-use combo_api::{Debugger, DebuggerSpec, Pinger, PingerSpec};
 use combo_operator::cli::{DEFAULT_PINGER_IMAGE, DEFAULT_RUNNER_IMAGE};
 use combo_operator::core::images::Images;
 use combo_operator::core::validate::Valid;
 use combo_operator::workload::render::{workload, Workload};
+use combo_testkit::fixtures::{debugger, pinger};
 use serde_json::{json, Map, Value};
 
 const TIME: &str = "2026-01-01T06:00:00Z";
@@ -17,24 +17,11 @@ const TIME: &str = "2026-01-01T06:00:00Z";
 /// pinger on and every pod followed (`maxPeers: 0`), as the operator
 /// renders it: `{metadata, spec}`.
 pub fn template() -> Value {
-    let mut dbg = Debugger::new(
-        "node-check",
-        DebuggerSpec {
-            enable_pinger: true,
-            pinger: "mesh".into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    dbg.metadata.namespace = Some("ops".into());
-    dbg.metadata.uid = Some("5f0c3a4e-8d1b-4c2a-9e7f-1b2c3d4e5f60".into());
-    let pinger = Pinger::new(
-        "mesh",
-        PingerSpec {
-            peers: true,
-            max_peers: 0,
-            ..PingerSpec::default()
-        },
-    );
+    let dbg = debugger("ops", "node-check")
+        .uid("5f0c3a4e-8d1b-4c2a-9e7f-1b2c3d4e5f60")
+        .pinger("mesh")
+        .build();
+    let pinger = pinger("ops", "mesh").peers(true).max_peers(0).build();
     let images = Images {
         runner: DEFAULT_RUNNER_IMAGE.into(),
         pinger: DEFAULT_PINGER_IMAGE.into(),

@@ -1,5 +1,5 @@
 use super::*;
-use combo_api::DebuggerSpec;
+use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::apps::v1::DaemonSetStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -19,22 +19,10 @@ fn now() -> DateTime<Utc> {
     "2026-11-22T05:00:00Z".parse().unwrap()
 }
 
-fn dbg(run_at: &str) -> Debugger {
-    let mut d = Debugger::new(
-        "node-check",
-        DebuggerSpec {
-            run_at: run_at.into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.generation = Some(3);
-    d
-}
-
 #[test]
 fn all_pods_ready_makes_ready_true_with_counts() {
     let s = compute(
-        &dbg(""),
+        &debugger("ops", "node-check").generation(3).build(),
         None,
         Some(PodCounts {
             desired: 3,
@@ -58,7 +46,13 @@ fn all_pods_ready_makes_ready_true_with_counts() {
 
 #[test]
 fn missing_workload_is_not_ready_with_zero_counts() {
-    let s = compute(&dbg(""), None, None, &RunSummary::default(), now());
+    let s = compute(
+        &debugger("ops", "node-check").generation(3).build(),
+        None,
+        None,
+        &RunSummary::default(),
+        now(),
+    );
     assert_eq!(s.ready, "0/0");
     assert_eq!(s.conditions[0].status, "False");
     assert_eq!(s.conditions[0].reason, "WorkloadNotReady");
@@ -68,7 +62,7 @@ fn missing_workload_is_not_ready_with_zero_counts() {
 fn invalid_spec_sets_ready_false_with_its_reason_and_message() {
     let invalid = Invalid::PingerNotFound("Pinger \"mesh\" not found".into());
     let s = compute(
-        &dbg(""),
+        &debugger("ops", "node-check").generation(3).build(),
         Some(&invalid),
         Some(PodCounts {
             desired: 2,
@@ -90,7 +84,7 @@ fn invalid_spec_sets_ready_false_with_its_reason_and_message() {
 
 #[test]
 fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
-    let mut d = dbg("");
+    let mut d = debugger("ops", "node-check").generation(3).build();
     let counts = Some(PodCounts {
         desired: 1,
         ready: 1,
@@ -114,7 +108,10 @@ fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
 #[test]
 fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
     let s = compute(
-        &dbg("0 */6 * * *"),
+        &debugger("ops", "node-check")
+            .generation(3)
+            .run_at("0 */6 * * *")
+            .build(),
         None,
         None,
         &RunSummary::default(),
@@ -122,7 +119,10 @@ fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
     );
     assert_eq!(s.next_run_at.as_deref(), Some("2026-11-22T06:00:00Z"));
     let past = compute(
-        &dbg("2026-11-22T04:00:00Z"),
+        &debugger("ops", "node-check")
+            .generation(3)
+            .run_at("2026-11-22T04:00:00Z")
+            .build(),
         None,
         None,
         &RunSummary::default(),
@@ -130,7 +130,14 @@ fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
     );
     assert_eq!(past.next_run_at, None);
     assert_eq!(
-        compute(&dbg(""), None, None, &RunSummary::default(), now()).next_run_at,
+        compute(
+            &debugger("ops", "node-check").generation(3).build(),
+            None,
+            None,
+            &RunSummary::default(),
+            now()
+        )
+        .next_run_at,
         None
     );
 }
@@ -189,7 +196,13 @@ fn a_daemonset_that_schedules_no_pod_is_not_ready_with_no_nodes_selected() {
     ds.status.as_mut().unwrap().observed_generation = Some(2);
     let counts = daemonset_counts(&ds);
     assert!(counts.no_node);
-    let s = compute(&dbg(""), None, Some(counts), &RunSummary::default(), now());
+    let s = compute(
+        &debugger("ops", "node-check").generation(3).build(),
+        None,
+        Some(counts),
+        &RunSummary::default(),
+        now(),
+    );
     let ready = ready_of(&s.conditions).unwrap();
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
@@ -212,7 +225,13 @@ fn a_pod_no_node_admits_is_no_nodes_selected_but_one_short_of_cpu_is_not() {
         "0/3 nodes are available: 3 node(s) didn't match node selector.",
     ));
     assert!(counts.no_node);
-    let s = compute(&dbg(""), None, Some(counts), &RunSummary::default(), now());
+    let s = compute(
+        &debugger("ops", "node-check").generation(3).build(),
+        None,
+        Some(counts),
+        &RunSummary::default(),
+        now(),
+    );
     assert_eq!(ready_of(&s.conditions).unwrap().reason, "NoNodesSelected");
     assert!(!pod_counts(&pending("0/3 nodes are available: 3 Insufficient cpu.")).no_node);
     assert!(!pod_counts(&Pod::default()).no_node);
@@ -235,7 +254,7 @@ fn ready_reason(s: &DebuggerStatus) -> (&str, &str) {
 
 #[test]
 fn a_ready_daemonset_rolling_out_a_new_template_stays_ready_within_the_grace() {
-    let mut d = dbg("");
+    let mut d = debugger("ops", "node-check").generation(3).build();
     let ready = compute(&d, None, two(2, false), &RunSummary::default(), now());
     d.status = Some(ready);
     // The template changed: every pod is replaced at once.
@@ -266,7 +285,7 @@ fn a_ready_daemonset_rolling_out_a_new_template_stays_ready_within_the_grace() {
 
 #[test]
 fn a_roll_past_its_grace_or_of_a_debugger_that_was_not_ready_is_not_ready() {
-    let mut d = dbg("");
+    let mut d = debugger("ops", "node-check").generation(3).build();
     d.status = Some(compute(
         &d,
         None,
@@ -284,7 +303,7 @@ fn a_roll_past_its_grace_or_of_a_debugger_that_was_not_ready_is_not_ready() {
     let s = compute(&d, None, two(1, true), &RunSummary::default(), stalled);
     assert_eq!(ready_reason(&s), ("False", "WorkloadNotReady"));
     // Pods missing without a roll are not Ready either.
-    let mut d = dbg("");
+    let mut d = debugger("ops", "node-check").generation(3).build();
     d.status = Some(compute(
         &d,
         None,

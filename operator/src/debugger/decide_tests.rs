@@ -3,7 +3,8 @@ use std::time::Duration;
 use super::*;
 use crate::core::images::Images;
 use chrono::TimeZone;
-use combo_api::{DebuggerSpec, RunAt};
+use combo_api::RunAt;
+use combo_testkit::fixtures::debugger;
 use kube::runtime::events::EventType;
 
 use crate::core::validate::{Invalid, Rejected, Valid};
@@ -12,21 +13,8 @@ fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 22, 5, 30, 0).unwrap()
 }
 
-fn dbg(run_at: &str) -> Debugger {
-    let mut d = Debugger::new(
-        "a",
-        DebuggerSpec {
-            run_at: run_at.into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.generation = Some(2);
-    d
-}
-
 fn valid(run_at: &str) -> Verdict {
-    let d = Debugger::new("d", DebuggerSpec::default());
+    let d = debugger("ops", "d").build();
     Ok(Valid::of(
         &d,
         RunAt::parse(run_at).unwrap(),
@@ -53,7 +41,10 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
 
 #[test]
 fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict = valid("0 */6 * * *");
     let p = decide(inputs(&d, &verdict));
     assert!(p.paced && p.status_changed && p.events.is_empty());
@@ -66,7 +57,10 @@ fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
 
 #[test]
 fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict: Verdict = Err(Rejected {
         invalid: Invalid::PingerNotFound("no mesh".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
@@ -91,7 +85,7 @@ fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
 
 #[test]
 fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let first = decide(inputs(&d, &verdict));
     assert!(first.status_changed);
@@ -105,7 +99,7 @@ fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
 
 #[test]
 fn the_workload_steps_event_summary_and_requeue_pass_through() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let cm = ConfigMap::default();
     let converged = Converged {
@@ -131,7 +125,7 @@ fn the_workload_steps_event_summary_and_requeue_pass_through() {
 #[test]
 fn an_invalid_spec_is_reported_once_per_generation_and_message() {
     let invalid = Invalid::InvalidSpec("bad".into());
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let first = status::compute(
         &d,
         Some(&invalid),
@@ -158,7 +152,10 @@ fn an_invalid_spec_is_reported_once_per_generation_and_message() {
 
 #[test]
 fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_join_the_status() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict = valid("0 */6 * * *");
     let marks = DebuggerMarks {
         runs_missed: Some((true, "RunsMissed".into(), "1 node has not reported".into())),
@@ -184,7 +181,10 @@ fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_
 
 #[test]
 fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
-    let d = dbg("0 0 29 2 *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 0 29 2 *")
+        .build();
     let verdict = valid("0 0 29 2 *");
     let p = decide(inputs(&d, &verdict));
     assert!(p.paced, "still valid: it runs, once");
@@ -195,13 +195,19 @@ fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
         ..inputs(&d, &verdict)
     });
     assert!(again.events.is_empty(), "the generation was seen");
-    let near = dbg("0 0 1 1 *");
+    let near = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 0 1 1 *")
+        .build();
     assert!(decide(inputs(&near, &valid("0 0 1 1 *"))).events.is_empty());
 }
 
 #[test]
 fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
-    let d = dbg("0 */6 * * *");
+    let d = debugger("ops", "a")
+        .generation(2)
+        .run_at("0 */6 * * *")
+        .build();
     let verdict: Verdict = Err(Rejected {
         invalid: Invalid::ConfigMapNotFound("configMap \"s\": not found".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
@@ -217,7 +223,7 @@ fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
 
 #[test]
 fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let counts = PodCounts {
         desired: 2,
@@ -252,7 +258,7 @@ fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
 
 #[test]
 fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_ready() {
-    let d = dbg("");
+    let d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let waiting = "pods waiting: ImagePullBackOff on 2 pods; pod d-a, container runner: ImagePullBackOff: Back-off pulling image \"reg/runner:1\"";
     let not_ready = decide(Inputs {
@@ -285,7 +291,7 @@ fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_read
 
 #[test]
 fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event() {
-    let mut d = dbg("");
+    let mut d = debugger("ops", "a").generation(2).build();
     let verdict = valid("");
     let refusal = "Error creating: pods \"a-x7k2p\" is forbidden: violates PodSecurity \"baseline:latest\": privileged (container \"runner\" must not set securityContext.privileged=true)";
     let missing = PodCounts {
@@ -355,7 +361,7 @@ fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event()
     let quota = decide(Inputs {
         counts: Some(missing),
         refused: Some("Error creating: pods \"a-1\" is forbidden: exceeded quota: no-pods".into()),
-        ..inputs(&dbg(""), &verdict)
+        ..inputs(&debugger("ops", "a").generation(2).build(), &verdict)
     });
     let ready = status::ready_of(&quota.status.conditions).unwrap();
     assert!(

@@ -3,26 +3,15 @@ use std::sync::Arc;
 use super::*;
 use crate::marks::state::{reason_of, REASON_MAX};
 use crate::marks::taints::TaintWrite;
-use combo_api::{Debugger, DebuggerReportSpec, DebuggerSpec, ItemResult};
+use combo_api::{DebuggerReportSpec, ItemResult};
+use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::core::v1::Taint;
+
+/// The categories of the Debugger `check` and of its reports.
+const CATEGORIES: &[Category] = &[Category::Disk, Category::Net];
 
 fn now() -> DateTime<Utc> {
     "2026-01-01T06:10:00Z".parse().unwrap()
-}
-
-fn dbg(conditions: bool, taints: &[Category], percent: u32) -> Debugger {
-    let mut d = Debugger::new(
-        "check",
-        DebuggerSpec {
-            node_conditions: conditions,
-            taints: taints.to_vec(),
-            max_tainted_percent: percent,
-            categories: vec![Category::Disk, Category::Net],
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some("ops".into());
-    d
 }
 
 /// A report of `node`: `disk` with one item failing when `failing`,
@@ -94,7 +83,13 @@ fn plan_for(
 
 #[test]
 fn a_node_that_starts_failing_costs_one_write_and_an_unchanged_run_none() {
-    let wanted = Wanted::of(&dbg(true, &[], 10), true);
+    let wanted = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .node_conditions(true)
+            .build(),
+        true,
+    );
     let mut nodes = BTreeMap::new();
     let healthy = reports(3, |_| false);
     let first = plan_for(&wanted, &healthy, &BTreeSet::new(), &nodes, now());
@@ -123,7 +118,13 @@ fn a_node_that_starts_failing_costs_one_write_and_an_unchanged_run_none() {
 
 #[test]
 fn the_transition_time_moves_only_with_the_status() {
-    let wanted = Wanted::of(&dbg(true, &[], 10), true);
+    let wanted = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .node_conditions(true)
+            .build(),
+        true,
+    );
     let mut nodes = BTreeMap::new();
     let failing = reports(1, |_| true);
     let done = plan_for(&wanted, &failing, &BTreeSet::new(), &nodes, now());
@@ -161,7 +162,13 @@ fn the_transition_time_moves_only_with_the_status() {
 
 #[test]
 fn a_node_that_missed_a_run_turns_unknown_once() {
-    let wanted = Wanted::of(&dbg(true, &[], 10), true);
+    let wanted = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .node_conditions(true)
+            .build(),
+        true,
+    );
     let mut nodes = BTreeMap::new();
     let r = reports(2, |_| false);
     let done = plan_for(&wanted, &r, &BTreeSet::new(), &nodes, now());
@@ -180,7 +187,12 @@ fn a_node_that_missed_a_run_turns_unknown_once() {
 
 #[test]
 fn turning_conditions_off_or_deleting_removes_only_this_debuggers_marks() {
-    let d = dbg(true, &[Category::Disk], 100);
+    let d = debugger("ops", "check")
+        .categories(CATEGORIES)
+        .node_conditions(true)
+        .taints(&[Category::Disk])
+        .max_tainted_percent(100)
+        .build();
     let wanted = Wanted::of(&d, true);
     let mut nodes = BTreeMap::new();
     let r = reports(2, |_| true);
@@ -245,7 +257,13 @@ fn a_cut_report_names_a_real_item_and_counts_the_omitted_ones() {
 
 #[test]
 fn taints_stay_within_the_limit_and_the_first_nodes_by_name_get_them() {
-    let wanted = Wanted::of(&dbg(false, &[Category::Disk], 10), true);
+    let wanted = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .taints(&[Category::Disk])
+            .build(),
+        true,
+    );
     let mut nodes = BTreeMap::new();
     let r = reports(25, |i| i % 5 == 0); // 5 failing of 25: at most 2 tainted
     let p = plan_for(&wanted, &r, &BTreeSet::new(), &nodes, now());
@@ -279,12 +297,26 @@ fn taints_stay_within_the_limit_and_the_first_nodes_by_name_get_them() {
 fn a_lower_limit_removes_taints_and_an_unknown_node_keeps_its_own() {
     let mut nodes = BTreeMap::new();
     let r = reports(10, |i| i < 4);
-    let wide = Wanted::of(&dbg(false, &[Category::Disk], 40), true);
+    let wide = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .taints(&[Category::Disk])
+            .max_tainted_percent(40)
+            .build(),
+        true,
+    );
     let done = plan_for(&wide, &r, &BTreeSet::new(), &nodes, now());
     applied(&mut nodes, &done);
     assert_eq!(nodes.len(), 4);
     let missed: BTreeSet<String> = ["node-0001".to_string()].into();
-    let narrow = Wanted::of(&dbg(false, &[Category::Disk], 20), true);
+    let narrow = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .taints(&[Category::Disk])
+            .max_tainted_percent(20)
+            .build(),
+        true,
+    );
     let p = plan_for(&narrow, &r, &missed, &nodes, now());
     let removed: Vec<&str> = p.taints.iter().map(|t| t.node.as_str()).collect();
     assert_eq!(removed, ["node-0002", "node-0003"], "the last by name go");
@@ -297,7 +329,15 @@ fn a_lower_limit_removes_taints_and_an_unknown_node_keeps_its_own() {
 
 #[test]
 fn without_the_right_to_taint_no_taint_is_planned() {
-    let wanted = Wanted::of(&dbg(true, &[Category::Disk], 100), false);
+    let wanted = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .node_conditions(true)
+            .taints(&[Category::Disk])
+            .max_tainted_percent(100)
+            .build(),
+        false,
+    );
     assert!(wanted.taints_disabled);
     let p = plan_for(
         &wanted,
@@ -315,7 +355,14 @@ fn without_the_right_to_taint_no_taint_is_planned() {
 /// when nothing changed (docs/benchmarks.md#node-marks-at-5000-nodes).
 #[test]
 fn at_five_thousand_nodes_fifty_new_failures_cost_fifty_writes_and_no_change_none() {
-    let wanted = Wanted::of(&dbg(true, &[Category::Disk], 10), true);
+    let wanted = Wanted::of(
+        &debugger("ops", "check")
+            .categories(CATEGORIES)
+            .node_conditions(true)
+            .taints(&[Category::Disk])
+            .build(),
+        true,
+    );
     let mut nodes = BTreeMap::new();
     let healthy = reports(5000, |_| false);
     let done = plan_for(&wanted, &healthy, &BTreeSet::new(), &nodes, now());
@@ -337,13 +384,19 @@ fn at_five_thousand_nodes_fifty_new_failures_cost_fifty_writes_and_no_change_non
 
 #[test]
 fn the_debuggers_pods_tolerate_its_own_taints_and_nothing_else_is_added() {
-    let plain = dbg(true, &[], 10);
+    let plain = debugger("ops", "check")
+        .categories(CATEGORIES)
+        .node_conditions(true)
+        .build();
     assert_eq!(
         crate::workload::tolerations::tolerations(&plain),
         None,
         "the rendered pods stay as they were"
     );
-    let tainting = dbg(false, &[Category::Disk, Category::Net], 10);
+    let tainting = debugger("ops", "check")
+        .categories(CATEGORIES)
+        .taints(&[Category::Disk, Category::Net])
+        .build();
     let t = crate::workload::tolerations::tolerations(&tainting).unwrap();
     let keys: Vec<(&str, &str, &str)> = t
         .iter()

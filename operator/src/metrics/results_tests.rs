@@ -3,13 +3,8 @@ use std::sync::Arc;
 use super::*;
 use crate::metrics::registry::Metrics;
 use crate::reports::results::CategoryResults;
-use combo_api::{Category, DebuggerSpec};
-
-fn dbg(ns: &str, name: &str) -> Debugger {
-    let mut d = Debugger::new(name, DebuggerSpec::default());
-    d.metadata.namespace = Some(ns.into());
-    d
-}
+use combo_api::Category;
+use combo_testkit::fixtures::debugger;
 
 fn now() -> DateTime<Utc> {
     Utc::now()
@@ -51,7 +46,7 @@ fn series(text: &str, name: &str) -> Vec<String> {
 #[test]
 fn a_failing_node_has_a_series_until_it_recovers() {
     let m = Metrics::default();
-    let d = dbg("ops", "node-check");
+    let d = debugger("ops", "node-check").build();
     m.results()
         .set(&d, results(&[("node-2", "disk", 2)]), None, now());
     let text = m.encode();
@@ -113,7 +108,7 @@ fn nodes_that_missed_the_due_run_are_counted_at_scrape_time() {
     let m = Arc::new(ResultMetrics::default());
     let hourly = RunAt::parse("0 * * * *").unwrap();
     m.set(
-        &dbg("ops", "a"),
+        &debugger("ops", "a").build(),
         results(&[]),
         Some(hourly),
         t("2026-11-22T04:00:00Z"),
@@ -131,7 +126,7 @@ fn nodes_that_missed_the_due_run_are_counted_at_scrape_time() {
 #[test]
 fn a_deleted_debugger_loses_every_series_and_a_relist_drops_those_gone() {
     let m = Metrics::default();
-    let (a, b) = (dbg("ops", "a"), dbg("ops", "b"));
+    let (a, b) = (debugger("ops", "a").build(), debugger("ops", "b").build());
     m.results()
         .set(&a, results(&[("node-1", "mem", 1)]), None, now());
     m.results()

@@ -1,5 +1,6 @@
 use super::*;
-use combo_api::{DebuggerSpec, PingerSpec};
+use combo_api::PingerSpec;
+use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::core::v1::{PodCondition, PodIP, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -280,15 +281,7 @@ fn pods_missing_from_a_relist_leave_their_probers_lists() {
 
 #[test]
 fn the_bound_follows_the_debuggers_pinger() {
-    let mut d = Debugger::new(
-        "mesh",
-        DebuggerSpec {
-            enable_pinger: true,
-            pinger: "p".into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some("ops".into());
+    let mut d = debugger("ops", "mesh").pinger("p").build();
     let pinger = |spec: PingerSpec| move |_: &str| Some(Arc::new(Pinger::new("p", spec.clone())));
     assert_eq!(
         bound(Some(&d), pinger(PingerSpec::default())),

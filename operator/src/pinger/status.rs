@@ -155,25 +155,16 @@ pub fn error_policy(_: Arc<Pinger>, err: &kube::Error, ctx: Arc<PingerContext>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use combo_api::PingerSpec;
-
-    fn pinger(ping: &[&str], tcp: &[&str]) -> Pinger {
-        let mut p = Pinger::new(
-            "mesh",
-            PingerSpec {
-                ping: ping.iter().map(|s| s.to_string()).collect(),
-                tcp_ping: tcp.iter().map(|s| s.to_string()).collect(),
-                ..PingerSpec::default()
-            },
-        );
-        p.metadata.generation = Some(3);
-        p
-    }
+    use combo_testkit::fixtures::pinger;
 
     #[test]
     fn valid_targets_make_the_pinger_ready() {
         let s = compute(
-            &pinger(&["10.0.0.1", "fd00::1"], &["10.0.0.1:80"]),
+            &pinger("ops", "mesh")
+                .generation(3)
+                .ping(&["10.0.0.1", "fd00::1"])
+                .tcp_ping(&["10.0.0.1:80"])
+                .build(),
             Utc::now(),
         );
         let c = &s.conditions[0];
@@ -188,7 +179,11 @@ mod tests {
     #[test]
     fn each_bad_target_is_named_in_the_invalid_spec_condition() {
         let s = compute(
-            &pinger(&["10.0.0.300", "10.0.0.1"], &["10.0.0.1:99999"]),
+            &pinger("ops", "mesh")
+                .generation(3)
+                .ping(&["10.0.0.300", "10.0.0.1"])
+                .tcp_ping(&["10.0.0.1:99999"])
+                .build(),
             Utc::now(),
         );
         let c = &s.conditions[0];
@@ -203,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_pinger_that_would_probe_nothing_is_not_ready() {
-        let mut p = pinger(&[], &[]);
+        let mut p = pinger("ops", "mesh").generation(3).build();
         p.spec.peers = false;
         let c = compute(&p, Utc::now()).conditions[0].clone();
         assert_eq!(
@@ -217,20 +212,24 @@ mod tests {
 
     #[test]
     fn the_targets_column_counts_the_listed_targets_and_names_peers_and_gateway() {
-        let mut p = pinger(&["10.0.0.1", "fd00::1"], &["10.0.0.1:80"]);
+        let mut p = pinger("ops", "mesh")
+            .generation(3)
+            .ping(&["10.0.0.1", "fd00::1"])
+            .tcp_ping(&["10.0.0.1:80"])
+            .build();
         p.spec.peers = false;
         assert_eq!(compute(&p, Utc::now()).targets, "3");
         p.spec.peers = true;
         p.spec.gateway = true;
         assert_eq!(compute(&p, Utc::now()).targets, "3+peers+gateway");
-        let mut idle = pinger(&[], &[]);
+        let mut idle = pinger("ops", "mesh").generation(3).build();
         idle.spec.peers = false;
         assert_eq!(compute(&idle, Utc::now()).targets, "0");
     }
 
     #[test]
     fn a_debugger_learns_why_its_pinger_is_not_ready_once_it_has_a_status() {
-        let mut idle = pinger(&[], &[]);
+        let mut idle = pinger("ops", "mesh").generation(3).build();
         idle.spec.peers = false;
         assert_eq!(not_ready(&idle), None, "no status yet: nothing known");
         idle.status = Some(compute(&idle, Utc::now()));
@@ -240,26 +239,47 @@ mod tests {
             "{why}"
         );
         assert!(why.ends_with("the pinger probes nothing"), "{why}");
-        let mut fine = pinger(&["10.0.0.1"], &[]);
+        let mut fine = pinger("ops", "mesh")
+            .generation(3)
+            .ping(&["10.0.0.1"])
+            .build();
         fine.status = Some(compute(&fine, Utc::now()));
         assert_eq!(not_ready(&fine), None);
     }
 
     #[test]
     fn the_event_is_recorded_once_per_new_complaint() {
-        let bad = pinger(&["10.0.0.300"], &[]);
+        let bad = pinger("ops", "mesh")
+            .generation(3)
+            .ping(&["10.0.0.300"])
+            .build();
         let first = compute(&bad, Utc::now());
         assert!(newly_invalid(None, &first));
         assert!(!newly_invalid(Some(&first), &compute(&bad, Utc::now())));
-        let worse = compute(&pinger(&["10.0.0.300", "x..y"], &[]), Utc::now());
+        let worse = compute(
+            &pinger("ops", "mesh")
+                .generation(3)
+                .ping(&["10.0.0.300", "x..y"])
+                .build(),
+            Utc::now(),
+        );
         assert!(newly_invalid(Some(&first), &worse));
-        let fixed = compute(&pinger(&["10.0.0.1"], &[]), Utc::now());
+        let fixed = compute(
+            &pinger("ops", "mesh")
+                .generation(3)
+                .ping(&["10.0.0.1"])
+                .build(),
+            Utc::now(),
+        );
         assert!(!newly_invalid(Some(&first), &fixed));
     }
 
     #[test]
     fn an_unchanged_condition_keeps_its_transition_time() {
-        let mut p = pinger(&["10.0.0.1"], &[]);
+        let mut p = pinger("ops", "mesh")
+            .generation(3)
+            .ping(&["10.0.0.1"])
+            .build();
         let t0 = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
             .unwrap()
             .to_utc();

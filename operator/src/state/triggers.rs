@@ -386,20 +386,7 @@ pub fn users_of(debuggers: &[Arc<Debugger>], pinger: &Pinger) -> Vec<ObjectRef<D
 #[cfg(test)]
 mod tests {
     use super::*;
-    use combo_api::{DebuggerSpec, PingerSpec};
-
-    fn dbg(ns: &str, name: &str, pinger: &str) -> Arc<Debugger> {
-        let mut d = Debugger::new(
-            name,
-            DebuggerSpec {
-                enable_pinger: !pinger.is_empty(),
-                pinger: pinger.into(),
-                ..DebuggerSpec::default()
-            },
-        );
-        d.metadata.namespace = Some(ns.into());
-        Arc::new(d)
-    }
+    use combo_testkit::fixtures::{debugger, pinger};
 
     fn summary(ns: &str, name: &str, owner: Option<&Debugger>) -> PartialObjectMeta<ConfigMap> {
         let mut cm = PartialObjectMeta::<ConfigMap>::default();
@@ -416,9 +403,7 @@ mod tests {
     #[test]
     fn a_deleted_summary_wakes_the_debuggers_that_wait_for_its_name() {
         let named = |ns: &str, name: &str, summary: &str| {
-            let mut d = dbg(ns, name, "");
-            Arc::make_mut(&mut d).spec.summary_config_map = summary.into();
-            d
+            Arc::new(debugger(ns, name).summary_config_map(summary).build())
         };
         let all = vec![
             named("ops", "first", "shared"),
@@ -450,13 +435,12 @@ mod tests {
     #[test]
     fn a_pinger_change_requeues_only_the_debuggers_that_use_it() {
         let all = vec![
-            dbg("ops", "a", "mesh"),
-            dbg("ops", "b", "other"),
-            dbg("dev", "c", "mesh"),
-            dbg("ops", "d", ""),
+            Arc::new(debugger("ops", "a").pinger("mesh").build()),
+            Arc::new(debugger("ops", "b").pinger("other").build()),
+            Arc::new(debugger("dev", "c").pinger("mesh").build()),
+            Arc::new(debugger("ops", "d").build()),
         ];
-        let mut p = Pinger::new("mesh", PingerSpec::default());
-        p.metadata.namespace = Some("ops".into());
+        let p = pinger("ops", "mesh").build();
         let users: Vec<String> = users_of(&all, &p).into_iter().map(|r| r.name).collect();
         assert_eq!(users, ["a"]);
     }

@@ -6,23 +6,17 @@ use crate::core::validate::Valid;
 use crate::reports::aggregate::NodeReport;
 use combo_api::report::report_name;
 use combo_api::summary::{ItemResult, NodeSummary};
-use combo_api::{DebuggerReportSpec, DebuggerSpec, RunAt};
+use combo_api::{DebuggerReportSpec, RunAt};
+use combo_testkit::fixtures::debugger;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
 const RUN: &str = "2026-11-22T06:00:00Z";
 
-fn dbg(spec: DebuggerSpec) -> Debugger {
-    let mut d = Debugger::new("d", spec);
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.uid = Some("uid-d".into());
-    d
-}
-
 fn scripts_missing() -> Rejected {
     Rejected::after(
         Valid::of(
-            &Debugger::new("d", DebuggerSpec::default()),
+            &debugger("ops", "d").build(),
             RunAt::parse(RUN).unwrap(),
             None,
             &Images::default(),
@@ -90,11 +84,7 @@ fn a_debugger_whose_scripts_are_gone_keeps_its_summary_with_the_status() {
     // The case: a run with one failed item on a Debugger whose
     // scripts ConfigMap was deleted. The summary written is the one the
     // status's run fields come from, not the run before.
-    let d = dbg(DebuggerSpec {
-        enable_config_map: true,
-        config_map: "scripts".into(),
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "d").config_map("scripts").build();
     let o = observed(
         &d,
         &[("node-1", 1), ("node-2", 0)],
@@ -127,7 +117,7 @@ fn a_debugger_whose_scripts_are_gone_keeps_its_summary_with_the_status() {
 #[test]
 fn an_invalid_spec_updates_its_own_summary_but_creates_none() {
     // The other way round: a failure the newest run no longer has leaves.
-    let d = dbg(DebuggerSpec::default());
+    let d = debugger("ops", "d").build();
     let o = observed(&d, &[("node-1", 0)], &[("node-1", 2)], Some(&d));
     let (cm, how) = when_rejected(&d, &invalid_spec(), &o).expect("its own summary is updated");
     assert_eq!(how, SummaryWrite::Apply);
@@ -142,27 +132,17 @@ fn an_invalid_spec_updates_its_own_summary_but_creates_none() {
 
 #[test]
 fn a_summary_named_like_the_scripts_is_not_written_by_an_invalid_spec() {
-    let d = dbg(DebuggerSpec {
-        enable_config_map: true,
-        config_map: "d-summary".into(),
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "d").config_map("d-summary").build();
     let o = observed(&d, &[("node-1", 1)], &[], Some(&d));
     assert_eq!(when_rejected(&d, &invalid_spec(), &o), None);
 }
 
 #[test]
 fn a_summary_another_controls_is_never_written() {
-    let d = dbg(DebuggerSpec {
-        summary_config_map: "shared".into(),
-        ..DebuggerSpec::default()
-    });
-    let mut first = dbg(DebuggerSpec {
-        summary_config_map: "shared".into(),
-        ..DebuggerSpec::default()
-    });
-    first.metadata.name = Some("first".into());
-    first.metadata.uid = Some("uid-first".into());
+    let d = debugger("ops", "d").summary_config_map("shared").build();
+    let first = debugger("ops", "first")
+        .summary_config_map("shared")
+        .build();
     for owner in [Some(&first), None] {
         let o = observed(&d, &[("node-1", 1)], &[("node-9", 0)], owner);
         assert_eq!(when_rejected(&d, &scripts_missing(), &o), None);
@@ -177,7 +157,7 @@ fn a_summary_another_controls_is_never_written() {
 /// A ConfigMap `name` controlled by UID `uid`, labelled as Debugger `d`'s
 /// workload when `labelled`.
 fn controlled(name: &str, uid: &str, labelled: bool) -> Summary {
-    let d = dbg(DebuggerSpec::default());
+    let d = debugger("ops", "d").build();
     let mut owner = d.controller_owner_ref(&()).unwrap();
     owner.uid = uid.into();
     Summary {
@@ -195,12 +175,10 @@ fn controlled(name: &str, uid: &str, labelled: bool) -> Summary {
 
 #[test]
 fn only_the_summaries_written_under_a_former_name_are_deleted() {
-    let d = dbg(DebuggerSpec {
-        summary_config_map: "now".into(),
-        enable_config_map: true,
-        config_map: "scripts".into(),
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "d")
+        .summary_config_map("now")
+        .config_map("scripts")
+        .build();
     let seen = [
         controlled("now", "uid-d", true),
         controlled("before", "uid-d", true),
@@ -216,9 +194,8 @@ fn only_the_summaries_written_under_a_former_name_are_deleted() {
 
 #[test]
 fn a_summary_name_is_taken_when_a_configmap_it_does_not_control_holds_it() {
-    let d = dbg(DebuggerSpec::default());
-    let mut other = dbg(DebuggerSpec::default());
-    other.metadata.uid = Some("uid-other".into());
+    let d = debugger("ops", "d").build();
+    let other = debugger("ops", "d").uid("uid-other").build();
     assert!(!taken(&d, &observed(&d, &[], &[], Some(&d))), "its own");
     assert!(taken(&d, &observed(&d, &[], &[], None)), "the user's");
     assert!(

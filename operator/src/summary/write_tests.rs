@@ -2,26 +2,12 @@ use super::*;
 use crate::state::cache::Summary;
 use crate::workload::apply::Error;
 use crate::workload::render;
-use combo_api::{Debugger, DebuggerSpec, WorkloadType};
+use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::core::v1::ConfigMap;
-
-fn dbg(wt: WorkloadType, cpu: &str) -> Debugger {
-    let mut d = Debugger::new(
-        "d",
-        DebuggerSpec {
-            workload_type: wt,
-            cpu: cpu.into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.uid = Some("uid-d".into());
-    d
-}
 
 #[test]
 fn the_summary_is_created_when_missing_applied_when_stale_and_a_foreign_one_is_never_written() {
-    let d = dbg(WorkloadType::Daemonset, "100m");
+    let d = debugger("ops", "d").build();
     let desired = render::summary_config_map(&d, Default::default());
     assert_eq!(
         summary_due(&d, &desired, None).unwrap(),

@@ -1,7 +1,8 @@
 use super::*;
 use crate::core::images::Images;
 use crate::workload::render;
-use combo_api::{DebuggerSpec, WorkloadType};
+use combo_api::WorkloadType;
+use combo_testkit::fixtures::debugger;
 
 fn images() -> Images {
     Images {
@@ -9,20 +10,6 @@ fn images() -> Images {
         pinger: "p:1".into(),
         pull_secrets: Vec::new(),
     }
-}
-
-fn dbg(wt: WorkloadType, cpu: &str) -> Debugger {
-    let mut d = Debugger::new(
-        "d",
-        DebuggerSpec {
-            workload_type: wt,
-            cpu: cpu.into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.uid = Some("uid-d".into());
-    d
 }
 
 /// What the API server would hold after applying `d`'s workload.
@@ -49,7 +36,7 @@ fn plan_for(d: &Debugger, observed: &Observed) -> Result<Plan, Error> {
 
 #[test]
 fn a_missing_workload_is_created() {
-    let d = dbg(WorkloadType::Daemonset, "100m");
+    let d = debugger("ops", "d").build();
     let p = plan_for(&d, &Observed::default()).unwrap();
     assert!(p.apply);
     assert_eq!(p.change, Change::Created);
@@ -58,7 +45,7 @@ fn a_missing_workload_is_created() {
 #[test]
 fn an_unchanged_workload_is_not_written() {
     for wt in [WorkloadType::Daemonset, WorkloadType::Pod] {
-        let d = dbg(wt, "100m");
+        let d = debugger("ops", "d").workload_type(wt).build();
         let p = plan_for(&d, &existing(&d)).unwrap();
         assert_eq!(
             p,
@@ -74,8 +61,8 @@ fn an_unchanged_workload_is_not_written() {
 
 #[test]
 fn a_changed_daemonset_is_updated_in_place() {
-    let old = dbg(WorkloadType::Daemonset, "100m");
-    let new = dbg(WorkloadType::Daemonset, "200m");
+    let old = debugger("ops", "d").build();
+    let new = debugger("ops", "d").cpu("200m").build();
     let p = plan_for(&new, &existing(&old)).unwrap();
     assert!(p.apply && !p.delete_pod);
     assert_eq!(p.change, Change::Updated);
@@ -83,8 +70,13 @@ fn a_changed_daemonset_is_updated_in_place() {
 
 #[test]
 fn a_changed_pod_is_deleted_then_recreated() {
-    let old = dbg(WorkloadType::Pod, "100m");
-    let new = dbg(WorkloadType::Pod, "200m");
+    let old = debugger("ops", "d")
+        .workload_type(WorkloadType::Pod)
+        .build();
+    let new = debugger("ops", "d")
+        .workload_type(WorkloadType::Pod)
+        .cpu("200m")
+        .build();
     let p = plan_for(&new, &existing(&old)).unwrap();
     assert!(p.delete_pod && !p.apply);
     assert_eq!(p.change, Change::Replacing);
@@ -106,8 +98,10 @@ fn a_changed_pod_is_deleted_then_recreated() {
 
 #[test]
 fn switching_workload_type_deletes_the_other_kind() {
-    let as_ds = dbg(WorkloadType::Daemonset, "100m");
-    let as_pod = dbg(WorkloadType::Pod, "100m");
+    let as_ds = debugger("ops", "d").build();
+    let as_pod = debugger("ops", "d")
+        .workload_type(WorkloadType::Pod)
+        .build();
     let p = plan_for(&as_pod, &existing(&as_ds)).unwrap();
     assert!(p.delete_daemonset && p.apply);
     let p = plan_for(&as_ds, &existing(&as_pod)).unwrap();
@@ -116,7 +110,7 @@ fn switching_workload_type_deletes_the_other_kind() {
 
 #[test]
 fn a_workload_owned_by_someone_else_is_never_touched() {
-    let d = dbg(WorkloadType::Daemonset, "100m");
+    let d = debugger("ops", "d").build();
     let mut foreign = existing(&d);
     foreign
         .daemonset

@@ -1,20 +1,6 @@
 use super::*;
-use combo_api::DebuggerSpec;
+use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::apps::v1::DaemonSetStatus;
-
-fn dbg(ns: &str, name: &str, pinger: Option<&str>) -> Debugger {
-    let mut d = Debugger::new(
-        name,
-        DebuggerSpec {
-            enable_pinger: pinger.is_some(),
-            pinger: pinger.unwrap_or_default().into(),
-            ..DebuggerSpec::default()
-        },
-    );
-    d.metadata.namespace = Some(ns.into());
-    d.metadata.uid = Some(format!("uid-{name}"));
-    d
-}
 
 fn rules(r: &WorkloadRbac) -> Vec<String> {
     r.role
@@ -35,10 +21,10 @@ fn rules(r: &WorkloadRbac) -> Vec<String> {
 
 #[test]
 fn each_debugger_has_its_own_set_owned_by_it() {
-    let d = dbg("ops", "a", None);
+    let d = debugger("ops", "a").build();
     let r = render(&d);
     assert_eq!(r, render(&d));
-    assert_ne!(r.hash, render(&dbg("ops", "b", None)).hash);
+    assert_ne!(r.hash, render(&debugger("ops", "b").build()).hash);
     for meta in [
         &r.service_account.metadata,
         &r.role.metadata,
@@ -59,7 +45,7 @@ fn each_debugger_has_its_own_set_owned_by_it() {
 
 #[test]
 fn the_role_names_its_debugger_and_pinger_and_grants_nothing_on_configmaps() {
-    let with = render(&dbg("ops", "a", Some("p")));
+    let with = render(&debugger("ops", "a").pinger("p").build());
     assert_eq!(
         rules(&with),
         [
@@ -72,7 +58,7 @@ fn the_role_names_its_debugger_and_pinger_and_grants_nothing_on_configmaps() {
     );
     // Without a Pinger no rule on Pingers at all: a rule without names
     // would grant every one.
-    let without = render(&dbg("ops", "a", None));
+    let without = render(&debugger("ops", "a").build());
     assert_eq!(
         rules(&without),
         [
@@ -91,7 +77,8 @@ fn role(ns: &str, name: &str, owned: bool) -> Arc<Role> {
     r.metadata.namespace = Some(ns.into());
     r.metadata.name = Some(name.into());
     if owned {
-        r.metadata.owner_references = dbg(ns, "x", None)
+        r.metadata.owner_references = debugger(ns, "x")
+            .build()
             .controller_owner_ref(&())
             .map(|o| vec![o]);
     }
@@ -130,8 +117,8 @@ fn the_shared_set_of_a_namespace_goes_once_no_pod_can_use_it() {
         legacy_namespaces(&[role("ops", "kube-combo-workload", true)]).is_empty(),
         "a Role of that name with an owner is not the shared one"
     );
-    let a = Arc::new(dbg("ops", "a", None));
-    let b = Arc::new(dbg("ops", "b", None));
+    let a = Arc::new(debugger("ops", "a").build());
+    let b = Arc::new(debugger("ops", "b").build());
     let only_a = vec![a.clone()];
     let done = vec![daemonset("ops", 2, 2, 3, 3)];
     assert!(legacy_unused("ops", &only_a, &roles, &done));

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use combo_api::{Debugger, DebuggerSpec};
 use combo_testkit::stand_in::{Answer, StandIn};
 use kube::Client;
 use serde_json::Value;
@@ -31,15 +30,6 @@ pub fn stand_in(script: Script) -> (Client, Seen) {
         let (code, json) = script(&r.method, r.path()).unwrap_or_else(|| written(r));
         Answer::Json(code, json)
     })
-}
-
-/// Debugger `d` of namespace `ops` (uid `uid-d`, generation 1).
-pub fn debugger(spec: DebuggerSpec) -> Debugger {
-    let mut d = Debugger::new("d", spec);
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.uid = Some("uid-d".into());
-    d.metadata.generation = Some(1);
-    d
 }
 
 /// The script that leaves every answer the default.
