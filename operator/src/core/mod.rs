@@ -1,9 +1,10 @@
 //! What the steps hand each other, with no I/O: the validated Debugger
 //! ([`validate`]), the status and its conditions ([`status`]), the Events
 //! ([`events`]), what an apply did ([`change`]), the spec hash
-//! ([`spec_hash`]), the default images ([`images`]) and the marks on nodes
-//! ([`node_marks`]).
+//! ([`spec_hash`]), the default images ([`images`]), the marks on nodes
+//! ([`node_marks`]) and the counters by kind ([`by_kind`]).
 
+pub mod by_kind;
 pub mod change;
 pub mod events;
 pub mod images;

@@ -104,6 +104,8 @@ pub struct Valid {
     pub run_at: RunAt,
     /// What it becomes: a DaemonSet or a Pod.
     pub workload: WorkloadType,
+    /// The Pinger it follows, by name, when `enablePinger` names one.
+    pub pinger: Option<String>,
     /// The images its pods run and the Secrets to pull them with: its own
     /// (and its Pinger's), else the operator's defaults
     /// (docs/operator.md#private-registries).
@@ -132,6 +134,7 @@ impl Valid {
             owner: dbg.controller_owner_ref(&()),
             run_at,
             workload: spec.workload_type,
+            pinger: (spec.enable_pinger && !spec.pinger.is_empty()).then(|| spec.pinger.clone()),
             images: Images {
                 runner: or_default(&spec.image, &defaults.runner),
                 pinger: or_default(

@@ -100,7 +100,7 @@ async fn workload(
     // Checked first: a summary name taken by another owner is an invalid
     // spec, and then no workload is written.
     let summary_due = crate::summary::write::summary_due(dbg, &summary, observed.summary.as_ref())?;
-    let account_uid = rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg).await?;
+    let account_uid = rbac::ensure(&ctx.client, &ctx.metrics, &ctx.caches, dbg, valid).await?;
     let desired = render::workload(dbg, valid, account_uid.as_deref());
     let change = apply::workload(
         &ctx.client,

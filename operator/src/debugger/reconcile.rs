@@ -68,34 +68,21 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
         Ok(valid) => converge::converge(dbg, ctx, &observed, valid).await?,
         Err(rejected) => converge::rejected(dbg, ctx, &observed, rejected).await?,
     };
-    let (verdict, converged, refused) = match outcome {
-        Outcome::Applied(valid, done) => (Ok(valid), *done, None),
-        Outcome::Rejected(r) => {
-            // Whatever the condition, the summary follows the reports the
-            // status is computed from
-            // (docs/operator.md, "Reports, summary and status").
-            let summary = plan::when_rejected(dbg, &r, &observed);
-            (
-                Err(r),
-                Converged {
-                    summary,
-                    ..Converged::default()
-                },
-                None,
-            )
-        }
-        Outcome::Refused(r, e) => {
-            let summary = plan::when_rejected(dbg, &r, &observed);
-            (
-                Err(r),
-                Converged {
-                    summary,
-                    ..Converged::default()
-                },
-                Some(e),
-            )
-        }
+    let (verdict, applied, refused) = match outcome {
+        Outcome::Applied(valid, done) => (Ok(valid), Some(*done), None),
+        Outcome::Rejected(r) => (Err(r), None, None),
+        Outcome::Refused(r, e) => (Err(r), None, Some(e)),
     };
+    // Whatever the condition, the summary of a rejected Debugger follows
+    // the reports the status is computed from
+    // (docs/operator.md, "Reports, summary and status").
+    let converged = applied.unwrap_or_else(|| Converged {
+        summary: verdict
+            .as_ref()
+            .err()
+            .and_then(|r| plan::when_rejected(dbg, r, &observed)),
+        ..Converged::default()
+    });
     let (marks, marks_writes) =
         step::decide(ctx, dbg, &verdict, &observed, counts, since, now).await;
     let plan = decide::decide(Inputs {

@@ -9,13 +9,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::core::by_kind::ByKind;
 use kube::runtime::watcher;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 
 /// The counter of watch errors by kind (`combo_operator_watch_errors_total`,
 /// registered with the operator's metrics).
-pub type WatchErrors = Family<Vec<(String, String)>, Counter>;
+pub type WatchErrors = ByKind;
 
 /// While a watch keeps failing, its error is logged again this often.
 pub const LOG_EVERY: Duration = Duration::from_secs(60);
@@ -57,9 +56,7 @@ impl Watches {
     /// Records an error of the watch of `kind` at `now`. Pure but for the
     /// counter.
     pub fn failed(&self, kind: &'static str, error: String, now: Instant) -> Log {
-        self.errors
-            .get_or_create(&vec![("kind".into(), kind.into())])
-            .inc();
+        self.errors.inc(kind);
         let mut s = self.state.lock().expect("watches lock");
         match s.get_mut(kind) {
             Some(f) => {
@@ -163,10 +160,7 @@ mod tests {
             w.failed("DebuggerReport", "404".into(), t0 + LOG_EVERY),
             Log::Error
         );
-        let counted = errors
-            .get_or_create(&vec![("kind".into(), "DebuggerReport".into())])
-            .get();
-        assert_eq!(counted, 3);
+        assert_eq!(errors.get("DebuggerReport"), 3);
         assert_eq!(
             w.delivered("DebuggerReport", t0 + Duration::from_secs(90)),
             Some(Duration::from_secs(90))

@@ -27,6 +27,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::core::spec_hash::{spec_hash, spec_hash_of};
+use crate::core::validate::Valid;
 use crate::metrics::registry::Metrics;
 use crate::state::cache::{lookup, Caches, Slim};
 use crate::workload::apply;
@@ -49,19 +50,18 @@ pub struct WorkloadRbac {
     pub hash: String,
 }
 
-/// Renders the workload RBAC of `dbg`. Pure.
-pub fn render(dbg: &Debugger) -> WorkloadRbac {
-    let debugger = dbg.name_any();
-    let name = keys::workload_account(&debugger);
-    let namespace = dbg.namespace().unwrap_or_default();
-    let meta = metadata(dbg, &name, &namespace);
+/// Renders the workload RBAC of the validated Debugger `valid`. Pure.
+pub fn render(valid: &Valid) -> WorkloadRbac {
+    let name = keys::workload_account(&valid.name);
+    let namespace = valid.namespace.clone();
+    let meta = metadata(valid, &name, &namespace);
     let service_account = ServiceAccount {
         metadata: meta.clone(),
         ..ServiceAccount::default()
     };
     let role = Role {
         metadata: meta.clone(),
-        rules: Some(rules(dbg, &debugger)),
+        rules: Some(rules(valid)),
     };
     let binding = binding(meta, name, namespace);
     let hash = spec_hash(&(&service_account, &role, &binding));
@@ -85,7 +85,7 @@ pub fn render(dbg: &Debugger) -> WorkloadRbac {
 
 /// The metadata the three objects share: name, namespace, labels and the
 /// Debugger's controller reference.
-fn metadata(dbg: &Debugger, name: &str, namespace: &str) -> ObjectMeta {
+fn metadata(valid: &Valid, name: &str, namespace: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
         namespace: Some(namespace.to_string()),
@@ -98,18 +98,18 @@ fn metadata(dbg: &Debugger, name: &str, namespace: &str) -> ObjectMeta {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         ),
-        owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
+        owner_references: valid.owner.clone().map(|o| vec![o]),
         ..ObjectMeta::default()
     }
 }
 
-/// What the workload of Debugger `debugger` may do: read itself (and its
+/// What the workload of the Debugger `valid` may do: read itself (and its
 /// Pinger) and the pods, write its reports and Events.
-fn rules(dbg: &Debugger, debugger: &str) -> Vec<PolicyRule> {
+fn rules(valid: &Valid) -> Vec<PolicyRule> {
     let read = ["get", "list", "watch"];
-    let mut rules = vec![rule(&[GROUP], &["debuggers"], &[debugger], &read)];
-    if dbg.spec.enable_pinger && !dbg.spec.pinger.is_empty() {
-        rules.push(rule(&[GROUP], &["pingers"], &[&dbg.spec.pinger], &read));
+    let mut rules = vec![rule(&[GROUP], &["debuggers"], &[&valid.name], &read)];
+    if let Some(pinger) = &valid.pinger {
+        rules.push(rule(&[GROUP], &["pingers"], &[pinger], &read));
     }
     rules.extend([
         rule(&[""], &["pods"], &[], &read),
@@ -162,7 +162,7 @@ fn binding(metadata: ObjectMeta, name: String, namespace: String) -> RoleBinding
     }
 }
 
-/// Makes sure the workload RBAC of `dbg` is in place: when the cached Role
+/// Makes sure the workload RBAC of `dbg`, validated as `valid`, is in place: when the cached Role
 /// is missing or not as rendered, or the ServiceAccount or RoleBinding is
 /// missing, applies the three objects (in this order: binding a Role needs
 /// the Role). A Role of that name controlled by something else is not
@@ -172,9 +172,10 @@ pub async fn ensure(
     metrics: &Metrics,
     caches: &Caches,
     dbg: &Debugger,
+    valid: &Valid,
 ) -> Result<Option<String>, apply::Error> {
-    let desired = render(dbg);
-    let ns = dbg.namespace().unwrap_or_default();
+    let desired = render(valid);
+    let ns = valid.namespace.clone();
     let name = desired.role.metadata.name.clone().unwrap_or_default();
     let current = caches
         .recent_roles

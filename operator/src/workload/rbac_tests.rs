@@ -1,6 +1,12 @@
 use super::*;
+use crate::workload::render::tests::{images, valid};
 use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::apps::v1::DaemonSetStatus;
+
+/// The workload RBAC of `dbg`, as the reconcile renders it.
+fn rendered(dbg: &Debugger) -> WorkloadRbac {
+    render(&valid(dbg, None, &images()))
+}
 
 fn rules(r: &WorkloadRbac) -> Vec<String> {
     r.role
@@ -22,9 +28,9 @@ fn rules(r: &WorkloadRbac) -> Vec<String> {
 #[test]
 fn each_debugger_has_its_own_set_owned_by_it() {
     let d = debugger("ops", "a").build();
-    let r = render(&d);
-    assert_eq!(r, render(&d));
-    assert_ne!(r.hash, render(&debugger("ops", "b").build()).hash);
+    let r = rendered(&d);
+    assert_eq!(r, rendered(&d));
+    assert_ne!(r.hash, rendered(&debugger("ops", "b").build()).hash);
     for meta in [
         &r.service_account.metadata,
         &r.role.metadata,
@@ -45,7 +51,7 @@ fn each_debugger_has_its_own_set_owned_by_it() {
 
 #[test]
 fn the_role_names_its_debugger_and_pinger_and_grants_nothing_on_configmaps() {
-    let with = render(&debugger("ops", "a").pinger("p").build());
+    let with = rendered(&debugger("ops", "a").pinger("p").build());
     assert_eq!(
         rules(&with),
         [
@@ -58,7 +64,7 @@ fn the_role_names_its_debugger_and_pinger_and_grants_nothing_on_configmaps() {
     );
     // Without a Pinger no rule on Pingers at all: a rule without names
     // would grant every one.
-    let without = render(&debugger("ops", "a").build());
+    let without = rendered(&debugger("ops", "a").build());
     assert_eq!(
         rules(&without),
         [

@@ -52,9 +52,7 @@ fn operator_text() -> String {
     m.reconciled(0.01);
     m.error("apply");
     m.write("Pod");
-    m.watch_errors()
-        .get_or_create(&vec![("kind".into(), "Pod".into())])
-        .inc();
+    m.watch_errors().inc("Pod");
     m.peer_list_written();
     let mut results = combo_operator::reports::results::Results::default();
     let disk = results.categories.entry("disk").or_default();
