@@ -1,5 +1,5 @@
 use super::*;
-use combo_testkit::fixtures::debugger;
+use combo_testkit::fixtures::{debugger, DebuggerBuilder};
 use k8s_openapi::api::apps::v1::DaemonSetStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -15,6 +15,11 @@ fn compute(
     super::compute(d, invalid, counts, runs, run_at.as_ref(), now, None)
 }
 
+/// Debugger `node-check` of `ops` at generation 3.
+fn node_check() -> DebuggerBuilder {
+    debugger("ops", "node-check").generation(3)
+}
+
 fn now() -> DateTime<Utc> {
     "2026-11-22T05:00:00Z".parse().unwrap()
 }
@@ -22,7 +27,7 @@ fn now() -> DateTime<Utc> {
 #[test]
 fn all_pods_ready_makes_ready_true_with_counts() {
     let s = compute(
-        &debugger("ops", "node-check").generation(3).build(),
+        &node_check().build(),
         None,
         Some(PodCounts {
             desired: 3,
@@ -47,7 +52,7 @@ fn all_pods_ready_makes_ready_true_with_counts() {
 #[test]
 fn missing_workload_is_not_ready_with_zero_counts() {
     let s = compute(
-        &debugger("ops", "node-check").generation(3).build(),
+        &node_check().build(),
         None,
         None,
         &RunSummary::default(),
@@ -62,7 +67,7 @@ fn missing_workload_is_not_ready_with_zero_counts() {
 fn invalid_spec_sets_ready_false_with_its_reason_and_message() {
     let invalid = Invalid::PingerNotFound("Pinger \"mesh\" not found".into());
     let s = compute(
-        &debugger("ops", "node-check").generation(3).build(),
+        &node_check().build(),
         Some(&invalid),
         Some(PodCounts {
             desired: 2,
@@ -84,7 +89,7 @@ fn invalid_spec_sets_ready_false_with_its_reason_and_message() {
 
 #[test]
 fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
-    let mut d = debugger("ops", "node-check").generation(3).build();
+    let mut d = node_check().build();
     let counts = Some(PodCounts {
         desired: 1,
         ready: 1,
@@ -108,10 +113,7 @@ fn unchanged_condition_keeps_its_transition_time_so_status_is_stable() {
 #[test]
 fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
     let s = compute(
-        &debugger("ops", "node-check")
-            .generation(3)
-            .run_at("0 */6 * * *")
-            .build(),
+        &node_check().run_at("0 */6 * * *").build(),
         None,
         None,
         &RunSummary::default(),
@@ -119,10 +121,7 @@ fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
     );
     assert_eq!(s.next_run_at.as_deref(), Some("2026-11-22T06:00:00Z"));
     let past = compute(
-        &debugger("ops", "node-check")
-            .generation(3)
-            .run_at("2026-11-22T04:00:00Z")
-            .build(),
+        &node_check().run_at("2026-11-22T04:00:00Z").build(),
         None,
         None,
         &RunSummary::default(),
@@ -131,7 +130,7 @@ fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
     assert_eq!(past.next_run_at, None);
     assert_eq!(
         compute(
-            &debugger("ops", "node-check").generation(3).build(),
+            &node_check().build(),
             None,
             None,
             &RunSummary::default(),
@@ -197,7 +196,7 @@ fn a_daemonset_that_schedules_no_pod_is_not_ready_with_no_nodes_selected() {
     let counts = daemonset_counts(&ds);
     assert!(counts.no_node);
     let s = compute(
-        &debugger("ops", "node-check").generation(3).build(),
+        &node_check().build(),
         None,
         Some(counts),
         &RunSummary::default(),
@@ -226,7 +225,7 @@ fn a_pod_no_node_admits_is_no_nodes_selected_but_one_short_of_cpu_is_not() {
     ));
     assert!(counts.no_node);
     let s = compute(
-        &debugger("ops", "node-check").generation(3).build(),
+        &node_check().build(),
         None,
         Some(counts),
         &RunSummary::default(),
@@ -254,7 +253,7 @@ fn ready_reason(s: &DebuggerStatus) -> (&str, &str) {
 
 #[test]
 fn a_ready_daemonset_rolling_out_a_new_template_stays_ready_within_the_grace() {
-    let mut d = debugger("ops", "node-check").generation(3).build();
+    let mut d = node_check().build();
     let ready = compute(&d, None, two(2, false), &RunSummary::default(), now());
     d.status = Some(ready);
     // The template changed: every pod is replaced at once.
@@ -285,7 +284,7 @@ fn a_ready_daemonset_rolling_out_a_new_template_stays_ready_within_the_grace() {
 
 #[test]
 fn a_roll_past_its_grace_or_of_a_debugger_that_was_not_ready_is_not_ready() {
-    let mut d = debugger("ops", "node-check").generation(3).build();
+    let mut d = node_check().build();
     d.status = Some(compute(
         &d,
         None,
@@ -303,7 +302,7 @@ fn a_roll_past_its_grace_or_of_a_debugger_that_was_not_ready_is_not_ready() {
     let s = compute(&d, None, two(1, true), &RunSummary::default(), stalled);
     assert_eq!(ready_reason(&s), ("False", "WorkloadNotReady"));
     // Pods missing without a roll are not Ready either.
-    let mut d = debugger("ops", "node-check").generation(3).build();
+    let mut d = node_check().build();
     d.status = Some(compute(
         &d,
         None,

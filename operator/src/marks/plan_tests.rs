@@ -4,11 +4,16 @@ use super::*;
 use crate::marks::state::{reason_of, REASON_MAX};
 use crate::marks::taints::TaintWrite;
 use combo_api::{DebuggerReportSpec, ItemResult};
-use combo_testkit::fixtures::debugger;
+use combo_testkit::fixtures::{debugger, DebuggerBuilder};
 use k8s_openapi::api::core::v1::Taint;
 
 /// The categories of the Debugger `check` and of its reports.
 const CATEGORIES: &[Category] = &[Category::Disk, Category::Net];
+
+/// Debugger `check` of `ops`, checking [`CATEGORIES`].
+fn check() -> DebuggerBuilder {
+    debugger("ops", "check").categories(CATEGORIES)
+}
 
 fn now() -> DateTime<Utc> {
     "2026-01-01T06:10:00Z".parse().unwrap()
@@ -83,13 +88,7 @@ fn plan_for(
 
 #[test]
 fn a_node_that_starts_failing_costs_one_write_and_an_unchanged_run_none() {
-    let wanted = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
-            .node_conditions(true)
-            .build(),
-        true,
-    );
+    let wanted = Wanted::of(&check().node_conditions(true).build(), true);
     let mut nodes = BTreeMap::new();
     let healthy = reports(3, |_| false);
     let first = plan_for(&wanted, &healthy, &BTreeSet::new(), &nodes, now());
@@ -118,13 +117,7 @@ fn a_node_that_starts_failing_costs_one_write_and_an_unchanged_run_none() {
 
 #[test]
 fn the_transition_time_moves_only_with_the_status() {
-    let wanted = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
-            .node_conditions(true)
-            .build(),
-        true,
-    );
+    let wanted = Wanted::of(&check().node_conditions(true).build(), true);
     let mut nodes = BTreeMap::new();
     let failing = reports(1, |_| true);
     let done = plan_for(&wanted, &failing, &BTreeSet::new(), &nodes, now());
@@ -162,13 +155,7 @@ fn the_transition_time_moves_only_with_the_status() {
 
 #[test]
 fn a_node_that_missed_a_run_turns_unknown_once() {
-    let wanted = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
-            .node_conditions(true)
-            .build(),
-        true,
-    );
+    let wanted = Wanted::of(&check().node_conditions(true).build(), true);
     let mut nodes = BTreeMap::new();
     let r = reports(2, |_| false);
     let done = plan_for(&wanted, &r, &BTreeSet::new(), &nodes, now());
@@ -187,8 +174,7 @@ fn a_node_that_missed_a_run_turns_unknown_once() {
 
 #[test]
 fn turning_conditions_off_or_deleting_removes_only_this_debuggers_marks() {
-    let d = debugger("ops", "check")
-        .categories(CATEGORIES)
+    let d = check()
         .node_conditions(true)
         .taints(&[Category::Disk])
         .max_tainted_percent(100)
@@ -257,13 +243,7 @@ fn a_cut_report_names_a_real_item_and_counts_the_omitted_ones() {
 
 #[test]
 fn taints_stay_within_the_limit_and_the_first_nodes_by_name_get_them() {
-    let wanted = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
-            .taints(&[Category::Disk])
-            .build(),
-        true,
-    );
+    let wanted = Wanted::of(&check().taints(&[Category::Disk]).build(), true);
     let mut nodes = BTreeMap::new();
     let r = reports(25, |i| i % 5 == 0); // 5 failing of 25: at most 2 tainted
     let p = plan_for(&wanted, &r, &BTreeSet::new(), &nodes, now());
@@ -298,8 +278,7 @@ fn a_lower_limit_removes_taints_and_an_unknown_node_keeps_its_own() {
     let mut nodes = BTreeMap::new();
     let r = reports(10, |i| i < 4);
     let wide = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
+        &check()
             .taints(&[Category::Disk])
             .max_tainted_percent(40)
             .build(),
@@ -310,8 +289,7 @@ fn a_lower_limit_removes_taints_and_an_unknown_node_keeps_its_own() {
     assert_eq!(nodes.len(), 4);
     let missed: BTreeSet<String> = ["node-0001".to_string()].into();
     let narrow = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
+        &check()
             .taints(&[Category::Disk])
             .max_tainted_percent(20)
             .build(),
@@ -330,8 +308,7 @@ fn a_lower_limit_removes_taints_and_an_unknown_node_keeps_its_own() {
 #[test]
 fn without_the_right_to_taint_no_taint_is_planned() {
     let wanted = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
+        &check()
             .node_conditions(true)
             .taints(&[Category::Disk])
             .max_tainted_percent(100)
@@ -356,8 +333,7 @@ fn without_the_right_to_taint_no_taint_is_planned() {
 #[test]
 fn at_five_thousand_nodes_fifty_new_failures_cost_fifty_writes_and_no_change_none() {
     let wanted = Wanted::of(
-        &debugger("ops", "check")
-            .categories(CATEGORIES)
+        &check()
             .node_conditions(true)
             .taints(&[Category::Disk])
             .build(),
@@ -384,19 +360,13 @@ fn at_five_thousand_nodes_fifty_new_failures_cost_fifty_writes_and_no_change_non
 
 #[test]
 fn the_debuggers_pods_tolerate_its_own_taints_and_nothing_else_is_added() {
-    let plain = debugger("ops", "check")
-        .categories(CATEGORIES)
-        .node_conditions(true)
-        .build();
+    let plain = check().node_conditions(true).build();
     assert_eq!(
         crate::workload::tolerations::tolerations(&plain),
         None,
         "the rendered pods stay as they were"
     );
-    let tainting = debugger("ops", "check")
-        .categories(CATEGORIES)
-        .taints(&[Category::Disk, Category::Net])
-        .build();
+    let tainting = check().taints(&[Category::Disk, Category::Net]).build();
     let t = crate::workload::tolerations::tolerations(&tainting).unwrap();
     let keys: Vec<(&str, &str, &str)> = t
         .iter()
