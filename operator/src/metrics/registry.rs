@@ -123,6 +123,7 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use combo_testkit::fixtures::debugger;
 
     #[test]
     fn counters_appear_with_their_prefix_and_labels() {
@@ -162,8 +163,7 @@ mod tests {
         let disk = results.categories.entry("disk").or_default();
         disk.failing.insert("node-1".into(), 1);
         results.node_runs.push(chrono::Utc::now());
-        let mut dbg = combo_api::Debugger::new("d", Default::default());
-        dbg.metadata.namespace = Some("ops".into());
+        let dbg = debugger("ops", "d").build();
         let schedule = combo_api::RunAt::parse("0 * * * *").ok();
         m.results().set(&dbg, results, schedule, chrono::Utc::now());
         let text = m.encode();
