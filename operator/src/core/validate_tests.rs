@@ -1,66 +1,51 @@
 use super::*;
-use combo_api::PingerSpec;
+use combo_testkit::fixtures::{debugger, pinger, DebuggerBuilder};
 
-fn mesh() -> Pinger {
-    Pinger::new("mesh", PingerSpec::default())
+/// What validation says of `dbg`, named as its metadata names it, with
+/// `found`.
+fn verdict(dbg: &Debugger, found: Found) -> Result<RunAt, Rejected> {
+    check(&dbg.name_any(), &dbg.spec, found)
 }
 
 #[test]
 fn default_spec_is_valid() {
-    assert!(check("a", &DebuggerSpec::default(), Found::default()).is_ok());
+    assert!(verdict(&debugger("ops", "a").build(), Found::default()).is_ok());
 }
 
 #[test]
 fn node_name_with_daemonset_is_invalid_spec() {
-    let spec = DebuggerSpec {
-        node_name: "node-1".into(),
-        ..DebuggerSpec::default()
-    };
-    let err = check("a", &spec, Found::default()).unwrap_err();
+    let node = debugger("ops", "a").node_name("node-1");
+    let err = verdict(&node.clone().build(), Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(err.to_string().contains("nodeName"));
-    let pod = DebuggerSpec {
-        workload_type: WorkloadType::Pod,
-        ..spec
-    };
-    assert!(check("a", &pod, Found::default()).is_ok());
+    let pod = node.workload_type(WorkloadType::Pod).build();
+    assert!(verdict(&pod, Found::default()).is_ok());
 }
 
 #[test]
 fn bad_cron_and_bad_timestamp_are_invalid_spec() {
     for run_at in ["61 * * * *", "2026-13-01T00:00:00Z", "whenever"] {
-        let spec = DebuggerSpec {
-            run_at: run_at.into(),
-            ..DebuggerSpec::default()
-        };
-        let err = check("a", &spec, Found::default()).unwrap_err();
+        let dbg = debugger("ops", "a").run_at(run_at).build();
+        let err = verdict(&dbg, Found::default()).unwrap_err();
         assert_eq!(err.reason(), "InvalidSpec", "{run_at}");
         assert!(err.to_string().contains("runAt"), "{err}");
     }
     for run_at in ["0 */6 * * *", "@daily", "2026-11-22T06:00:00Z"] {
-        let spec = DebuggerSpec {
-            run_at: run_at.into(),
-            ..DebuggerSpec::default()
-        };
-        assert!(check("a", &spec, Found::default()).is_ok(), "{run_at}");
+        let dbg = debugger("ops", "a").run_at(run_at).build();
+        assert!(verdict(&dbg, Found::default()).is_ok(), "{run_at}");
     }
 }
 
 #[test]
 fn missing_pinger_is_pinger_not_found_and_found_pinger_is_valid() {
-    let spec = DebuggerSpec {
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    };
-    let err = check("a", &spec, Found::default()).unwrap_err();
+    let dbg = debugger("ops", "a").pinger("mesh").build();
+    let err = verdict(&dbg, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "PingerNotFound");
     assert!(err.to_string().contains("mesh"));
-    assert!(check(
-        "a",
-        &spec,
+    assert!(verdict(
+        &dbg,
         Found {
-            pinger: Some(&mesh()),
+            pinger: Some(&pinger("ops", "mesh").build()),
             scripts: false
         }
     )
@@ -69,12 +54,11 @@ fn missing_pinger_is_pinger_not_found_and_found_pinger_is_valid() {
 
 #[test]
 fn enabled_features_need_their_names() {
-    let spec = DebuggerSpec {
-        enable_pinger: true,
-        enable_config_map: true,
-        ..DebuggerSpec::default()
-    };
-    let msg = check("a", &spec, Found::default()).unwrap_err().to_string();
+    let dbg = debugger("ops", "a")
+        .enable_pinger(true)
+        .enable_config_map(true)
+        .build();
+    let msg = verdict(&dbg, Found::default()).unwrap_err().to_string();
     assert!(
         msg.contains("enablePinger") && msg.contains("enableConfigMap"),
         "{msg}"
@@ -131,36 +115,31 @@ fn a_refused_workload_is_reported_at_once_and_an_outage_once_it_persists() {
 
 #[test]
 fn a_name_over_63_characters_is_invalid_spec_because_labels_cannot_hold_it() {
-    let long = "a".repeat(70);
-    let err = check(&long, &DebuggerSpec::default(), Found::default()).unwrap_err();
+    let long = debugger("ops", &"a".repeat(70)).build();
+    let err = verdict(&long, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(err.to_string().contains("70 characters"), "{err}");
-    assert!(check(&"a".repeat(63), &DebuggerSpec::default(), Found::default()).is_ok());
+    let longest = debugger("ops", &"a".repeat(63)).build();
+    assert!(verdict(&longest, Found::default()).is_ok());
 }
 
 #[test]
 fn no_categories_is_invalid_spec() {
-    let spec = DebuggerSpec {
-        categories: vec![],
-        ..DebuggerSpec::default()
-    };
-    let err = check("a", &spec, Found::default()).unwrap_err();
+    let dbg = debugger("ops", "a").categories(&[]).build();
+    let err = verdict(&dbg, Found::default()).unwrap_err();
     assert!(err.to_string().contains("categories is empty"), "{err}");
 }
 
 #[test]
 fn a_summary_named_like_the_scripts_config_map_is_invalid_spec() {
-    let spec = DebuggerSpec {
-        enable_config_map: true,
-        config_map: "scripts".into(),
-        summary_config_map: "scripts".into(),
-        ..DebuggerSpec::default()
-    };
+    let scripts = debugger("ops", "a")
+        .config_map("scripts")
+        .summary_config_map("scripts");
     let found = Found {
         pinger: None,
         scripts: true,
     };
-    let err = check("a", &spec, found).unwrap_err();
+    let err = verdict(&scripts.clone().build(), found).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(
         err.to_string()
@@ -168,38 +147,30 @@ fn a_summary_named_like_the_scripts_config_map_is_invalid_spec() {
         "{err}"
     );
     // The default summary name, `<name>-summary`, collides too.
-    let spec = DebuggerSpec {
-        summary_config_map: String::new(),
-        config_map: "a-summary".into(),
-        ..spec
-    };
-    assert!(check("a", &spec, found).is_err());
+    let default_summary = scripts
+        .summary_config_map("")
+        .config_map("a-summary")
+        .build();
+    assert!(verdict(&default_summary, found).is_err());
 }
 
 #[test]
 fn a_missing_scripts_config_map_is_config_map_not_found() {
-    let spec = DebuggerSpec {
-        enable_config_map: true,
-        config_map: "scripts".into(),
-        ..DebuggerSpec::default()
-    };
-    let err = check("a", &spec, Found::default()).unwrap_err();
+    let dbg = debugger("ops", "a").config_map("scripts").build();
+    let err = verdict(&dbg, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "ConfigMapNotFound");
     assert!(err.to_string().contains("\"scripts\""), "{err}");
     let found = Found {
         pinger: None,
         scripts: true,
     };
-    assert!(check("a", &spec, found).is_ok());
+    assert!(verdict(&dbg, found).is_ok());
 }
 
 #[test]
 fn config_map_names_must_be_valid_kubernetes_names() {
-    let spec = DebuggerSpec {
-        summary_config_map: "Bad_Name".into(),
-        ..DebuggerSpec::default()
-    };
-    let err = check("a", &spec, Found::default()).unwrap_err();
+    let dbg = debugger("ops", "a").summary_config_map("Bad_Name").build();
+    let err = verdict(&dbg, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert!(
         err.to_string().starts_with(
@@ -221,27 +192,9 @@ fn config_map_names_must_be_valid_kubernetes_names() {
 
 #[test]
 fn image_pull_secret_names_must_be_valid_secret_names_named_by_their_index() {
-    let secrets = |names: &[&str]| DebuggerSpec {
-        image_pull_secrets: names
-            .iter()
-            .map(|n| k8s_openapi::api::core::v1::LocalObjectReference {
-                name: n.to_string(),
-            })
-            .collect(),
-        ..DebuggerSpec::default()
-    };
-    assert!(check(
-        "a",
-        &secrets(&["regcred", "ghcr.io-pull"]),
-        Found::default()
-    )
-    .is_ok());
-    let err = check(
-        "a",
-        &secrets(&["regcred", "Reg_Cred", ""]),
-        Found::default(),
-    )
-    .unwrap_err();
+    let secrets = |names: &[&str]| debugger("ops", "a").image_pull_secrets(names).build();
+    assert!(verdict(&secrets(&["regcred", "ghcr.io-pull"]), Found::default()).is_ok());
+    let err = verdict(&secrets(&["regcred", "Reg_Cred", ""]), Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert_eq!(
         err.to_string(),
@@ -250,60 +203,42 @@ fn image_pull_secret_names_must_be_valid_secret_names_named_by_their_index() {
     );
 }
 
-/// The message of the verdict on `spec` with nothing found.
-fn message(spec: DebuggerSpec) -> String {
-    check("a", &spec, Found::default()).unwrap_err().to_string()
+/// The message of the verdict on the Debugger `dbg` builds, with nothing
+/// found.
+fn message(dbg: DebuggerBuilder) -> String {
+    verdict(&dbg.build(), Found::default())
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]
 fn each_message_names_the_field_and_the_value_as_written() {
-    let node = message(DebuggerSpec {
-        node_name: "node-1".into(),
-        ..DebuggerSpec::default()
-    });
+    let node = message(debugger("ops", "a").node_name("node-1"));
     assert_eq!(
         node,
         "nodeName \"node-1\" is only allowed with workloadType pod, and this Debugger's is daemonset; leave nodeName empty or set workloadType: pod"
     );
-    let pinger = message(DebuggerSpec {
-        enable_pinger: true,
-        ..DebuggerSpec::default()
-    });
+    let pinger = message(debugger("ops", "a").enable_pinger(true));
     assert_eq!(
         pinger,
         "enablePinger is true but pinger is empty; name a Pinger of the Debugger's namespace"
     );
-    let scripts = message(DebuggerSpec {
-        enable_config_map: true,
-        ..DebuggerSpec::default()
-    });
+    let scripts = message(debugger("ops", "a").enable_config_map(true));
     assert_eq!(
         scripts,
         "enableConfigMap is true but configMap is empty; name the ConfigMap that holds the scripts"
     );
-    let bad = message(DebuggerSpec {
-        enable_config_map: true,
-        config_map: "My.Scripts".into(),
-        ..DebuggerSpec::default()
-    });
+    let bad = message(debugger("ops", "a").config_map("My.Scripts"));
     assert!(
         bad.starts_with("configMap \"My.Scripts\" is not a valid ConfigMap name: it contains 'M'"),
         "{bad}"
     );
-    let missing = message(DebuggerSpec {
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    });
+    let missing = message(debugger("ops", "a").pinger("mesh"));
     assert_eq!(
         missing,
         "pinger \"mesh\": Pinger not found in the Debugger's namespace"
     );
-    let no_scripts = message(DebuggerSpec {
-        enable_config_map: true,
-        config_map: "scripts".into(),
-        ..DebuggerSpec::default()
-    });
+    let no_scripts = message(debugger("ops", "a").config_map("scripts"));
     assert_eq!(
         no_scripts,
         "configMap \"scripts\": ConfigMap not found in the Debugger's namespace; pods would wait for it"
@@ -312,12 +247,7 @@ fn each_message_names_the_field_and_the_value_as_written() {
 
 #[test]
 fn a_bad_run_at_is_explained_in_the_form_it_was_written_in() {
-    let run_at = |v: &str| {
-        message(DebuggerSpec {
-            run_at: v.into(),
-            ..DebuggerSpec::default()
-        })
-    };
+    let run_at = |v: &str| message(debugger("ops", "a").run_at(v));
     assert_eq!(
         run_at("61 * * * *"),
         "runAt \"61 * * * *\" is not a valid cron expression: minute 61 is out of range 0-59"
@@ -334,32 +264,25 @@ fn a_bad_run_at_is_explained_in_the_form_it_was_written_in() {
     );
 }
 
-fn with_settings(settings: &[(&str, &str)]) -> DebuggerSpec {
-    DebuggerSpec {
-        check_settings: settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..DebuggerSpec::default()
-    }
-}
-
 #[test]
 fn check_settings_of_the_catalogue_with_values_of_their_kind_are_valid() {
-    let spec = with_settings(&[
-        ("DISK_USAGE_MAX_PERCENT", "85"),
-        ("DISK_IGNORE_MOUNTS", "/mnt/scratch*"),
-        ("NET_DROPS_MAX_PERCENT", "0.5"),
-        ("MEM_AVAILABLE_MIN_PERCENT", "5"),
-        ("SVC_IGNORE_UNITS", "snapd* apt-daily.service"),
-    ]);
-    assert!(check("a", &spec, Found::default()).is_ok());
+    let dbg = debugger("ops", "a")
+        .check_setting("DISK_USAGE_MAX_PERCENT", "85")
+        .check_setting("DISK_IGNORE_MOUNTS", "/mnt/scratch*")
+        .check_setting("NET_DROPS_MAX_PERCENT", "0.5")
+        .check_setting("MEM_AVAILABLE_MIN_PERCENT", "5")
+        .check_setting("SVC_IGNORE_UNITS", "snapd* apt-daily.service")
+        .build();
+    assert!(verdict(&dbg, Found::default()).is_ok());
 }
 
 #[test]
 fn an_unknown_check_setting_is_invalid_spec_naming_it() {
-    let spec = with_settings(&[("DISK_USAGE_MAX", "85"), ("DISK_USAGE_MAX_PERCENT", "85")]);
-    let err = check("a", &spec, Found::default()).unwrap_err();
+    let dbg = debugger("ops", "a")
+        .check_setting("DISK_USAGE_MAX", "85")
+        .check_setting("DISK_USAGE_MAX_PERCENT", "85")
+        .build();
+    let err = verdict(&dbg, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     let msg = err.to_string();
     assert!(
@@ -382,7 +305,8 @@ fn a_reserved_check_setting_is_invalid_spec_naming_it() {
         "PATH",
         "COMBO_RUNNER",
     ] {
-        let err = check("a", &with_settings(&[(name, "/x")]), Found::default()).unwrap_err();
+        let dbg = debugger("ops", "a").check_setting(name, "/x").build();
+        let err = verdict(&dbg, Found::default()).unwrap_err();
         assert_eq!(err.reason(), "InvalidSpec", "{name}");
         assert!(
             err.to_string()
@@ -394,15 +318,11 @@ fn a_reserved_check_setting_is_invalid_spec_naming_it() {
 
 #[test]
 fn a_check_setting_of_the_wrong_kind_is_invalid_spec_naming_it_and_its_kind() {
-    let err = check(
-        "a",
-        &with_settings(&[
-            ("DISK_USAGE_MAX_PERCENT", "abc"),
-            ("NET_STORAGE_TIMEOUT", "3s"),
-        ]),
-        Found::default(),
-    )
-    .unwrap_err();
+    let dbg = debugger("ops", "a")
+        .check_setting("DISK_USAGE_MAX_PERCENT", "abc")
+        .check_setting("NET_STORAGE_TIMEOUT", "3s")
+        .build();
+    let err = verdict(&dbg, Found::default()).unwrap_err();
     assert_eq!(err.reason(), "InvalidSpec");
     assert_eq!(
         err.to_string(),

@@ -1,6 +1,5 @@
 use super::*;
-use combo_api::PingerSpec;
-use combo_testkit::fixtures::debugger;
+use combo_testkit::fixtures::{debugger, pinger, PingerBuilder};
 use k8s_openapi::api::core::v1::{PodCondition, PodIP, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -282,39 +281,19 @@ fn pods_missing_from_a_relist_leave_their_probers_lists() {
 #[test]
 fn the_bound_follows_the_debuggers_pinger() {
     let mut d = debugger("ops", "mesh").pinger("p").build();
-    let pinger = |spec: PingerSpec| move |_: &str| Some(Arc::new(Pinger::new("p", spec.clone())));
-    assert_eq!(
-        bound(Some(&d), pinger(PingerSpec::default())),
-        Some((20, 3))
-    );
-    let spec = PingerSpec {
-        max_peers: 5,
-        min_probers: 7,
-        ..PingerSpec::default()
+    let found = |p: PingerBuilder| {
+        let p = Arc::new(p.build());
+        move |_: &str| Some(p.clone())
     };
-    assert_eq!(bound(Some(&d), pinger(spec)), Some((5, 7)));
-    assert_eq!(
-        bound(
-            Some(&d),
-            pinger(PingerSpec {
-                max_peers: 0,
-                ..PingerSpec::default()
-            })
-        ),
-        None
-    );
-    assert_eq!(
-        bound(
-            Some(&d),
-            pinger(PingerSpec {
-                peers: false,
-                ..PingerSpec::default()
-            })
-        ),
-        None
-    );
+    assert_eq!(bound(Some(&d), found(pinger("ops", "p"))), Some((20, 3)));
+    let bounded = pinger("ops", "p").max_peers(5).min_probers(7);
+    assert_eq!(bound(Some(&d), found(bounded)), Some((5, 7)));
+    let unbounded = pinger("ops", "p").max_peers(0);
+    assert_eq!(bound(Some(&d), found(unbounded)), None);
+    let no_peers = pinger("ops", "p").peers(false);
+    assert_eq!(bound(Some(&d), found(no_peers)), None);
     assert_eq!(bound(Some(&d), |_: &str| None), None);
-    assert_eq!(bound(None, pinger(PingerSpec::default())), None);
+    assert_eq!(bound(None, found(pinger("ops", "p"))), None);
     d.spec.enable_pinger = false;
-    assert_eq!(bound(Some(&d), pinger(PingerSpec::default())), None);
+    assert_eq!(bound(Some(&d), found(pinger("ops", "p"))), None);
 }

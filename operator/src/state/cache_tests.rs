@@ -1,6 +1,7 @@
 use super::*;
 use crate::core::spec_hash::spec_hash_of;
 use crate::state::own_writes::tests::cm;
+use combo_testkit::fixtures::{debugger, pinger};
 
 type Account = k8s_openapi::api::core::v1::ServiceAccount;
 
@@ -150,8 +151,8 @@ fn the_object_stores_hold_only_what_exists() {
         metadata: meta(n),
         ..Default::default()
     });
-    check(|n| Pinger::new(n, Default::default()));
-    check(|n| Debugger::new(n, Default::default()));
+    check(|n| pinger("ops", n).build());
+    check(|n| debugger("ops", n).build());
 }
 
 /// ConfigMap `name` in `ops`, controlled by UID `uid` if given.

@@ -160,7 +160,7 @@ pub fn retain_live<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>, live: &H
 #[cfg(test)]
 mod tests {
     use super::*;
-    use combo_api::DebuggerSpec;
+    use combo_testkit::fixtures::debugger;
     use kube::runtime::{reflector, watcher};
 
     #[test]
@@ -183,9 +183,7 @@ mod tests {
 
     fn store_with(uid: &str) -> Store<Debugger> {
         let (store, mut writer) = reflector::store::<Debugger>();
-        let mut live = Debugger::new("live", DebuggerSpec::default());
-        live.metadata.namespace = Some("ops".into());
-        live.metadata.uid = Some(uid.into());
+        let live = debugger("ops", "live").uid(uid).build();
         writer.apply_watcher_event(&watcher::Event::Apply(live));
         store
     }
@@ -208,9 +206,10 @@ mod tests {
     #[test]
     fn runs_are_expected_from_creation_then_from_a_change_of_run_at() {
         let records = Records::new(store_with("uid-live"));
-        let mut d = Debugger::new("live", DebuggerSpec::default());
-        d.metadata.uid = Some("uid-live".into());
-        d.spec.run_at = "@every 1h".into();
+        let mut d = debugger("ops", "live")
+            .uid("uid-live")
+            .run_at("@every 1h")
+            .build();
         let created: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
         d.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             crate::core::status::to_timestamp(created),
@@ -226,8 +225,7 @@ mod tests {
     #[test]
     fn failures_count_up_and_a_success_forgets_them() {
         let records = Records::new(store_with("uid-live"));
-        let mut d = Debugger::new("live", DebuggerSpec::default());
-        d.metadata.uid = Some("uid-live".into());
+        let d = debugger("ops", "live").uid("uid-live").build();
         assert_eq!(records.failures(&d), 0);
         assert_eq!(records.count_failure(&d), 1);
         assert_eq!(records.count_failure(&d), 2);

@@ -1,5 +1,5 @@
 use super::*;
-use combo_api::DebuggerSpec;
+use combo_testkit::fixtures::{debugger, DebuggerBuilder};
 
 fn images() -> Images {
     Images {
@@ -9,10 +9,10 @@ fn images() -> Images {
     }
 }
 
-/// The value of the runner's `name` variable in the pod of `spec`, and
-/// the pod's hostNetwork.
-fn runner_env(spec: DebuggerSpec, name: &str) -> (Option<String>, Option<bool>) {
-    let dbg = Debugger::new("node-check", spec);
+/// The value of the runner's `name` variable in the pod of the Debugger
+/// `dbg` builds, and the pod's hostNetwork.
+fn runner_env(dbg: DebuggerBuilder, name: &str) -> (Option<String>, Option<bool>) {
+    let dbg = dbg.build();
     let pod = crate::workload::render::tests::rendered_pod_spec(&dbg, None, &images());
     let value = pod.containers[0]
         .env
@@ -25,12 +25,9 @@ fn runner_env(spec: DebuggerSpec, name: &str) -> (Option<String>, Option<bool>) 
 
 #[test]
 fn the_runner_is_told_its_pod_has_host_network() {
-    let spec = DebuggerSpec {
-        host_network: true,
-        ..DebuggerSpec::default()
-    };
+    let dbg = debugger("ops", "node-check").host_network(true);
     assert_eq!(
-        runner_env(spec, "COMBO_HOST_NETWORK"),
+        runner_env(dbg, "COMBO_HOST_NETWORK"),
         (Some("true".into()), Some(true))
     );
 }
@@ -40,13 +37,11 @@ fn the_runner_is_told_its_pod_has_its_own_network_namespace() {
     // With enableSys too: the host's PID 1 is visible, but the pod is not in
     // its network namespace.
     for enable_sys in [false, true] {
-        let spec = DebuggerSpec {
-            host_network: false,
-            enable_sys,
-            ..DebuggerSpec::default()
-        };
+        let dbg = debugger("ops", "node-check")
+            .host_network(false)
+            .enable_sys(enable_sys);
         assert_eq!(
-            runner_env(spec, ENV_HOST_NETWORK),
+            runner_env(dbg, ENV_HOST_NETWORK),
             (Some("false".into()), None),
             "enableSys {enable_sys}"
         );
@@ -55,15 +50,10 @@ fn the_runner_is_told_its_pod_has_its_own_network_namespace() {
 
 #[test]
 fn only_the_runner_gets_the_host_network_variable() {
-    let dbg = Debugger::new(
-        "node-check",
-        DebuggerSpec {
-            host_network: true,
-            enable_pinger: true,
-            pinger: "mesh".into(),
-            ..DebuggerSpec::default()
-        },
-    );
+    let dbg = debugger("ops", "node-check")
+        .host_network(true)
+        .pinger("mesh")
+        .build();
     let pinger = pinger_container(&dbg, &images());
     assert!(
         pinger
@@ -78,29 +68,21 @@ fn only_the_runner_gets_the_host_network_variable() {
 
 #[test]
 fn check_settings_reach_the_runner_as_environment_variables_and_not_the_pinger() {
-    let spec = DebuggerSpec {
-        check_settings: [
-            ("DISK_USAGE_MAX_PERCENT", "85"),
-            ("DISK_IGNORE_MOUNTS", "/mnt/scratch*"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect(),
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    };
+    let dbg = debugger("ops", "node-check")
+        .check_setting("DISK_USAGE_MAX_PERCENT", "85")
+        .check_setting("DISK_IGNORE_MOUNTS", "/mnt/scratch*")
+        .pinger("mesh");
     assert_eq!(
-        runner_env(spec.clone(), "DISK_USAGE_MAX_PERCENT")
+        runner_env(dbg.clone(), "DISK_USAGE_MAX_PERCENT")
             .0
             .as_deref(),
         Some("85")
     );
     assert_eq!(
-        runner_env(spec.clone(), "DISK_IGNORE_MOUNTS").0.as_deref(),
+        runner_env(dbg.clone(), "DISK_IGNORE_MOUNTS").0.as_deref(),
         Some("/mnt/scratch*")
     );
-    let pinger = pinger_container(&Debugger::new("node-check", spec), &images());
+    let pinger = pinger_container(&dbg.build(), &images());
     assert!(
         pinger
             .env

@@ -1,17 +1,11 @@
 use super::*;
-use crate::workload::render::tests::{debugger, env_of, images};
-use combo_api::DebuggerSpec;
+use crate::workload::render::tests::{env_of, images, rendered_pod_spec};
+use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::core::v1::PodSpec;
 
-fn rendered(spec: DebuggerSpec) -> PodSpec {
-    crate::workload::render::tests::rendered_pod_spec(&debugger(spec), None, &images())
-}
-
-fn sys() -> DebuggerSpec {
-    DebuggerSpec {
-        enable_sys: true,
-        ..DebuggerSpec::default()
-    }
+/// The pod spec rendered from `dbg`, with no Pinger.
+fn rendered(dbg: &Debugger) -> PodSpec {
+    rendered_pod_spec(dbg, None, &images())
 }
 
 /// (mount path, subPath) of the runner's mounts of `volume`.
@@ -27,7 +21,12 @@ fn mounts_of(spec: &PodSpec, volume: &str) -> Vec<(String, Option<String>)> {
 
 #[test]
 fn with_enable_sys_state_and_errlogs_live_in_the_debuggers_directory_on_the_node() {
-    let spec = rendered(sys());
+    let spec = rendered(
+        &debugger("ops", "node-check")
+            .uid("uid-1")
+            .enable_sys(true)
+            .build(),
+    );
     let vol = spec
         .volumes
         .iter()
@@ -67,11 +66,13 @@ fn with_enable_sys_state_and_errlogs_live_in_the_debuggers_directory_on_the_node
 
 #[test]
 fn a_scripts_config_map_keeps_custom_errlogs_in_the_fallback_on_the_node() {
-    let spec = rendered(DebuggerSpec {
-        enable_config_map: true,
-        config_map: "mine".into(),
-        ..sys()
-    });
+    let spec = rendered(
+        &debugger("ops", "node-check")
+            .uid("uid-1")
+            .enable_sys(true)
+            .config_map("mine")
+            .build(),
+    );
     let paths: Vec<String> = mounts_of(&spec, VOLUME_NODE_DATA)
         .into_iter()
         .map(|(p, _)| p)
@@ -85,9 +86,11 @@ fn a_scripts_config_map_keeps_custom_errlogs_in_the_fallback_on_the_node() {
 
 #[test]
 fn a_debugger_created_again_under_the_same_name_gets_another_directory() {
-    let mut again = debugger(sys());
-    again.metadata.uid = Some("uid-2".into());
-    let spec = crate::workload::render::tests::rendered_pod_spec(&again, None, &images());
+    let again = debugger("ops", "node-check")
+        .uid("uid-2")
+        .enable_sys(true)
+        .build();
+    let spec = rendered(&again);
     assert!(mounts_of(&spec, VOLUME_NODE_DATA)
         .iter()
         .skip(1)
@@ -97,11 +100,13 @@ fn a_debugger_created_again_under_the_same_name_gets_another_directory() {
 
 #[test]
 fn without_enable_sys_or_a_uid_state_stays_in_the_pod() {
-    let mut no_uid = debugger(sys());
-    no_uid.metadata.uid = None;
+    let no_uid = debugger("ops", "node-check")
+        .without_uid()
+        .enable_sys(true)
+        .build();
     for spec in [
-        rendered(DebuggerSpec::default()),
-        crate::workload::render::tests::rendered_pod_spec(&no_uid, None, &images()),
+        rendered(&debugger("ops", "node-check").build()),
+        rendered(&no_uid),
     ] {
         assert!(mounts_of(&spec, VOLUME_NODE_DATA).is_empty());
         let state = spec

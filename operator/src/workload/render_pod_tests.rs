@@ -2,25 +2,28 @@
 //! annotations, scheduling, host network, privileges and mounts, the
 //! runner's image.
 
-use super::tests::{debugger, ds, env_of, images, pinger, rendered, rendered_pod_spec};
+use super::tests::{ds, env_of, images, rendered, rendered_pod_spec};
 use super::*;
-use combo_api::DebuggerSpec;
+use combo_testkit::fixtures::{debugger, pinger, DebuggerBuilder};
 
 #[test]
 fn cpu_and_memory_are_request_equals_limit_on_every_container() {
-    let d = debugger(DebuggerSpec {
-        cpu: "250m".into(),
-        memory: "64Mi".into(),
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    });
-    let pod = ds(rendered(&d, Some(&pinger("")), &images(), None))
-        .spec
-        .unwrap()
-        .template
-        .spec
-        .unwrap();
+    let d = debugger("ops", "node-check")
+        .cpu("250m")
+        .memory("64Mi")
+        .pinger("mesh")
+        .build();
+    let pod = ds(rendered(
+        &d,
+        Some(&pinger("ops", "mesh").build()),
+        &images(),
+        None,
+    ))
+    .spec
+    .unwrap()
+    .template
+    .spec
+    .unwrap();
     for c in &pod.containers {
         let r = c.resources.clone().unwrap();
         assert_eq!(r.requests, r.limits);
@@ -32,11 +35,10 @@ fn cpu_and_memory_are_request_equals_limit_on_every_container() {
 
 #[test]
 fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
-    let d = debugger(DebuggerSpec {
-        qos_bandwidth: "100".into(),
-        subnet: "ovn-default".into(),
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "node-check")
+        .qos_bandwidth("100")
+        .subnet("ovn-default")
+        .build();
     let tpl = ds(rendered(&d, None, &images(), None))
         .spec
         .unwrap()
@@ -46,7 +48,7 @@ fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
     assert_eq!(a[keys::ANNOTATION_EGRESS_RATE], "100");
     assert_eq!(a[keys::ANNOTATION_LOGICAL_SWITCH], "ovn-default");
     let bare = ds(rendered(
-        &debugger(DebuggerSpec::default()),
+        &debugger("ops", "node-check").build(),
         None,
         &images(),
         None,
@@ -71,13 +73,12 @@ fn scheduling_fields_reach_the_pod_spec_of_both_types() {
     }))
     .unwrap();
     for wt in [WorkloadType::Daemonset, WorkloadType::Pod] {
-        let d = debugger(DebuggerSpec {
-            workload_type: wt,
-            selector: [("kubernetes.io/os".to_string(), "linux".to_string())].into(),
-            tolerations: vec![tol.clone()],
-            affinity: Some(aff.clone()),
-            ..DebuggerSpec::default()
-        });
+        let d = debugger("ops", "node-check")
+            .workload_type(wt)
+            .selector("kubernetes.io/os", "linux")
+            .tolerations(vec![tol.clone()])
+            .affinity(aff.clone())
+            .build();
         let spec = rendered_pod_spec(&d, None, &images());
         assert_eq!(spec.node_selector.unwrap()["kubernetes.io/os"], "linux");
         assert_eq!(spec.tolerations, Some(vec![tol.clone()]));
@@ -87,10 +88,7 @@ fn scheduling_fields_reach_the_pod_spec_of_both_types() {
 
 #[test]
 fn host_network_uses_cluster_first_with_host_net_dns() {
-    let d = debugger(DebuggerSpec {
-        host_network: true,
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "node-check").host_network(true).build();
     let spec = rendered_pod_spec(&d, None, &images());
     assert_eq!(spec.host_network, Some(true));
     assert_eq!(spec.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
@@ -98,13 +96,11 @@ fn host_network_uses_cluster_first_with_host_net_dns() {
 
 #[test]
 fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
-    let d = debugger(DebuggerSpec {
-        enable_sys: true,
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    });
-    let spec = rendered_pod_spec(&d, Some(&pinger("")), &images());
+    let d = debugger("ops", "node-check")
+        .enable_sys(true)
+        .pinger("mesh")
+        .build();
+    let spec = rendered_pod_spec(&d, Some(&pinger("ops", "mesh").build()), &images());
     assert_eq!(spec.host_pid, Some(true));
     let runner = &spec.containers[0];
     assert_eq!(
@@ -136,10 +132,7 @@ fn enable_sys_makes_only_the_runner_privileged_with_the_host_root_read_only() {
 
 #[test]
 fn the_host_root_follows_mounts_the_node_makes_after_the_pod_started() {
-    let d = debugger(DebuggerSpec {
-        enable_sys: true,
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "node-check").enable_sys(true).build();
     let spec = rendered_pod_spec(&d, None, &images());
     let host = spec.containers[0]
         .volume_mounts
@@ -153,13 +146,13 @@ fn the_host_root_follows_mounts_the_node_makes_after_the_pod_started() {
 
 #[test]
 fn without_enable_sys_the_runner_of_the_operators_image_is_non_root_without_capabilities() {
-    let runner_sc = |spec: DebuggerSpec| {
-        rendered_pod_spec(&debugger(spec), None, &images()).containers[0]
+    let runner_sc = |d: DebuggerBuilder| {
+        rendered_pod_spec(&d.build(), None, &images()).containers[0]
             .security_context
             .clone()
             .unwrap()
     };
-    let sc = runner_sc(DebuggerSpec::default());
+    let sc = runner_sc(debugger("ops", "node-check"));
     assert_eq!(
         (
             sc.privileged,
@@ -181,10 +174,7 @@ fn without_enable_sys_the_runner_of_the_operators_image_is_non_root_without_capa
     assert_eq!(caps.drop, Some(vec!["ALL".to_string()]));
     // An image of the Debugger's own may not let that user write its
     // errlogs: root, unprivileged.
-    let own = runner_sc(DebuggerSpec {
-        image: "my/runner:1".into(),
-        ..DebuggerSpec::default()
-    });
+    let own = runner_sc(debugger("ops", "node-check").image("my/runner:1"));
     assert_eq!(
         (
             own.privileged,
@@ -195,20 +185,15 @@ fn without_enable_sys_the_runner_of_the_operators_image_is_non_root_without_capa
         (Some(false), Some(false), None, None)
     );
     // enableSys: root and privileged, whatever the image.
-    let sys = runner_sc(DebuggerSpec {
-        enable_sys: true,
-        ..DebuggerSpec::default()
-    });
+    let sys = runner_sc(debugger("ops", "node-check").enable_sys(true));
     assert_eq!((sys.privileged, sys.run_as_user), (Some(true), None));
 }
 
 #[test]
 fn enable_config_map_mounts_the_scripts_executable_and_read_only() {
-    let d = debugger(DebuggerSpec {
-        enable_config_map: true,
-        config_map: "my-scripts".into(),
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "node-check")
+        .config_map("my-scripts")
+        .build();
     let spec = rendered_pod_spec(&d, None, &images());
     let vol = &spec.volumes.unwrap()[1];
     let cm = vol.config_map.as_ref().unwrap();
@@ -225,10 +210,7 @@ fn enable_config_map_mounts_the_scripts_executable_and_read_only() {
 
 #[test]
 fn spec_image_overrides_the_runner_image_flag() {
-    let d = debugger(DebuggerSpec {
-        image: "mine/runner:7".into(),
-        ..DebuggerSpec::default()
-    });
+    let d = debugger("ops", "node-check").image("mine/runner:7").build();
     assert_eq!(
         rendered_pod_spec(&d, None, &images()).containers[0]
             .image

@@ -1,7 +1,9 @@
 use super::*;
-use combo_api::{DebuggerSpec, Pinger, PingerSpec};
+use combo_api::Pinger;
+use combo_testkit::fixtures::{debugger, pinger};
 use k8s_openapi::api::core::v1::Container;
 
+/// The operator's images: runner and pinger tagged v1, no pull secret.
 pub(crate) fn images() -> Images {
     Images {
         runner: "reg/combo-runner:v1".into(),
@@ -36,23 +38,7 @@ pub(crate) fn rendered_pod_spec(
     pod_spec(dbg, &valid(dbg, pinger, images).images)
 }
 
-pub(crate) fn debugger(spec: DebuggerSpec) -> Debugger {
-    let mut d = Debugger::new("node-check", spec);
-    d.metadata.namespace = Some("ops".into());
-    d.metadata.uid = Some("uid-1".into());
-    d
-}
-
-pub(super) fn pinger(image: &str) -> Pinger {
-    Pinger::new(
-        "mesh",
-        PingerSpec {
-            image: image.into(),
-            ..PingerSpec::default()
-        },
-    )
-}
-
+/// The DaemonSet `w` is; panics on a Pod.
 pub(super) fn ds(w: Workload) -> DaemonSet {
     match w {
         Workload::DaemonSet(d) => *d,
@@ -60,6 +46,7 @@ pub(super) fn ds(w: Workload) -> DaemonSet {
     }
 }
 
+/// The Pod `w` is; panics on a DaemonSet.
 fn pod(w: Workload) -> Pod {
     match w {
         Workload::Pod(p) => *p,
@@ -85,7 +72,7 @@ pub(crate) fn env_of(c: &Container) -> BTreeMap<String, String> {
 #[test]
 fn default_spec_renders_a_daemonset_named_after_the_debugger() {
     let d = ds(rendered(
-        &debugger(DebuggerSpec::default()),
+        &debugger("ops", "node-check").build(),
         None,
         &images(),
         None,
@@ -137,11 +124,10 @@ fn default_spec_renders_a_daemonset_named_after_the_debugger() {
 #[test]
 fn pod_workload_runs_once_on_the_named_node() {
     let p = pod(rendered(
-        &debugger(DebuggerSpec {
-            workload_type: WorkloadType::Pod,
-            node_name: "node-2".into(),
-            ..DebuggerSpec::default()
-        }),
+        &debugger("ops", "node-check")
+            .workload_type(WorkloadType::Pod)
+            .node_name("node-2")
+            .build(),
         None,
         &images(),
         None,
@@ -159,7 +145,7 @@ fn pod_workload_runs_once_on_the_named_node() {
 #[test]
 fn runner_env_comes_from_the_downward_api_and_the_spec() {
     let d = ds(rendered(
-        &debugger(DebuggerSpec::default()),
+        &debugger("ops", "node-check").build(),
         None,
         &images(),
         None,
@@ -177,20 +163,16 @@ fn runner_env_comes_from_the_downward_api_and_the_spec() {
 
 #[test]
 fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
-    let spec = DebuggerSpec {
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    };
+    let dbg = debugger("ops", "node-check").pinger("mesh");
     let render = |p: &Pinger| {
-        ds(rendered(&debugger(spec.clone()), Some(p), &images(), None))
+        ds(rendered(&dbg.clone().build(), Some(p), &images(), None))
             .spec
             .unwrap()
             .template
             .spec
             .unwrap()
     };
-    let pod = render(&pinger(""));
+    let pod = render(&pinger("ops", "mesh").build());
     assert_eq!(pod.containers.len(), 2);
     let c = &pod.containers[1];
     assert_eq!(c.name, "pinger");
@@ -212,11 +194,8 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
     );
     // With hostNetwork no pod sysctl may be set: root with NET_RAW only.
     let host = ds(rendered(
-        &debugger(DebuggerSpec {
-            host_network: true,
-            ..spec.clone()
-        }),
-        Some(&pinger("")),
+        &dbg.clone().host_network(true).build(),
+        Some(&pinger("ops", "mesh").build()),
         &images(),
         None,
     ))
@@ -233,38 +212,34 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
     assert_eq!(caps.drop, Some(vec!["ALL".to_string()]));
     assert_eq!(env_of(c)["PINGER_NAME"], "mesh");
     assert_eq!(env_of(&pod.containers[0])["PINGER_NAME"], "mesh");
-    let custom = render(&pinger("my/pinger:2"));
+    let custom = render(&pinger("ops", "mesh").image("my/pinger:2").build());
     assert_eq!(custom.containers[1].image.as_deref(), Some("my/pinger:2"));
 }
 
 #[test]
 fn pinger_targets_do_not_change_the_rendered_workload() {
-    let dbg = debugger(DebuggerSpec {
-        enable_pinger: true,
-        pinger: "mesh".into(),
-        ..DebuggerSpec::default()
-    });
-    let a = pinger("");
-    let mut b = pinger("");
-    b.spec.ping = vec!["10.0.0.1".into()];
-    b.spec.interval_seconds = 60;
-    b.spec.metrics_port = 9999;
+    let dbg = debugger("ops", "node-check").pinger("mesh").build();
+    let a = pinger("ops", "mesh").build();
+    let b = pinger("ops", "mesh")
+        .ping(&["10.0.0.1"])
+        .interval_seconds(60)
+        .metrics_port(9999)
+        .build();
     let wa = rendered(&dbg, Some(&a), &images(), None);
     let wb = rendered(&dbg, Some(&b), &images(), None);
     assert_eq!(wa, wb);
-    let c = pinger("other:1");
+    let c = pinger("ops", "mesh").image("other:1").build();
     assert_ne!(wa.hash(), rendered(&dbg, Some(&c), &images(), None).hash());
 }
 
 #[test]
 fn run_at_and_script_settings_do_not_change_the_hash() {
-    let a = debugger(DebuggerSpec::default());
-    let b = debugger(DebuggerSpec {
-        run_at: "@hourly".into(),
-        script_timeout_seconds: 5,
-        errlog_retention: 3,
-        ..DebuggerSpec::default()
-    });
+    let a = debugger("ops", "node-check").build();
+    let b = debugger("ops", "node-check")
+        .run_at("@hourly")
+        .script_timeout_seconds(5)
+        .errlog_retention(3)
+        .build();
     assert_eq!(
         rendered(&a, None, &images(), None).hash(),
         rendered(&b, None, &images(), None).hash()
@@ -273,7 +248,7 @@ fn run_at_and_script_settings_do_not_change_the_hash() {
 
 #[test]
 fn a_new_service_account_changes_the_pod_template_of_both_types() {
-    let d = debugger(DebuggerSpec::default());
+    let d = debugger("ops", "node-check").build();
     let before = rendered(&d, None, &images(), Some("sa-1"));
     let after = rendered(&d, None, &images(), Some("sa-2"));
     assert_ne!(before.hash(), after.hash(), "the pods are replaced");
@@ -282,11 +257,10 @@ fn a_new_service_account_changes_the_pod_template_of_both_types() {
         tpl.metadata.unwrap().annotations.unwrap()[keys::ANNOTATION_ACCOUNT_UID],
         "sa-2"
     );
-    let p = debugger(DebuggerSpec {
-        workload_type: WorkloadType::Pod,
-        node_name: "node-2".into(),
-        ..DebuggerSpec::default()
-    });
+    let p = debugger("ops", "node-check")
+        .workload_type(WorkloadType::Pod)
+        .node_name("node-2")
+        .build();
     let one = pod(rendered(&p, None, &images(), Some("sa-1")));
     assert_eq!(
         one.metadata.annotations.unwrap()[keys::ANNOTATION_ACCOUNT_UID],
@@ -301,20 +275,19 @@ fn a_new_service_account_changes_the_pod_template_of_both_types() {
 #[test]
 fn summary_config_map_is_owned_and_its_hash_covers_the_data() {
     let data = |v: &str| BTreeMap::from([("node-1".to_string(), v.to_string())]);
-    let cm = summary_config_map(&debugger(DebuggerSpec::default()), data("runAt: a\n"));
+    let cm = summary_config_map(&debugger("ops", "node-check").build(), data("runAt: a\n"));
     assert_eq!(cm.metadata.name.as_deref(), Some("node-check-summary"));
     assert_eq!(cm.data.as_ref().unwrap()["node-1"], "runAt: a\n");
     assert_eq!(
         cm.metadata.owner_references.clone().unwrap()[0].controller,
         Some(true)
     );
-    let other = summary_config_map(&debugger(DebuggerSpec::default()), data("runAt: b\n"));
+    let other = summary_config_map(&debugger("ops", "node-check").build(), data("runAt: b\n"));
     assert_ne!(spec_hash_of(&cm.metadata), spec_hash_of(&other.metadata));
     let named = summary_config_map(
-        &debugger(DebuggerSpec {
-            summary_config_map: "results".into(),
-            ..DebuggerSpec::default()
-        }),
+        &debugger("ops", "node-check")
+            .summary_config_map("results")
+            .build(),
         BTreeMap::new(),
     );
     assert_eq!(named.metadata.name.as_deref(), Some("results"));
@@ -322,15 +295,22 @@ fn summary_config_map_is_owned_and_its_hash_covers_the_data() {
 
 #[test]
 fn spec_hash_changes_with_the_rendered_spec_and_only_with_it() {
-    let a = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
-    let b = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let a = rendered(
+        &debugger("ops", "node-check").build(),
+        None,
+        &images(),
+        None,
+    );
+    let b = rendered(
+        &debugger("ops", "node-check").build(),
+        None,
+        &images(),
+        None,
+    );
     assert_eq!(a.hash(), b.hash());
     assert_eq!(a.hash().map(str::len), Some(16));
     let c = rendered(
-        &debugger(DebuggerSpec {
-            cpu: "200m".into(),
-            ..DebuggerSpec::default()
-        }),
+        &debugger("ops", "node-check").cpu("200m").build(),
         None,
         &images(),
         None,
@@ -347,18 +327,6 @@ fn pull_secret_names(w: Workload) -> Option<Vec<String>> {
         .map(|l| l.into_iter().map(|r| r.name).collect())
 }
 
-fn with_pull_secrets(names: &[&str]) -> DebuggerSpec {
-    DebuggerSpec {
-        image_pull_secrets: names
-            .iter()
-            .map(|n| LocalObjectReference {
-                name: n.to_string(),
-            })
-            .collect(),
-        ..DebuggerSpec::default()
-    }
-}
-
 fn images_pulled_with(names: &[&str]) -> Images {
     Images {
         pull_secrets: names.iter().map(|n| n.to_string()).collect(),
@@ -368,22 +336,26 @@ fn images_pulled_with(names: &[&str]) -> Images {
 
 #[test]
 fn without_pull_secrets_anywhere_the_pods_have_none() {
-    let w = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let w = rendered(
+        &debugger("ops", "node-check").build(),
+        None,
+        &images(),
+        None,
+    );
     assert_eq!(pull_secret_names(w), None);
 }
 
 #[test]
 fn the_operators_pull_secrets_are_the_default_of_both_workload_types() {
     let flag = images_pulled_with(&["regcred", "mirror"]);
-    let ds = rendered(&debugger(DebuggerSpec::default()), None, &flag, None);
+    let ds = rendered(&debugger("ops", "node-check").build(), None, &flag, None);
     assert_eq!(
         pull_secret_names(ds),
         Some(vec!["regcred".to_string(), "mirror".to_string()])
     );
-    let single = debugger(DebuggerSpec {
-        workload_type: WorkloadType::Pod,
-        ..DebuggerSpec::default()
-    });
+    let single = debugger("ops", "node-check")
+        .workload_type(WorkloadType::Pod)
+        .build();
     let pod = rendered(&single, None, &flag, None);
     assert_eq!(
         pull_secret_names(pod),
@@ -394,7 +366,9 @@ fn the_operators_pull_secrets_are_the_default_of_both_workload_types() {
 #[test]
 fn the_debuggers_pull_secrets_win_over_the_operators() {
     let flag = images_pulled_with(&["regcred"]);
-    let own = debugger(with_pull_secrets(&["team-registry"]));
+    let own = debugger("ops", "node-check")
+        .image_pull_secrets(&["team-registry"])
+        .build();
     let w = rendered(&own, None, &flag, None);
     assert_eq!(
         pull_secret_names(w),
@@ -411,9 +385,16 @@ fn the_debuggers_pull_secrets_win_over_the_operators() {
 
 #[test]
 fn a_new_pull_secret_changes_the_pod_template() {
-    let a = rendered(&debugger(DebuggerSpec::default()), None, &images(), None);
+    let a = rendered(
+        &debugger("ops", "node-check").build(),
+        None,
+        &images(),
+        None,
+    );
     let b = rendered(
-        &debugger(with_pull_secrets(&["regcred"])),
+        &debugger("ops", "node-check")
+            .image_pull_secrets(&["regcred"])
+            .build(),
         None,
         &images(),
         None,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use combo_pinger::round::{evaluate, Outcome, Thresholds};
 use combo_pinger::targets::{Kind, Target};
+use combo_testkit::fixtures::debugger;
 
 use super::source::{is_literal, literal_args, match_arms, product_code};
 use super::{assert_none, named, read, reference_section, table_rows};
@@ -59,8 +60,7 @@ fn operator_text() -> String {
     disk.failing.insert("node-1".into(), 1);
     disk.failed_items = 1;
     results.node_runs.push(chrono::Utc::now());
-    let mut dbg = combo_api::Debugger::new("d", Default::default());
-    dbg.metadata.namespace = Some("ops".into());
+    let dbg = debugger("ops", "d").build();
     let schedule = combo_api::RunAt::parse("0 * * * *").ok();
     m.results().set(&dbg, results, schedule, chrono::Utc::now());
     m.encode()
