@@ -20,6 +20,17 @@ fn node_check() -> DebuggerBuilder {
     debugger("ops", "node-check").generation(3)
 }
 
+/// The status of [`node_check`], valid, with no run yet and `counts`.
+fn status_with(counts: PodCounts) -> DebuggerStatus {
+    compute(
+        &node_check().build(),
+        None,
+        Some(counts),
+        &RunSummary::default(),
+        now(),
+    )
+}
+
 fn now() -> DateTime<Utc> {
     "2026-11-22T05:00:00Z".parse().unwrap()
 }
@@ -195,13 +206,7 @@ fn a_daemonset_that_schedules_no_pod_is_not_ready_with_no_nodes_selected() {
     ds.status.as_mut().unwrap().observed_generation = Some(2);
     let counts = daemonset_counts(&ds);
     assert!(counts.no_node);
-    let s = compute(
-        &node_check().build(),
-        None,
-        Some(counts),
-        &RunSummary::default(),
-        now(),
-    );
+    let s = status_with(counts);
     let ready = ready_of(&s.conditions).unwrap();
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
@@ -224,13 +229,7 @@ fn a_pod_no_node_admits_is_no_nodes_selected_but_one_short_of_cpu_is_not() {
         "0/3 nodes are available: 3 node(s) didn't match node selector.",
     ));
     assert!(counts.no_node);
-    let s = compute(
-        &node_check().build(),
-        None,
-        Some(counts),
-        &RunSummary::default(),
-        now(),
-    );
+    let s = status_with(counts);
     assert_eq!(ready_of(&s.conditions).unwrap().reason, "NoNodesSelected");
     assert!(!pod_counts(&pending("0/3 nodes are available: 3 Insufficient cpu.")).no_node);
     assert!(!pod_counts(&Pod::default()).no_node);

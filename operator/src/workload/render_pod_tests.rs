@@ -2,7 +2,9 @@
 //! annotations, scheduling, host network, privileges and mounts, the
 //! runner's image.
 
-use super::tests::{ds, env_of, images, rendered, rendered_pod_spec};
+use super::tests::{
+    daemonset_pod_with_mesh, ds, env_of, images, rendered_alone, rendered_pod_spec,
+};
 use super::*;
 use combo_testkit::fixtures::{debugger, pinger, DebuggerBuilder};
 
@@ -13,17 +15,7 @@ fn cpu_and_memory_are_request_equals_limit_on_every_container() {
         .memory("64Mi")
         .pinger("mesh")
         .build();
-    let pod = ds(rendered(
-        &d,
-        Some(&pinger("ops", "mesh").build()),
-        &images(),
-        None,
-    ))
-    .spec
-    .unwrap()
-    .template
-    .spec
-    .unwrap();
+    let pod = daemonset_pod_with_mesh(&d);
     for c in &pod.containers {
         let r = c.resources.clone().unwrap();
         assert_eq!(r.requests, r.limits);
@@ -39,20 +31,12 @@ fn qos_bandwidth_and_subnet_become_kube_ovn_annotations() {
         .qos_bandwidth("100")
         .subnet("ovn-default")
         .build();
-    let tpl = ds(rendered(&d, None, &images(), None))
-        .spec
-        .unwrap()
-        .template;
+    let tpl = ds(rendered_alone(&d)).spec.unwrap().template;
     let a = tpl.metadata.unwrap().annotations.unwrap();
     assert_eq!(a[keys::ANNOTATION_INGRESS_RATE], "100");
     assert_eq!(a[keys::ANNOTATION_EGRESS_RATE], "100");
     assert_eq!(a[keys::ANNOTATION_LOGICAL_SWITCH], "ovn-default");
-    let bare = ds(rendered(
-        &debugger("ops", "node-check").build(),
-        None,
-        &images(),
-        None,
-    ));
+    let bare = ds(rendered_alone(&debugger("ops", "node-check").build()));
     assert!(bare
         .spec
         .unwrap()

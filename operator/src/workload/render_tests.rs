@@ -38,6 +38,19 @@ pub(crate) fn rendered_pod_spec(
     pod_spec(dbg, &valid(dbg, pinger, images).images)
 }
 
+/// `dbg`'s workload with no Pinger, the operator's images and no
+/// ServiceAccount uid.
+pub(super) fn rendered_alone(dbg: &Debugger) -> Workload {
+    rendered(dbg, None, &images(), None)
+}
+
+/// The pod spec of `dbg`'s DaemonSet, with Pinger `mesh` of `ops`.
+pub(super) fn daemonset_pod_with_mesh(dbg: &Debugger) -> PodSpec {
+    let mesh = pinger("ops", "mesh").build();
+    let w = rendered(dbg, Some(&mesh), &images(), None);
+    ds(w).spec.unwrap().template.spec.unwrap()
+}
+
 /// The DaemonSet `w` is; panics on a Pod.
 pub(super) fn ds(w: Workload) -> DaemonSet {
     match w {
@@ -71,12 +84,7 @@ pub(crate) fn env_of(c: &Container) -> BTreeMap<String, String> {
 
 #[test]
 fn default_spec_renders_a_daemonset_named_after_the_debugger() {
-    let d = ds(rendered(
-        &debugger("ops", "node-check").build(),
-        None,
-        &images(),
-        None,
-    ));
+    let d = ds(rendered_alone(&debugger("ops", "node-check").build()));
     assert_eq!(d.metadata.name.as_deref(), Some("node-check"));
     assert_eq!(d.metadata.namespace.as_deref(), Some("ops"));
     let owner = &d.metadata.owner_references.as_ref().unwrap()[0];
@@ -123,14 +131,11 @@ fn default_spec_renders_a_daemonset_named_after_the_debugger() {
 
 #[test]
 fn pod_workload_runs_once_on_the_named_node() {
-    let p = pod(rendered(
+    let p = pod(rendered_alone(
         &debugger("ops", "node-check")
             .workload_type(WorkloadType::Pod)
             .node_name("node-2")
             .build(),
-        None,
-        &images(),
-        None,
     ));
     assert_eq!(p.metadata.name.as_deref(), Some("node-check"));
     assert_eq!(
@@ -144,12 +149,7 @@ fn pod_workload_runs_once_on_the_named_node() {
 
 #[test]
 fn runner_env_comes_from_the_downward_api_and_the_spec() {
-    let d = ds(rendered(
-        &debugger("ops", "node-check").build(),
-        None,
-        &images(),
-        None,
-    ));
+    let d = ds(rendered_alone(&debugger("ops", "node-check").build()));
     let env = env_of(&d.spec.unwrap().template.spec.unwrap().containers[0]);
     assert_eq!(env["POD_NAME"], "field:metadata.name");
     assert_eq!(env["POD_NAMESPACE"], "field:metadata.namespace");
@@ -193,17 +193,7 @@ fn enable_pinger_adds_a_net_raw_only_pinger_container_with_its_image() {
         ("net.ipv4.ping_group_range", "65532 65532")
     );
     // With hostNetwork no pod sysctl may be set: root with NET_RAW only.
-    let host = ds(rendered(
-        &dbg.clone().host_network(true).build(),
-        Some(&pinger("ops", "mesh").build()),
-        &images(),
-        None,
-    ))
-    .spec
-    .unwrap()
-    .template
-    .spec
-    .unwrap();
+    let host = daemonset_pod_with_mesh(&dbg.clone().host_network(true).build());
     assert!(host.security_context.is_none());
     let sc = host.containers[1].security_context.clone().unwrap();
     assert_eq!((sc.run_as_non_root, sc.run_as_user), (None, None));
@@ -240,10 +230,7 @@ fn run_at_and_script_settings_do_not_change_the_hash() {
         .script_timeout_seconds(5)
         .errlog_retention(3)
         .build();
-    assert_eq!(
-        rendered(&a, None, &images(), None).hash(),
-        rendered(&b, None, &images(), None).hash()
-    );
+    assert_eq!(rendered_alone(&a).hash(), rendered_alone(&b).hash());
 }
 
 #[test]
@@ -295,26 +282,11 @@ fn summary_config_map_is_owned_and_its_hash_covers_the_data() {
 
 #[test]
 fn spec_hash_changes_with_the_rendered_spec_and_only_with_it() {
-    let a = rendered(
-        &debugger("ops", "node-check").build(),
-        None,
-        &images(),
-        None,
-    );
-    let b = rendered(
-        &debugger("ops", "node-check").build(),
-        None,
-        &images(),
-        None,
-    );
+    let a = rendered_alone(&debugger("ops", "node-check").build());
+    let b = rendered_alone(&debugger("ops", "node-check").build());
     assert_eq!(a.hash(), b.hash());
     assert_eq!(a.hash().map(str::len), Some(16));
-    let c = rendered(
-        &debugger("ops", "node-check").cpu("200m").build(),
-        None,
-        &images(),
-        None,
-    );
+    let c = rendered_alone(&debugger("ops", "node-check").cpu("200m").build());
     assert_ne!(a.hash(), c.hash());
 }
 
@@ -336,12 +308,7 @@ fn images_pulled_with(names: &[&str]) -> Images {
 
 #[test]
 fn without_pull_secrets_anywhere_the_pods_have_none() {
-    let w = rendered(
-        &debugger("ops", "node-check").build(),
-        None,
-        &images(),
-        None,
-    );
+    let w = rendered_alone(&debugger("ops", "node-check").build());
     assert_eq!(pull_secret_names(w), None);
 }
 
@@ -375,7 +342,7 @@ fn the_debuggers_pull_secrets_win_over_the_operators() {
         Some(vec!["team-registry".to_string()])
     );
     // Only the Debugger's own list counts: the flag's is not added to it.
-    let both = rendered(&own, None, &images(), None);
+    let both = rendered_alone(&own);
     assert_eq!(
         rendered(&own, None, &flag, None).hash(),
         both.hash(),
@@ -385,19 +352,11 @@ fn the_debuggers_pull_secrets_win_over_the_operators() {
 
 #[test]
 fn a_new_pull_secret_changes_the_pod_template() {
-    let a = rendered(
-        &debugger("ops", "node-check").build(),
-        None,
-        &images(),
-        None,
-    );
-    let b = rendered(
+    let a = rendered_alone(&debugger("ops", "node-check").build());
+    let b = rendered_alone(
         &debugger("ops", "node-check")
             .image_pull_secrets(&["regcred"])
             .build(),
-        None,
-        &images(),
-        None,
     );
     assert_ne!(a.hash(), b.hash());
 }

@@ -41,6 +41,29 @@ pub fn pinger(namespace: &str, name: &str) -> PingerBuilder {
     })
 }
 
+/// The setters of the object's metadata: uid and generation.
+macro_rules! metadata_setters {
+    () => {
+        /// Another uid than `uid-<name>`.
+        pub fn uid(mut self, uid: &str) -> Self {
+            self.0.metadata.uid = Some(uid.into());
+            self
+        }
+
+        /// No uid, as an object never stored.
+        pub fn without_uid(mut self) -> Self {
+            self.0.metadata.uid = None;
+            self
+        }
+
+        /// Another `metadata.generation` than 1.
+        pub fn generation(mut self, generation: i64) -> Self {
+            self.0.metadata.generation = Some(generation);
+            self
+        }
+    };
+}
+
 /// Sets one field of the object's spec, named as in the Rust struct.
 macro_rules! setters {
     ($($(#[$doc:meta])* $field:ident: $ty:ty => |$v:ident| $value:expr;)*) => {
@@ -60,23 +83,7 @@ macro_rules! setters {
 pub struct DebuggerBuilder(Debugger);
 
 impl DebuggerBuilder {
-    /// Another uid than `uid-<name>`.
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.0.metadata.uid = Some(uid.into());
-        self
-    }
-
-    /// No uid, as an object never stored.
-    pub fn without_uid(mut self) -> Self {
-        self.0.metadata.uid = None;
-        self
-    }
-
-    /// Another `metadata.generation` than 1.
-    pub fn generation(mut self, generation: i64) -> Self {
-        self.0.metadata.generation = Some(generation);
-        self
-    }
+    metadata_setters!();
 
     /// Follow Pinger `name`: `enablePinger` on and `pinger: name`.
     pub fn pinger(mut self, name: &str) -> Self {
@@ -177,23 +184,7 @@ fn strings(names: &[&str]) -> Vec<String> {
 }
 
 impl PingerBuilder {
-    /// Another uid than `uid-<name>`.
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.0.metadata.uid = Some(uid.into());
-        self
-    }
-
-    /// No uid, as an object never stored.
-    pub fn without_uid(mut self) -> Self {
-        self.0.metadata.uid = None;
-        self
-    }
-
-    /// Another `metadata.generation` than 1.
-    pub fn generation(mut self, generation: i64) -> Self {
-        self.0.metadata.generation = Some(generation);
-        self
-    }
+    metadata_setters!();
 
     /// Any change the typed setters do not make.
     pub fn spec_with(mut self, change: impl FnOnce(&mut PingerSpec)) -> Self {
