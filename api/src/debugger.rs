@@ -320,6 +320,12 @@ impl DebuggerSpec {
             self.summary_config_map.clone()
         }
     }
+
+    /// The Pinger followed: `pinger` when `enablePinger` is on and it names
+    /// one.
+    pub fn followed_pinger(&self) -> Option<&str> {
+        (self.enable_pinger && !self.pinger.is_empty()).then_some(self.pinger.as_str())
+    }
 }
 
 impl Default for DebuggerSpec {
@@ -333,6 +339,18 @@ impl Default for DebuggerSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pinger_is_followed_only_when_enabled_and_named() {
+        let named = |enable_pinger: bool, pinger: &str| DebuggerSpec {
+            enable_pinger,
+            pinger: pinger.into(),
+            ..DebuggerSpec::default()
+        };
+        assert_eq!(named(true, "mesh").followed_pinger(), Some("mesh"));
+        assert_eq!(named(false, "mesh").followed_pinger(), None);
+        assert_eq!(named(true, "").followed_pinger(), None);
+    }
 
     #[test]
     fn empty_spec_takes_the_documented_defaults() {

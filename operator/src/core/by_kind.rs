@@ -18,9 +18,9 @@ impl ByKind {
         self.0.get_or_create(&labels(kind)).inc();
     }
 
-    /// How many of `kind` were counted.
+    /// How many of `kind` were counted; reading adds no series.
     pub fn get(&self, kind: &str) -> u64 {
-        self.0.get_or_create(&labels(kind)).get()
+        self.0.get(&labels(kind)).map_or(0, |c| c.get())
     }
 
     /// The family to register; it shares the counts.
@@ -39,7 +39,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_kind_counts_apart_and_clones_share_the_counts() {
+    fn each_kind_counts_apart_clones_share_the_counts_and_reading_adds_no_series() {
         let counts = ByKind::default();
         let shared = counts.clone();
         counts.inc("Pod");
@@ -47,5 +47,6 @@ mod tests {
         counts.inc("Role");
         assert_eq!((counts.get("Pod"), counts.get("Role")), (2, 1));
         assert_eq!(shared.get("DaemonSet"), 0);
+        assert!(counts.family().get(&labels("DaemonSet")).is_none());
     }
 }

@@ -134,7 +134,7 @@ impl Valid {
             owner: dbg.controller_owner_ref(&()),
             run_at,
             workload: spec.workload_type,
-            pinger: (spec.enable_pinger && !spec.pinger.is_empty()).then(|| spec.pinger.clone()),
+            pinger: spec.followed_pinger().map(str::to_string),
             images: Images {
                 runner: or_default(&spec.image, &defaults.runner),
                 pinger: or_default(

@@ -13,7 +13,6 @@ pub async fn observe(caches: &Caches, dbg: &Debugger) -> Observed {
     let ns = dbg.namespace().unwrap_or_default();
     let name = dbg.name_any();
     let summary_name = dbg.spec.summary_name(&name);
-    let wants_pinger = dbg.spec.enable_pinger && !dbg.spec.pinger.is_empty();
     let daemonset =
         caches
             .recent_daemonsets
@@ -32,9 +31,10 @@ pub async fn observe(caches: &Caches, dbg: &Debugger) -> Observed {
         |s| &s.metadata,
     );
     Observed {
-        pinger: wants_pinger
-            .then(|| lookup(&caches.pingers, &ns, &dbg.spec.pinger))
-            .flatten()
+        pinger: dbg
+            .spec
+            .followed_pinger()
+            .and_then(|pinger| lookup(&caches.pingers, &ns, pinger))
             .map(|p| p.as_ref().clone()),
         daemonset: daemonset.map(|d| d.as_ref().clone()),
         pod: pod.map(|p| p.as_ref().clone()),

@@ -284,11 +284,7 @@ pub fn bound(
     debugger: Option<&Debugger>,
     pinger: impl Fn(&str) -> Option<Arc<Pinger>>,
 ) -> Option<(usize, usize)> {
-    let d = debugger?;
-    if !d.spec.enable_pinger || d.spec.pinger.is_empty() {
-        return None;
-    }
-    let p = pinger(&d.spec.pinger)?;
+    let p = pinger(debugger?.spec.followed_pinger()?)?;
     let (max, min) = (p.spec.max_peers as usize, p.spec.min_probers as usize);
     peers::listed(p.spec.peers, p.spec.max_peers).then_some((max, min))
 }
