@@ -21,11 +21,11 @@ fn node_check() -> DebuggerBuilder {
 }
 
 /// The status of [`node_check`], valid, with no run yet and `counts`.
-fn status_with(counts: PodCounts) -> DebuggerStatus {
+fn status_with(counts: Option<PodCounts>) -> DebuggerStatus {
     compute(
         &node_check().build(),
         None,
-        Some(counts),
+        counts,
         &RunSummary::default(),
         now(),
     )
@@ -62,13 +62,7 @@ fn all_pods_ready_makes_ready_true_with_counts() {
 
 #[test]
 fn missing_workload_is_not_ready_with_zero_counts() {
-    let s = compute(
-        &node_check().build(),
-        None,
-        None,
-        &RunSummary::default(),
-        now(),
-    );
+    let s = status_with(None);
     assert_eq!(s.ready, "0/0");
     assert_eq!(s.conditions[0].status, "False");
     assert_eq!(s.conditions[0].reason, "WorkloadNotReady");
@@ -139,17 +133,7 @@ fn next_run_at_follows_the_cron_and_is_absent_for_past_or_empty_times() {
         now(),
     );
     assert_eq!(past.next_run_at, None);
-    assert_eq!(
-        compute(
-            &node_check().build(),
-            None,
-            None,
-            &RunSummary::default(),
-            now()
-        )
-        .next_run_at,
-        None
-    );
+    assert_eq!(status_with(None).next_run_at, None);
 }
 
 #[test]
@@ -206,7 +190,7 @@ fn a_daemonset_that_schedules_no_pod_is_not_ready_with_no_nodes_selected() {
     ds.status.as_mut().unwrap().observed_generation = Some(2);
     let counts = daemonset_counts(&ds);
     assert!(counts.no_node);
-    let s = status_with(counts);
+    let s = status_with(Some(counts));
     let ready = ready_of(&s.conditions).unwrap();
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
@@ -229,7 +213,7 @@ fn a_pod_no_node_admits_is_no_nodes_selected_but_one_short_of_cpu_is_not() {
         "0/3 nodes are available: 3 node(s) didn't match node selector.",
     ));
     assert!(counts.no_node);
-    let s = status_with(counts);
+    let s = status_with(Some(counts));
     assert_eq!(ready_of(&s.conditions).unwrap().reason, "NoNodesSelected");
     assert!(!pod_counts(&pending("0/3 nodes are available: 3 Insufficient cpu.")).no_node);
     assert!(!pod_counts(&Pod::default()).no_node);

@@ -4,13 +4,18 @@ use super::*;
 use crate::core::images::Images;
 use chrono::TimeZone;
 use combo_api::RunAt;
-use combo_testkit::fixtures::debugger;
+use combo_testkit::fixtures::{debugger, DebuggerBuilder};
 use kube::runtime::events::EventType;
 
 use crate::core::validate::{Invalid, Rejected, Valid};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 22, 5, 30, 0).unwrap()
+}
+
+/// Debugger `a` of `ops` at generation 2.
+fn a() -> DebuggerBuilder {
+    debugger("ops", "a").generation(2)
 }
 
 fn valid(run_at: &str) -> Verdict {
@@ -41,10 +46,7 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
 
 #[test]
 fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
-    let d = debugger("ops", "a")
-        .generation(2)
-        .run_at("0 */6 * * *")
-        .build();
+    let d = a().run_at("0 */6 * * *").build();
     let verdict = valid("0 */6 * * *");
     let p = decide(inputs(&d, &verdict));
     assert!(p.paced && p.status_changed && p.events.is_empty());
@@ -57,10 +59,7 @@ fn a_valid_debugger_is_paced_and_looks_again_a_second_after_its_next_run() {
 
 #[test]
 fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
-    let d = debugger("ops", "a")
-        .generation(2)
-        .run_at("0 */6 * * *")
-        .build();
+    let d = a().run_at("0 */6 * * *").build();
     let verdict: Verdict = Err(Rejected {
         invalid: Invalid::PingerNotFound("no mesh".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
@@ -85,7 +84,7 @@ fn an_invalid_debugger_gets_its_warning_once_and_keeps_its_next_run() {
 
 #[test]
 fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
-    let d = debugger("ops", "a").generation(2).build();
+    let d = a().build();
     let verdict = valid("");
     let first = decide(inputs(&d, &verdict));
     assert!(first.status_changed);
@@ -99,7 +98,7 @@ fn a_written_status_the_cache_does_not_show_yet_is_not_written_again() {
 
 #[test]
 fn the_workload_steps_event_summary_and_requeue_pass_through() {
-    let d = debugger("ops", "a").generation(2).build();
+    let d = a().build();
     let verdict = valid("");
     let cm = ConfigMap::default();
     let converged = Converged {
@@ -125,7 +124,7 @@ fn the_workload_steps_event_summary_and_requeue_pass_through() {
 #[test]
 fn an_invalid_spec_is_reported_once_per_generation_and_message() {
     let invalid = Invalid::InvalidSpec("bad".into());
-    let d = debugger("ops", "a").generation(2).build();
+    let d = a().build();
     let first = status::compute(
         &d,
         Some(&invalid),
@@ -152,10 +151,7 @@ fn an_invalid_spec_is_reported_once_per_generation_and_message() {
 
 #[test]
 fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_join_the_status() {
-    let d = debugger("ops", "a")
-        .generation(2)
-        .run_at("0 */6 * * *")
-        .build();
+    let d = a().run_at("0 */6 * * *").build();
     let verdict = valid("0 */6 * * *");
     let marks = DebuggerMarks {
         runs_missed: Some((true, "RunsMissed".into(), "1 node has not reported".into())),
@@ -181,10 +177,7 @@ fn a_missed_runs_deadline_before_the_next_run_wakes_the_debugger_and_conditions_
 
 #[test]
 fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
-    let d = debugger("ops", "a")
-        .generation(2)
-        .run_at("0 0 29 2 *")
-        .build();
+    let d = a().run_at("0 0 29 2 *").build();
     let verdict = valid("0 0 29 2 *");
     let p = decide(inputs(&d, &verdict));
     assert!(p.paced, "still valid: it runs, once");
@@ -195,19 +188,13 @@ fn a_schedule_running_next_over_a_year_away_warns_once_per_generation() {
         ..inputs(&d, &verdict)
     });
     assert!(again.events.is_empty(), "the generation was seen");
-    let near = debugger("ops", "a")
-        .generation(2)
-        .run_at("0 0 1 1 *")
-        .build();
+    let near = a().run_at("0 0 1 1 *").build();
     assert!(decide(inputs(&near, &valid("0 0 1 1 *"))).events.is_empty());
 }
 
 #[test]
 fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
-    let d = debugger("ops", "a")
-        .generation(2)
-        .run_at("0 */6 * * *")
-        .build();
+    let d = a().run_at("0 */6 * * *").build();
     let verdict: Verdict = Err(Rejected {
         invalid: Invalid::ConfigMapNotFound("configMap \"s\": not found".into()),
         run_at: RunAt::parse("0 */6 * * *").ok(),
@@ -223,7 +210,7 @@ fn an_invalid_spec_waits_for_a_change_whatever_its_run_at() {
 
 #[test]
 fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
-    let d = debugger("ops", "a").generation(2).build();
+    let d = a().build();
     let verdict = valid("");
     let counts = PodCounts {
         desired: 2,
@@ -258,7 +245,7 @@ fn a_debugger_whose_pinger_is_not_ready_is_not_ready_though_its_pods_are() {
 
 #[test]
 fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_ready() {
-    let d = debugger("ops", "a").generation(2).build();
+    let d = a().build();
     let verdict = valid("");
     let waiting = "pods waiting: ImagePullBackOff on 2 pods; pod d-a, container runner: ImagePullBackOff: Back-off pulling image \"reg/runner:1\"";
     let not_ready = decide(Inputs {
@@ -291,7 +278,7 @@ fn what_the_pods_wait_on_is_in_the_message_of_a_debugger_whose_pods_are_not_read
 
 #[test]
 fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event() {
-    let mut d = debugger("ops", "a").generation(2).build();
+    let mut d = a().build();
     let verdict = valid("");
     let refusal = "Error creating: pods \"a-x7k2p\" is forbidden: violates PodSecurity \"baseline:latest\": privileged (container \"runner\" must not set securityContext.privileged=true)";
     let missing = PodCounts {
@@ -361,7 +348,7 @@ fn refused_daemonset_pods_make_the_debugger_refused_with_the_fix_and_one_event()
     let quota = decide(Inputs {
         counts: Some(missing),
         refused: Some("Error creating: pods \"a-1\" is forbidden: exceeded quota: no-pods".into()),
-        ..inputs(&debugger("ops", "a").generation(2).build(), &verdict)
+        ..inputs(&a().build(), &verdict)
     });
     let ready = status::ready_of(&quota.status.conditions).unwrap();
     assert!(

@@ -277,24 +277,19 @@ fn taints_stay_within_the_limit_and_the_first_nodes_by_name_get_them() {
 fn a_lower_limit_removes_taints_and_an_unknown_node_keeps_its_own() {
     let mut nodes = BTreeMap::new();
     let r = reports(10, |i| i < 4);
-    let wide = Wanted::of(
-        &check()
+    // Disk taints on at most `percent` of the nodes.
+    let limited = |percent| {
+        let d = check()
             .taints(&[Category::Disk])
-            .max_tainted_percent(40)
-            .build(),
-        true,
-    );
+            .max_tainted_percent(percent);
+        Wanted::of(&d.build(), true)
+    };
+    let wide = limited(40);
     let done = plan_for(&wide, &r, &BTreeSet::new(), &nodes, now());
     applied(&mut nodes, &done);
     assert_eq!(nodes.len(), 4);
     let missed: BTreeSet<String> = ["node-0001".to_string()].into();
-    let narrow = Wanted::of(
-        &check()
-            .taints(&[Category::Disk])
-            .max_tainted_percent(20)
-            .build(),
-        true,
-    );
+    let narrow = limited(20);
     let p = plan_for(&narrow, &r, &missed, &nodes, now());
     let removed: Vec<&str> = p.taints.iter().map(|t| t.node.as_str()).collect();
     assert_eq!(removed, ["node-0002", "node-0003"], "the last by name go");

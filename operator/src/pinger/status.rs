@@ -155,13 +155,17 @@ pub fn error_policy(_: Arc<Pinger>, err: &kube::Error, ctx: Arc<PingerContext>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use combo_testkit::fixtures::pinger;
+    use combo_testkit::fixtures::{pinger, PingerBuilder};
+
+    /// Pinger `mesh` of `ops` at generation 3.
+    fn mesh() -> PingerBuilder {
+        pinger("ops", "mesh").generation(3)
+    }
 
     #[test]
     fn valid_targets_make_the_pinger_ready() {
         let s = compute(
-            &pinger("ops", "mesh")
-                .generation(3)
+            &mesh()
                 .ping(&["10.0.0.1", "fd00::1"])
                 .tcp_ping(&["10.0.0.1:80"])
                 .build(),
@@ -179,8 +183,7 @@ mod tests {
     #[test]
     fn each_bad_target_is_named_in_the_invalid_spec_condition() {
         let s = compute(
-            &pinger("ops", "mesh")
-                .generation(3)
+            &mesh()
                 .ping(&["10.0.0.300", "10.0.0.1"])
                 .tcp_ping(&["10.0.0.1:99999"])
                 .build(),
@@ -198,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_pinger_that_would_probe_nothing_is_not_ready() {
-        let mut p = pinger("ops", "mesh").generation(3).build();
+        let mut p = mesh().build();
         p.spec.peers = false;
         let c = compute(&p, Utc::now()).conditions[0].clone();
         assert_eq!(
@@ -212,8 +215,7 @@ mod tests {
 
     #[test]
     fn the_targets_column_counts_the_listed_targets_and_names_peers_and_gateway() {
-        let mut p = pinger("ops", "mesh")
-            .generation(3)
+        let mut p = mesh()
             .ping(&["10.0.0.1", "fd00::1"])
             .tcp_ping(&["10.0.0.1:80"])
             .build();
@@ -222,14 +224,14 @@ mod tests {
         p.spec.peers = true;
         p.spec.gateway = true;
         assert_eq!(compute(&p, Utc::now()).targets, "3+peers+gateway");
-        let mut idle = pinger("ops", "mesh").generation(3).build();
+        let mut idle = mesh().build();
         idle.spec.peers = false;
         assert_eq!(compute(&idle, Utc::now()).targets, "0");
     }
 
     #[test]
     fn a_debugger_learns_why_its_pinger_is_not_ready_once_it_has_a_status() {
-        let mut idle = pinger("ops", "mesh").generation(3).build();
+        let mut idle = mesh().build();
         idle.spec.peers = false;
         assert_eq!(not_ready(&idle), None, "no status yet: nothing known");
         idle.status = Some(compute(&idle, Utc::now()));
@@ -239,47 +241,26 @@ mod tests {
             "{why}"
         );
         assert!(why.ends_with("the pinger probes nothing"), "{why}");
-        let mut fine = pinger("ops", "mesh")
-            .generation(3)
-            .ping(&["10.0.0.1"])
-            .build();
+        let mut fine = mesh().ping(&["10.0.0.1"]).build();
         fine.status = Some(compute(&fine, Utc::now()));
         assert_eq!(not_ready(&fine), None);
     }
 
     #[test]
     fn the_event_is_recorded_once_per_new_complaint() {
-        let bad = pinger("ops", "mesh")
-            .generation(3)
-            .ping(&["10.0.0.300"])
-            .build();
+        let bad = mesh().ping(&["10.0.0.300"]).build();
         let first = compute(&bad, Utc::now());
         assert!(newly_invalid(None, &first));
         assert!(!newly_invalid(Some(&first), &compute(&bad, Utc::now())));
-        let worse = compute(
-            &pinger("ops", "mesh")
-                .generation(3)
-                .ping(&["10.0.0.300", "x..y"])
-                .build(),
-            Utc::now(),
-        );
+        let worse = compute(&mesh().ping(&["10.0.0.300", "x..y"]).build(), Utc::now());
         assert!(newly_invalid(Some(&first), &worse));
-        let fixed = compute(
-            &pinger("ops", "mesh")
-                .generation(3)
-                .ping(&["10.0.0.1"])
-                .build(),
-            Utc::now(),
-        );
+        let fixed = compute(&mesh().ping(&["10.0.0.1"]).build(), Utc::now());
         assert!(!newly_invalid(Some(&first), &fixed));
     }
 
     #[test]
     fn an_unchanged_condition_keeps_its_transition_time() {
-        let mut p = pinger("ops", "mesh")
-            .generation(3)
-            .ping(&["10.0.0.1"])
-            .build();
+        let mut p = mesh().ping(&["10.0.0.1"]).build();
         let t0 = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
             .unwrap()
             .to_utc();

@@ -1,7 +1,12 @@
 use super::*;
 use crate::workload::render::tests::{env_of, images, rendered_pod_spec};
-use combo_testkit::fixtures::debugger;
+use combo_testkit::fixtures::{debugger, DebuggerBuilder};
 use k8s_openapi::api::core::v1::PodSpec;
+
+/// Debugger `node-check` of `ops`, uid `uid-1`, with `enableSys`.
+fn sys() -> DebuggerBuilder {
+    debugger("ops", "node-check").uid("uid-1").enable_sys(true)
+}
 
 /// The pod spec rendered from `dbg`, with no Pinger.
 fn rendered(dbg: &Debugger) -> PodSpec {
@@ -21,12 +26,7 @@ fn mounts_of(spec: &PodSpec, volume: &str) -> Vec<(String, Option<String>)> {
 
 #[test]
 fn with_enable_sys_state_and_errlogs_live_in_the_debuggers_directory_on_the_node() {
-    let spec = rendered(
-        &debugger("ops", "node-check")
-            .uid("uid-1")
-            .enable_sys(true)
-            .build(),
-    );
+    let spec = rendered(&sys().build());
     let vol = spec
         .volumes
         .iter()
@@ -66,13 +66,7 @@ fn with_enable_sys_state_and_errlogs_live_in_the_debuggers_directory_on_the_node
 
 #[test]
 fn a_scripts_config_map_keeps_custom_errlogs_in_the_fallback_on_the_node() {
-    let spec = rendered(
-        &debugger("ops", "node-check")
-            .uid("uid-1")
-            .enable_sys(true)
-            .config_map("mine")
-            .build(),
-    );
+    let spec = rendered(&sys().config_map("mine").build());
     let paths: Vec<String> = mounts_of(&spec, VOLUME_NODE_DATA)
         .into_iter()
         .map(|(p, _)| p)
