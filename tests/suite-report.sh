@@ -24,6 +24,10 @@ awk -F'\t' '
     END {
         if (any) printf "fault matrix on real nodes: faults detected %d of %d, cleared %d of %d, red on healthy nodes %d in %d runs\n", d, dn, c, cn, r, rn
     }' "$file"
+# The faults the kernel itself logged (tests/e2e/tests/real_faults/kernel.rs).
+awk -F'\t' '
+    $1 == "real kernel faults" { n += $3; t += $2; any = 1 }
+    END { if (any) printf "real kernel faults: named %d of %d\n", n, t }' "$file"
 # The production-like real node (tests/e2e/tests/real_faults/production.rs), its own line.
 note=$(dirname "$file")/suite-production-node.txt
 if [[ -s $note ]]; then

@@ -350,12 +350,17 @@ state_commit() {
 # --- Kernel log since the previous run --------------------------------------
 
 # klog_source: where the kernel log is read from: "file <path>" for
-# KERNEL_LOG_FILE (records in /dev/kmsg format, for tests), "kmsg <path>" for
-# a readable /dev/kmsg, "dmesg"; returns 1 when none can be read.
+# KERNEL_LOG_FILE in /dev/kmsg record format, "text <path>" for
+# KERNEL_LOG_FILE holding `dmesg` output ("[ seconds] message" lines),
+# "kmsg <path>" for a readable /dev/kmsg, "dmesg"; returns 1 when none can be
+# read.
 klog_source() {
     if [ -n "${KERNEL_LOG_FILE:-}" ]; then
         [ -r "$KERNEL_LOG_FILE" ] || return 1
-        echo "file $KERNEL_LOG_FILE"
+        case $(sed -n '/./{p;q;}' "$KERNEL_LOG_FILE") in
+            \[*) echo "text $KERNEL_LOG_FILE" ;;
+            *) echo "file $KERNEL_LOG_FILE" ;;
+        esac
         return 0
     fi
     for _k in "$HR/dev/kmsg" /dev/kmsg; do
@@ -377,14 +382,21 @@ klog_source() {
 }
 
 # klog_records SOURCE: the log as "<position> <seconds> <message>" lines; the
-# position is the record's sequence number, or for dmesg its time in
+# position is the record's sequence number, or for dmesg text its time in
 # microseconds.
 klog_records() {
     case $1 in
         file\ *) kmsg_positions < "${1#file }" ;;
         kmsg\ *) dd if="${1#kmsg }" iflag=nonblock bs=16384 2>/dev/null | kmsg_positions ;;
-        dmesg) dmesg 2>/dev/null | sed -n 's/^\[ *\([0-9]*\)\.\([0-9]*\)\] *\(.*\)$/\1\2 \1.\2 \3/p' ;;
+        text\ *) dmesg_positions < "${1#text }" ;;
+        dmesg) dmesg 2>/dev/null | dmesg_positions ;;
     esac
+}
+
+# dmesg_positions: "[ seconds.micros] message" -> "<micros> <seconds> <message>";
+# the indented lines dmesg prints for a record's own newlines are left out.
+dmesg_positions() {
+    sed -n 's/^\[ *\([0-9]*\)\.\([0-9]*\)\] *\(.*\)$/\1\2 \1.\2 \3/p'
 }
 
 # kmsg_positions: "prio,seq,usec,flags;message" -> "<seq> <seconds> <message>".
@@ -403,10 +415,10 @@ kmsg_positions() {
 klog_new() {
     state_ready || return 11
     _src=$(klog_source) || return 12
-    _kind=seq
-    if [ "$_src" = dmesg ]; then
-        _kind="time"
-    fi
+    case $_src in
+        dmesg | text\ *) _kind=time ;;
+        *) _kind=seq ;;
+    esac
     _boot=$(boot_id)
     _recs=$(klog_records "$_src")
     _last=$(printf '%s\n' "$_recs" | awk '$1 ~ /^[0-9]+$/ { l = $1 } END { printf "%.0f\n", l }')

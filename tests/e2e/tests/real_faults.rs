@@ -13,6 +13,8 @@
 mod busy;
 #[path = "real_faults/host.rs"]
 mod host;
+#[path = "real_faults/kernel.rs"]
+mod kernel;
 #[path = "real_faults/links.rs"]
 mod links;
 #[path = "real_faults/node.rs"]
