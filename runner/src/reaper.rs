@@ -102,8 +102,40 @@ pub fn parent_of(stat: &str) -> Option<i32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Direct children of `parent`, from /proc.
+/// Direct children of `parent`: what the kernel lists in
+/// `/proc/<parent>/task/<tid>/children` for each of its threads (a child
+/// is listed under the thread that forked it or adopted it), a few reads
+/// however many processes the node has. A kernel without those files
+/// (`CONFIG_PROC_CHILDREN` unset) gets the scan of every `/proc/<pid>/stat`.
 fn children_of(parent: i32) -> Vec<i32> {
+    children_from_tasks(parent).unwrap_or_else(|| children_by_scan(parent))
+}
+
+/// [`children_of`] from the threads' `children` files; `None` when the
+/// kernel has none.
+fn children_from_tasks(parent: i32) -> Option<Vec<i32>> {
+    // The kernel has the files when the main thread has one.
+    if !std::path::Path::new(&format!("/proc/{parent}/task/{parent}/children")).exists() {
+        return None;
+    }
+    let mut children = BTreeSet::new();
+    for task in std::fs::read_dir(format!("/proc/{parent}/task"))
+        .ok()?
+        .flatten()
+    {
+        // A thread that ended since the listing has no file any more.
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            children.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    Some(children.into_iter().collect())
+}
+
+/// [`children_of`] by reading the parent of every process in /proc.
+fn children_by_scan(parent: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -182,6 +214,22 @@ mod tests {
 
     fn running(pid: i32) -> bool {
         RUNNING.lock().unwrap().contains(&pid)
+    }
+
+    #[test]
+    fn the_threads_children_files_list_what_the_scan_finds() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let me = getpid().as_raw();
+        let fast = children_from_tasks(me).expect("this kernel lists children per thread");
+        assert!(fast.contains(&pid), "{pid} not in {fast:?}");
+        assert!(children_by_scan(me).contains(&pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!children_of(me).contains(&pid));
     }
 
     // Other tests of this process run scripts at the same time, so the set

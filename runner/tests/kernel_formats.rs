@@ -43,6 +43,10 @@ struct Row {
     class: String,
     /// Kernel versions (or `npd` for node-problem-detector's samples).
     versions: Vec<String>,
+    /// The source file the line comes from.
+    source: String,
+    /// The format string the kernel prints it with.
+    format: String,
     /// `Some((script, item))` for a fault, `None` for a near-miss.
     expect: Option<(String, String)>,
     /// The records of the line, as /dev/kmsg escapes each one.
@@ -121,6 +125,8 @@ fn parse_row(at: String, class: &str, line: &str) -> Row {
         at,
         class: class.to_string(),
         versions,
+        source: cols[1].to_string(),
+        format: cols[2].to_string(),
         expect,
         records,
         dict,
@@ -244,7 +250,9 @@ fn judge(row: &Row, form: Form, errs: &[(String, String, String)]) -> Option<Str
     if (want.is_none() || hit) && others.is_empty() {
         return None;
     }
-    let wanted = want.map_or("nothing red".to_string(), |(s, i)| format!("err {i} of {s}"));
+    let wanted = want.map_or("nothing red".to_string(), |(s, i)| {
+        format!("err {i} of {s}")
+    });
     Some(format!(
         "{} ({form:?}) {:?}: wanted {wanted}, got {errs:?}",
         row.at, row.records
@@ -279,8 +287,10 @@ fn every_kernel_format_names_its_item_and_every_near_miss_stays_green() {
                 })
             })
             .collect();
-        let mut all: Vec<(usize, Vec<Option<String>>)> =
-            handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        let mut all: Vec<(usize, Vec<Option<String>>)> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
         all.sort_by_key(|(i, _)| *i);
         all.into_iter().map(|(_, v)| v).collect()
     });
@@ -298,13 +308,7 @@ fn every_kernel_format_names_its_item_and_every_near_miss_stays_green() {
     let mut table = String::new();
     for ((class, ver), (n, ok)) in &counts {
         writeln!(table, "{class:<8} {ver:<5} {ok:>4} of {n:<4} right").unwrap();
-        combo_testkit::suite::record(
-            "kernel formats",
-            &format!("{class} {ver}"),
-            *n,
-            *ok,
-            0,
-        );
+        combo_testkit::suite::record("kernel formats", &format!("{class} {ver}"), *n, *ok, 0);
     }
     println!(
         "kernel formats: {faults} fault lines and {misses} near-misses, each in /dev/kmsg records and dmesg text\n{table}"
@@ -329,7 +333,11 @@ fn a_row_with_a_wrong_column_count_or_version_is_refused() {
         let r = std::panic::catch_unwind(|| parse_row("t:1".into(), "t", bad));
         assert!(r.is_err(), "accepted {bad:?}");
     }
-    let ok = parse_row("t:1".into(), "t", "6.1,6.8\tf.c\tfmt\tdisk/ioerrors.sh io:sda\ta\\nb\tSUBSYSTEM=block DEVICE=b8:0");
+    let ok = parse_row(
+        "t:1".into(),
+        "t",
+        "6.1,6.8\tf.c\tfmt\tdisk/ioerrors.sh io:sda\ta\\nb\tSUBSYSTEM=block DEVICE=b8:0",
+    );
     assert_eq!(ok.records, ["a", "b"]);
     assert_eq!(ok.dict, ["SUBSYSTEM=block", "DEVICE=b8:0"]);
     assert_eq!(ok.versions, ["6.1", "6.8"]);
@@ -348,4 +356,78 @@ fn both_forms_render_the_same_records() {
         d,
         format!("[    0.000000] {BOOT_LINE}\n[  100.001000] one\n[  100.002000] two\n               three\n")
     );
+}
+
+/// Where docs/checks.md holds the generated list of kernel messages.
+const DOCS_BEGIN: &str = "<!-- kernel messages: begin -->";
+const DOCS_END: &str = "<!-- kernel messages: end -->";
+
+/// The item family a fault row names: `io:<device>` for `io:nvme0n1`.
+fn family(script: &str, item: &str) -> String {
+    match item.split_once(':') {
+        Some((f, _)) if script.starts_with("net/") => format!("{f}:<interface>"),
+        Some((f, _)) => format!("{f}:<device>"),
+        None => item.to_string(),
+    }
+}
+
+/// The list of docs/checks.md: per item, each message the kernel prints
+/// for it (its format string, the file it is in) and the versions whose
+/// source has it.
+fn docs_section(rows: &[Row]) -> String {
+    // item -> (format, source) -> versions
+    type Formats = BTreeMap<(String, String), Vec<String>>;
+    let mut by_item: BTreeMap<(String, String), Formats> = BTreeMap::new();
+    for row in rows
+        .iter()
+        .filter(|r| !r.versions.iter().any(|v| v == "npd"))
+    {
+        let Some((script, item)) = &row.expect else {
+            continue;
+        };
+        let (format, source) = (row.format.clone(), row.source.clone());
+        let category = script.split('/').next().unwrap_or_default().to_string();
+        let versions = by_item
+            .entry((category, family(script, item)))
+            .or_default()
+            .entry((format, source))
+            .or_default();
+        for v in &row.versions {
+            if !versions.contains(v) {
+                versions.push(v.clone());
+            }
+        }
+    }
+    let mut out = String::new();
+    for ((category, item), formats) in &by_item {
+        writeln!(out, "* {category} `{item}`").unwrap();
+        for ((format, source), versions) in formats {
+            let mut vs = versions.clone();
+            vs.sort_by_key(|v| VERSIONS.iter().position(|k| k == v));
+            writeln!(out, "  * `{format}` ({source}): {}", vs.join(", ")).unwrap();
+        }
+    }
+    out
+}
+
+#[test]
+fn checks_md_lists_every_kernel_message_with_its_versions() {
+    let docs_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/checks.md");
+    let docs = std::fs::read_to_string(&docs_path).unwrap();
+    let want = docs_section(&rows());
+    let (Some(b), Some(e)) = (docs.find(DOCS_BEGIN), docs.find(DOCS_END)) else {
+        panic!("docs/checks.md has no {DOCS_BEGIN} ... {DOCS_END} section");
+    };
+    let have = &docs[b + DOCS_BEGIN.len()..e];
+    if have.trim() != want.trim() {
+        if std::env::var_os("COMBO_WRITE_DOCS").is_some() {
+            let new = format!("{}{DOCS_BEGIN}\n{want}{}", &docs[..b], &docs[e..]);
+            std::fs::write(&docs_path, new).unwrap();
+            return;
+        }
+        panic!(
+            "docs/checks.md's list of kernel messages is not what runner/tests/kernel-formats/ holds; \
+             write it with COMBO_WRITE_DOCS=1 cargo test -p combo-runner --test kernel_formats checks_md"
+        );
+    }
 }
