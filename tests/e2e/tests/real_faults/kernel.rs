@@ -79,7 +79,10 @@ impl LoopDisk {
     fn formatted(image: &str, size: &str, mkfs: &str, dir: &str, opts: &str) -> Result<LoopDisk> {
         sh(&format!("truncate -s {size} {image} && {mkfs} {image}"))?;
         let mut d = LoopDisk::attach(image, size)?;
-        sh(&format!("mkdir -p {dir} && mount -o {opts} {} {dir}", d.device))?;
+        sh(&format!(
+            "mkdir -p {dir} && mount -o {opts} {} {dir}",
+            d.device
+        ))?;
         d.mount = Some(dir.to_string());
         Ok(d)
     }
@@ -115,7 +118,10 @@ pub fn ext4_error() -> Result<Made> {
         "echo kc-kernel-fault > /sys/fs/ext4/{}/trigger_fs_error",
         d.name()
     ))?;
-    wait_for_kernel_line(&[&format!("EXT4-fs error (device {})", d.name()), "kc-kernel-fault"])?;
+    wait_for_kernel_line(&[
+        &format!("EXT4-fs error (device {})", d.name()),
+        "kc-kernel-fault",
+    ])?;
     Ok(Made {
         what: "ext4 error",
         item: format!("fs:{}", d.name()),
@@ -190,7 +196,8 @@ const HUNG_SECONDS: u64 = 2;
 impl HungTaskSysctls {
     fn lower() -> Result<HungTaskSysctls> {
         let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string());
-        let panic = read(HUNG_PANIC).with_context(|| format!("{HUNG_PANIC}: no hung-task detector in this kernel"))?;
+        let panic = read(HUNG_PANIC)
+            .with_context(|| format!("{HUNG_PANIC}: no hung-task detector in this kernel"))?;
         if panic != "0" {
             bail!("kernel.hung_task_panic is {panic}: a hung task would panic this machine, so none is made");
         }
@@ -230,11 +237,11 @@ const FUSECTL: &str = "/sys/fs/fuse/connections";
 impl SilentFuse {
     fn mount(dir: &'static str) -> Result<SilentFuse> {
         std::fs::create_dir_all(dir)?;
-        let dev = OpenOptions::new().read(true).write(true).open("/dev/fuse")?;
-        let data = format!(
-            "fd={},rootmode=40000,user_id=0,group_id=0",
-            dev.as_raw_fd()
-        );
+        let dev = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")?;
+        let data = format!("fd={},rootmode=40000,user_id=0,group_id=0", dev.as_raw_fd());
         nix::mount::mount(
             Some("kc-kernel-fuse"),
             dir,
@@ -248,7 +255,8 @@ impl SilentFuse {
         ))?
         .trim()
         .to_string();
-        let mounted_fusectl = !sh(&format!("mountpoint -q {FUSECTL} && echo yes || true"))?.contains("yes");
+        let mounted_fusectl =
+            !sh(&format!("mountpoint -q {FUSECTL} && echo yes || true"))?.contains("yes");
         let mut f = SilentFuse {
             dir,
             dev,
@@ -333,12 +341,14 @@ pub fn hung_task() -> Result<Made> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()?;
-    let waited = fuse.take_one_request(Duration::from_secs(10)).and_then(|()| {
-        // A fatal signal while the request is with the daemon: the task
-        // waits for the answer in state D.
-        victim.kill()?;
-        wait_for_kernel_line(&[&format!("task stat:{} blocked for more than", victim.id())])
-    });
+    let waited = fuse
+        .take_one_request(Duration::from_secs(10))
+        .and_then(|()| {
+            // A fatal signal while the request is with the daemon: the task
+            // waits for the answer in state D.
+            victim.kill()?;
+            wait_for_kernel_line(&[&format!("task stat:{} blocked for more than", victim.id())])
+        });
     drop(fuse);
     let _ = victim.wait();
     waited?;
@@ -419,15 +429,14 @@ async fn faults_the_kernel_itself_logs_are_named_by_the_next_run() -> Result<()>
     for (node, s) in &red {
         for (category, item, msg) in s.failed() {
             if !made.iter().any(|(_, m)| m == item) {
-                problems.push(format!("{node} {category}/{item}: {msg}: not a fault made here"));
+                problems.push(format!(
+                    "{node} {category}/{item}: {msg}: not a fault made here"
+                ));
             }
         }
     }
     case.done(named, 0);
-    println!(
-        "{AREA}: named {named} of {}",
-        makers.len() * nodes.len()
-    );
+    println!("{AREA}: named {named} of {}", makers.len() * nodes.len());
     assert!(problems.is_empty(), "{AREA}: {problems:#?}");
     drop(ns);
     Ok(())

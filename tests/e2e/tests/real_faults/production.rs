@@ -137,9 +137,13 @@ fn lost(before: &Run, after: &Run) -> Vec<String> {
                 if item.ends_with("items omitted)") || verdict(s, category, item) != "ok" {
                     continue;
                 }
-                let now = after.get(node).map_or("absent".to_string(), |a| verdict(a, category, item));
+                let now = after
+                    .get(node)
+                    .map_or("absent".to_string(), |a| verdict(a, category, item));
                 if now == "absent" || now.starts_with("skip") {
-                    lost.push(format!("{node} {category}/{item}: ok before, {now} on the busy node"));
+                    lost.push(format!(
+                        "{node} {category}/{item}: ok before, {now} on the busy node"
+                    ));
                 }
             }
         }
@@ -168,7 +172,13 @@ fn machine_was_busy(cpu: &CpuSampler, item: &str, msg: &str) -> Option<f64> {
         .next()?
         .parse()
         .ok()?;
-    let limit: f64 = msg.split("(limit ").nth(1)?.split('%').next()?.parse().ok()?;
+    let limit: f64 = msg
+        .split("(limit ")
+        .nth(1)?
+        .split('%')
+        .next()?
+        .parse()
+        .ok()?;
     cpu.busy_percent_over(seconds)
         .filter(|busy| *busy >= limit - CPU_EXCUSE_MARGIN)
 }
@@ -354,6 +364,13 @@ fn joined(items: &[&String]) -> String {
     if items.is_empty() {
         String::new()
     } else {
-        format!(": {}", items.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))
+        format!(
+            ": {}",
+            items
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     }
 }
