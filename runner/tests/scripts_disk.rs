@@ -96,6 +96,28 @@ fn disk_checks_find_full_disks_inodes_and_read_only_remounts() {
 }
 
 #[test]
+fn a_shut_down_xfs_is_named_though_it_stays_mounted_read_write() {
+    let t = Tree::new("xfs-shutdown");
+    node(&t, "rw,attr2", &[("/", 40, 10), ("/var", 40, 10)], "");
+    let var = format!("{}/var", t.path().display());
+    // A shut-down XFS answers every stat with EIO (xfs_vn_getattr).
+    t.file(
+        "fakebin/stat",
+        &format!(
+            "#!/bin/sh\nshift 2\nfor p; do case $p in {var}) echo \"stat: cannot statx '$p': Input/output error\" >&2 ;; *) echo \"$p\" ;; esac; done\n"
+        ),
+        0o755,
+    );
+    let ro = run("disk/readonly.sh", t.path(), &[]);
+    err(&ro, "ro:/var", "XFS shut down");
+    ok(&ro, "ro:/");
+    // The stat of a healthy XFS answers.
+    t.file("fakebin/stat", "#!/bin/sh\nshift 2\nfor p; do echo \"$p\"; done\n", 0o755);
+    let ro = run("disk/readonly.sh", t.path(), &[]);
+    ok(&ro, "ro:/var");
+}
+
+#[test]
 fn disk_busyness_and_await_are_judged_since_the_previous_run() {
     let t = Tree::new("busy");
     t.file("sys/block/sda/size", "1000\n", 0o644);
