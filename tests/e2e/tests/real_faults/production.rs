@@ -325,6 +325,18 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
     let cpu_before = container_cpu_seconds(&runner_id)?;
     let red = run(&c, &ns.name, NAME).await?;
     let cpu = container_cpu_seconds(&runner_id)? - cpu_before;
+    let runner_pod_name = runner_pod
+        .metadata
+        .name
+        .clone()
+        .context("the runner pod has no name")?;
+    let costs = script_costs(&ns.name, &runner_pod_name)?;
+    let costliest = costs
+        .iter()
+        .take(3)
+        .map(|(c, s)| format!("{s} {c:.2} s"))
+        .collect::<Vec<_>>()
+        .join(", ");
 
     let want = expected(&nodes);
     let j = judge(&want, &nodes[0], &red, &cpu_sampler);
@@ -332,7 +344,7 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
     Case::new(AREA, "runs without a false red", 1).done(u64::from(j.false_red.is_empty()), 0);
     let excused: Vec<&String> = on_busy.excused.iter().chain(&j.excused).collect();
     let line = format!(
-        "production node: faults named {} of {}, false red {}, excused {}{}, lost {}, not seen {}{} (folded in the report), CPU {cpu:.1} s (the first node's runner container, the whole run)",
+        "production node: faults named {} of {}, false red {}, excused {}{}, lost {}, not seen {}{} (folded in the report), CPU {cpu:.1} s (the first node's runner container, the whole run; costliest scripts, each alone: {costliest})",
         j.named,
         want.len(),
         j.false_red.len() + on_busy.false_red.len(),
@@ -373,4 +385,46 @@ fn joined(items: &[&String]) -> String {
                 .join(", ")
         )
     }
+}
+
+/// Every default script run once more, alone, in the runner container of
+/// `pod` on the busy node, with a state directory of its own: (CPU
+/// seconds of the script and all it started, script), costliest first.
+/// The shell's `times` gives its children's CPU, summed so far.
+fn script_costs(ns: &str, pod: &str) -> Result<Vec<(f64, String)>> {
+    let out = kubectl_ok(&[
+        "exec",
+        "-n",
+        ns,
+        pod,
+        "-c",
+        "runner",
+        "--",
+        "sh",
+        "-c",
+        "for s in /scripts/*/*.sh; do case $s in */lib/*) continue ;; esac; \
+         d=$(mktemp -d); STATE_DIR=$d \"$s\" >/dev/null 2>&1; rm -rf \"$d\"; \
+         printf '%s ' \"$s\"; times | tail -n 1; done",
+    ])?;
+    // "<script> <children user> <children sys>", each "XmY.ZZZs", cumulative.
+    let seconds = |t: &str| -> f64 {
+        let (m, s) = t.trim_end_matches('s').split_once('m').unwrap_or(("0", t));
+        m.parse::<f64>().unwrap_or(0.0) * 60.0 + s.parse::<f64>().unwrap_or(0.0)
+    };
+    let mut costs = Vec::new();
+    let mut before = 0.0;
+    for line in out.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() != 3 {
+            continue;
+        }
+        let total = seconds(w[1]) + seconds(w[2]);
+        costs.push((
+            total - before,
+            w[0].trim_start_matches("/scripts/").to_string(),
+        ));
+        before = total;
+    }
+    costs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    Ok(costs)
 }
