@@ -143,6 +143,7 @@ pub const SETTINGS: &[Setting] = {
         s("DISK_AWAIT_MAX_MS", Millis),
         s("DISK_AWAIT_MIN_IOS", Count),
         s("DISK_SSD_WEAR_MAX_PERCENT", Percent),
+        s("DISK_BAD_SECTORS_MAX", Count),
         s("DISK_DEV_DIR", Path),
         s("DISK_PSI_IO_MAX_PERCENT", Percent),
         // net

@@ -252,6 +252,25 @@ fn smart_health_ssd_wear_and_sata_link() {
         ("DISK_SSD_WEAR_MAX_PERCENT", "90"),
     ];
     ok(&run("disk/smart.sh", t.path(), &relaxed), "wear:sda");
+
+    // A drive whose overall health passes with sectors it cannot read.
+    t.script(
+        "fakebin/smartctl",
+        "printf '%s\\n' 'SMART overall-health self-assessment test result: PASSED' \
+         '  5 Reallocated_Sector_Ct   0x0033   100   100   010    Pre-fail  Always       -       8' \
+         '197 Current_Pending_Sector  0x0012   100   100   000    Old_age   Always       -       3' \
+         '198 Offline_Uncorrectable   0x0010   100   100   000    Old_age   Offline      -       1'",
+    );
+    err(
+        &run("disk/smart.sh", t.path(), &env),
+        "smart:sda",
+        "3 pending and 1 offline-uncorrectable sectors (limit 0)",
+    );
+    let tolerant = [
+        ("DISK_DEV_DIR", dev.to_str().unwrap()),
+        ("DISK_BAD_SECTORS_MAX", "3"),
+    ];
+    ok(&run("disk/smart.sh", t.path(), &tolerant), "smart:sda");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 #!/bin/sh
-# SMART of each disk with smartctl: the drive's overall health, how much of
+# SMART of each disk with smartctl: the drive's overall health and the
+# sectors it cannot read (an overall PASSED can hide them), how much of
 # an SSD's rated endurance is used, and whether a SATA link negotiated below
 # what the drive supports. Needs smartctl in the image and the host's
 # devices (enableSys); otherwise every item is skipped. smartctl runs with
@@ -10,6 +11,8 @@
 # Items: "smart:<disk>", "wear:<disk>" (SSDs), "sata:<disk>" (SATA disks).
 # Environment:
 #   DISK_SSD_WEAR_MAX_PERCENT  highest healthy share of the rated endurance used (default 80)
+#   DISK_BAD_SECTORS_MAX       highest healthy count of pending or offline-uncorrectable
+#                              sectors (ATA attributes 197 and 198; default 0)
 #   DISK_DEVICES               disks checked, shell globs (default "sd* nvme* vd* xvd* hd* mmcblk*")
 #   DISK_DEV_DIR               where the device nodes are (default /dev)
 #   CHECK_COMMAND_TIMEOUT      seconds each smartctl may take (default 10)
@@ -58,13 +61,18 @@ for d in $disks; do
         skip "smart:$d" "smartctl cannot read $devdir/$d (it needs enableSys: root, privileged, the node's /dev): $(printf '%s\n' "$out" | grep -v '^$' | tail -n 1)"
         continue
     fi
-    printf '%s\n' "$out" | awk -v d="$d" -v wear_max="$wear_max" '
+    printf '%s\n' "$out" | awk -v d="$d" -v wear_max="$wear_max" -v bad_max="${DISK_BAD_SECTORS_MAX:-0}" '
         /self-assessment test result:|SMART Health Status:/ {
             v = $0; sub(/.*: */, "", v); health = v
         }
         /^Rotation Rate:.*Solid State/ { ssd = 1 }
         /^NVMe|^Model Number:/ { ssd = 1 }
         /^Percentage Used:/ { v = $3; sub(/%/, "", v); used = v + 0; have = 1 }
+        # Sectors the drive could not read and has not remapped: the raw
+        # value (the 10th field) of Current_Pending_Sector and
+        # Offline_Uncorrectable.
+        $1 == "197" && $10 ~ /^[0-9]+$/ { pending = $10 + 0 }
+        $1 == "198" && $10 ~ /^[0-9]+$/ { uncorrectable = $10 + 0 }
         # ATA wear attributes: the normalized value is the endurance left.
         $1 ~ /^(177|202|231|233)$/ && $4 ~ /^[0-9]+$/ && !have { used = 100 - $4; have = 1 }
         /^SATA Version is:/ {
@@ -75,8 +83,9 @@ for d in $disks; do
         }
         END {
             if (health == "") printf "skip smart:%s smartctl shows no health status (virtual disk or USB bridge?)\n", d
-            else if (health == "PASSED" || health == "OK") print "ok smart:" d
-            else printf "err smart:%s SMART health %s\n", d, health
+            else if (health != "PASSED" && health != "OK") printf "err smart:%s SMART health %s\n", d, health
+            else if (pending > bad_max || uncorrectable > bad_max) printf "err smart:%s %d pending and %d offline-uncorrectable sectors (limit %d): the drive cannot read them\n", d, pending, uncorrectable, bad_max
+            else print "ok smart:" d
             if (ssd) {
                 if (!have) printf "skip wear:%s the SSD reports no wear indicator\n", d
                 else if (used > wear_max) printf "err wear:%s %d%% of the rated endurance used (limit %s%%)\n", d, used, wear_max

@@ -104,9 +104,10 @@ fn must_be_ok() -> Vec<(&'static str, String)> {
 
 /// The items of [`must_be_ok`] on node `first` in `run`: those not ok, and
 /// those not seen because the report folded its healthy items
-/// ("(N healthy items omitted)", docs/runner.md, "Reports: the summary
-/// ConfigMap"). A folded item was not red (failures and skips are kept
-/// before healthy items are folded), but it is not counted as checked.
+/// ("(N healthy items omitted)"; see
+/// docs/runner.md, "Reports: the summary ConfigMap").
+/// A folded item was not red (failures and skips are kept before healthy
+/// items are folded), but it is not counted as checked.
 fn not_ok(first: &str, run: &Run) -> (Vec<String>, Vec<String>) {
     let mut not_ok = Vec::new();
     let mut unseen = Vec::new();
