@@ -9,11 +9,21 @@
 # Killed process ...", also a cpuset or memory policy constraint), or an OOM
 # at the limit of a cgroup that is not a pod's (system.slice, the kubelet's,
 # the container runtime's: "oom-kill:constraint=CONSTRAINT_MEMCG,...,
-# oom_memcg=/system.slice/containerd.service,..."). A cgroup is a pod's when
-# it is one of MEM_OOM_POD_CGROUPS or under one (cgroup v1 "/kubepods/...",
-# the systemd driver's "/kubepods.slice/...", and containerd's "/k8s.io/<id>",
-# where its Kubernetes containers go when the kubelet runs without pod
-# cgroups, cgroupsPerQOS false).
+# oom_memcg=/system.slice/containerd.service,..."), or at the limit of the
+# cgroup that holds all pods or a QoS class of them: the pods together
+# reached the memory the node allots them (node allocatable), a node-level
+# signal even though no single container was over its own limit
+# ("oom_memcg=/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice",
+# cgroupfs's "/kubepods", "/kubepods/besteffort"; cgroup v1 and v2 alike).
+# These are the node's wherever the kubelet's --cgroup-root puts them, even
+# when MEM_OOM_POD_CGROUPS lists them. A cgroup is a pod's when it is one of
+# MEM_OOM_POD_CGROUPS or under one, and not one of those: a pod's own
+# cgroup ("/kubepods/burstable/pod<uid>", "/kubepods.slice/
+# kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice", a Guaranteed
+# pod's "/kubepods/pod<uid>"), at the pod's own limit, or a container's
+# under it; and containerd's "/k8s.io/<id>", where its
+# Kubernetes containers go when the kubelet runs without pod cgroups
+# (cgroupsPerQOS false).
 #
 # How many: the increase of the oom_kill counter of /proc/vmstat since the
 # previous run (kept in STATE_DIR); without that counter (kernels before
@@ -21,7 +31,7 @@
 # log since the position the previous run reached: each "Killed process N
 # (comm)" line ("Memory cgroup out of memory: " or "Out of memory: " before
 # it on kernels since 5.x) with the "oom-kill:" summary the kernel prints
-# before it (4.19 and later: constraint, oom_memcg, task_memcg), or on older
+# before it (5.0 and later: constraint, oom_memcg, task_memcg), or on older
 # kernels "Memory cgroup out of memory: Kill process ..." and "Task in <cgroup>
 # killed as a result of limit of <cgroup>". A memory cgroup kill whose
 # summary the kernel left out (it rate-limits them to 10 in 5 s, so only a
@@ -34,12 +44,13 @@
 # The first run records the baseline and reports skip.
 #
 # Items: "oom-kills": err with the node's own kills over the limit, naming
-# the last process, its kind and cgroup; ok otherwise, the ok line noting the
-# containers killed at their own limit (the runner shows only the item).
+# the last process, its kind and cgroup (for the pods' cgroup: "node
+# allocatable"); ok otherwise, the ok line noting the containers killed at
+# their own limit (the runner shows only the item).
 # Environment:
 #   MEM_OOM_KILLS_MAX    highest healthy count of the node's own OOM kills since the previous run (default 0)
 #   MEM_OOM_POD_CGROUPS  the memory cgroups of pods, as the kernel log writes them (default "/kubepods /kubepods.slice /k8s.io")
-#   KERNEL_LOG_FILE      read this file (/dev/kmsg record format) instead of the kernel log
+#   KERNEL_LOG_FILE      read this file (/dev/kmsg records or dmesg text) instead of the kernel log
 set -u
 # shellcheck source=SCRIPTDIR/../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -58,10 +69,18 @@ kinds=$(printf '0 0 \t')
 if [ "$klog" -eq 0 ]; then
     kinds=$(printf '%s\n' "$new" | PODS=${MEM_OOM_POD_CGROUPS:-/kubepods /kubepods.slice /k8s.io} awk '
         BEGIN { np = split(ENVIRON["PODS"], pods, " ") }
-        # is_pod(CG): whether the cgroup is a pod cgroup or under one.
-        function is_pod(cg,   i) {
-            for (i = 1; i <= np; i++) if (cg == pods[i] || index(cg, pods[i] "/") == 1) return 1
-            return 0
+        # pods_root(CG): the root of the pods'"'"' cgroups CG is under, or "".
+        function pods_root(cg,   i) {
+            for (i = 1; i <= np; i++) if (cg == pods[i] || index(cg, pods[i] "/") == 1) return pods[i]
+            return ""
+        }
+        # shared(CG): whether CG is the kubelet'"'"'s cgroup of all pods
+        # ("kubepods", "kubepods.slice", under --cgroup-root; its limit is the
+        # node'"'"'s allocatable memory) or of a QoS class under it
+        # ("kubepods/burstable", "kubepods.slice/kubepods-besteffort.slice"):
+        # many pods'"'"', not one pod'"'"'s.
+        function shared(cg) {
+            return cg ~ /(^|\/)kubepods(\.slice)?$/ || cg ~ /(^|\/)kubepods(\.slice)?\/(kubepods-)?(burstable|besteffort)(\.slice)?$/
         }
         # field(S, KEY): the value of KEY in a "k=v,k=v" summary.
         function field(s, key,   v) {
@@ -111,12 +130,14 @@ if [ "$klog" -eq 0 ]; then
             if (fresh && ckind == kind) { cg = cmemcg; tcg = ctask; c = con }
             if (group != "" && kind == "memcg") cg = group
             who = comm " (pid " pid ")"
-            if (kind == "memcg" && (cg == "" || is_pod(cg))) {
+            if (kind == "memcg" && (cg == "" || (!shared(cg) && pods_root(cg) != ""))) {
                 pods_n++
                 lastpod = who (cg == "" ? "" : " in " cg)
             } else {
                 node_n++
-                if (kind == "memcg") lastnode = who " at the memory limit of cgroup " cg
+                if (kind == "memcg" && cg ~ /kubepods(\.slice)?$/) lastnode = who " at the memory limit of " cg ", the cgroup of all pods: the pods together used the memory the node allots them (node allocatable)"
+                else if (kind == "memcg" && shared(cg)) lastnode = who " at the memory limit of " cg ", the cgroup of a QoS class: its pods together used the memory allotted to them"
+                else if (kind == "memcg") lastnode = who " at the memory limit of cgroup " cg
                 else if (kind == "global" && c != "" && c != "CONSTRAINT_NONE") lastnode = who " out of memory in its " (c == "CONSTRAINT_CPUSET" ? "cpuset" : "memory policy") " (" c ")"
                 else if (kind == "global") lastnode = who " in a global OOM (the node ran out of memory)" (tcg == "" ? "" : ", task cgroup " tcg)
                 else lastnode = who ", kind not logged"
