@@ -112,7 +112,11 @@ fn a_shut_down_xfs_is_named_though_it_stays_mounted_read_write() {
     err(&ro, "ro:/var", "XFS shut down");
     ok(&ro, "ro:/");
     // The stat of a healthy XFS answers.
-    t.file("fakebin/stat", "#!/bin/sh\nshift 2\nfor p; do echo \"$p\"; done\n", 0o755);
+    t.file(
+        "fakebin/stat",
+        "#!/bin/sh\nshift 2\nfor p; do echo \"$p\"; done\n",
+        0o755,
+    );
     let ro = run("disk/readonly.sh", t.path(), &[]);
     ok(&ro, "ro:/var");
 }

@@ -103,7 +103,7 @@ const KLOG_CASES: [KlogCase; 12] = [
         "memory-errors",
         "memory-errors",
         "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32)",
-        "1 EDAC memory error line(s)",
+        "1 memory error line(s)",
     ),
 ];
 
@@ -198,9 +198,10 @@ const LIMITS: [(&str, &str, &str, &str, [&str; 2]); 8] = [
         "hardware-errors",
         "hardware-errors",
         "SVC_HARDWARE_ERRORS_MAX",
+        // Machine checks whose status has UC set (bit 61): uncorrected.
         [
-            "mce: [Hardware Error]: Machine check events logged",
-            "mce: [Hardware Error]: Machine check events logged",
+            "mce: [Hardware Error]: CPU 0: Machine Check: 0 Bank 5: be00000000800400",
+            "mce: [Hardware Error]: CPU 1: Machine Check Exception: 5 Bank 7: be00000000800400",
         ],
     ),
     (
@@ -228,9 +229,11 @@ const LIMITS: [(&str, &str, &str, &str, [&str; 2]); 8] = [
         "memory-errors",
         "memory-errors",
         "MEM_MEMORY_ERRORS_MAX",
+        // Uncorrected (UE): each line counts; corrected ones (CE) have
+        // mem/ecc.sh's tolerance instead.
         [
-            "EDAC MC0: 1 CE memory read error on DIMM_A1 (channel:0 slot:0 page:0x1 offset:0x0 grain:32)",
-            "EDAC MC0: 1 CE memory read error on DIMM_A1 (channel:0 slot:0 page:0x2 offset:0x0 grain:32)",
+            "EDAC MC0: 1 UE memory read error on DIMM_A1 (channel:0 slot:0 page:0x1 offset:0x0 grain:32)",
+            "EDAC MC0: 1 UE memory read error on DIMM_A1 (channel:0 slot:0 page:0x2 offset:0x0 grain:32)",
         ],
     ),
     (

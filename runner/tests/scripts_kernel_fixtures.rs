@@ -37,11 +37,27 @@ const SVC_FAULTS: &[Fault] = &[
     ("INFO: rcu_sched detected stalls on CPUs/tasks: { 3} (detected by 1, t=60002 jiffies, g=1234, c=1233, q=5)", "svc/kernlog.sh", "rcu-stalls", "rcu_sched"),
     ("rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: { 5-... } 21003 jiffies s: 1234 root: 0x1/.", "svc/kernlog.sh", "rcu-stalls", "expedited"),
     ("mce: [Hardware Error]: CPU 0: Machine Check: 0 Bank 5: be00000000800400", "svc/kernlog.sh", "hardware-errors", "Machine Check: 0 Bank 5"),
-    ("mce: [Hardware Error]: Machine check events logged", "svc/kernlog.sh", "hardware-errors", "1 hardware error line(s)"),
-    ("{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1", "svc/kernlog.sh", "hardware-errors", "APEI"),
+    ("mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 4: b200000000070f0f", "svc/kernlog.sh", "hardware-errors", "1 hardware error line(s)"),
     ("{1}[Hardware Error]: event severity: fatal", "svc/kernlog.sh", "hardware-errors", "severity: fatal"),
     ("{2}[Hardware Error]: event severity: recoverable", "svc/kernlog.sh", "hardware-errors", "recoverable"),
-    ("{3}[Hardware Error]: event severity: corrected", "svc/kernlog.sh", "hardware-errors", "corrected"),
+    // A firmware report counts once, on its severity, not on its header.
+    (
+        "{5}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 3\n\
+         {5}[Hardware Error]: event severity: recoverable\n\
+         {5}[Hardware Error]:  Error 0, type: recoverable\n\
+         {5}[Hardware Error]:   section_type: PCIe error",
+        "svc/kernlog.sh",
+        "hardware-errors",
+        "1 hardware error line(s) in the kernel log since the previous run, last: {5}[Hardware Error]: event severity: recoverable",
+    ),
+    // The previous boot's fatal error (BERT: no "{N}").
+    (
+        "BERT: Error records from previous boot:\n\
+         [Hardware Error]: event severity: fatal",
+        "svc/kernlog.sh",
+        "hardware-errors",
+        "last: [Hardware Error]: event severity: fatal",
+    ),
     ("BUG: unable to handle kernel NULL pointer dereference at 0000000000000078", "svc/kernlog.sh", "oops", "1 oops line(s)"),
     ("BUG: kernel NULL pointer dereference, address: 0000000000000008", "svc/kernlog.sh", "oops", "NULL pointer"),
     ("BUG: unable to handle page fault for address: ffffffffc0a1b2c3", "svc/kernlog.sh", "oops", "page fault"),
@@ -150,23 +166,57 @@ const MEM_FAULTS: &[Fault] = &[
         "oom-kills",
         "numa (pid 5) out of memory in its cpuset",
     ),
+    // The pods together at the memory the node allots them (node
+    // allocatable), or a QoS class of them at its limit: the node's.
     (
-        "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0 - area:DRAM err_code:0001:0090 socket:0 ha:0 channel_mask:1 rank:0)",
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-5d8e.scope,mems_allowed=0,oom_memcg=/kubepods.slice,task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-5d8e.scope,task=java,pid=4242,uid=0\n\
+         Memory cgroup out of memory: Killed process 4242 (java) total-vm:8523408kB, anon-rss:2096544kB, file-rss:27104kB, shmem-rss:0kB, UID:0 pgtables:4500kB oom_score_adj:969",
+        "mem/oom.sh",
+        "oom-kills",
+        "java (pid 4242) at the memory limit of /kubepods.slice, the cgroup of all pods: the pods together used the memory the node allots them (node allocatable)",
+    ),
+    (
+        "Task in /kubepods/burstable/pod1/abc killed as a result of limit of /kubepods\n\
+         Memory cgroup out of memory: Kill process 1012 (heapster) score 1035 or sacrifice child\n\
+         Killed process 1012 (heapster) total-vm:327128kB, anon-rss:306328kB, file-rss:11132kB, shmem-rss:12345kB",
+        "mem/oom.sh",
+        "oom-kills",
+        "heapster (pid 1012) at the memory limit of /kubepods, the cgroup of all pods",
+    ),
+    (
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-5d8e.scope,mems_allowed=0,oom_memcg=/kubepods.slice/kubepods-burstable.slice,task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-5d8e.scope,task=java,pid=4242,uid=0\n\
+         Memory cgroup out of memory: Killed process 4242 (java) total-vm:8523408kB, anon-rss:2096544kB, file-rss:27104kB, shmem-rss:0kB, UID:0 pgtables:4500kB oom_score_adj:969",
+        "mem/oom.sh",
+        "oom-kills",
+        "at the memory limit of /kubepods.slice/kubepods-burstable.slice, the cgroup of a QoS class",
+    ),
+    (
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=77aa,mems_allowed=0,oom_memcg=/kubepods/besteffort,task_memcg=/kubepods/besteffort/pod9/77aa,task=nginx,pid=77,uid=0\n\
+         Memory cgroup out of memory: Killed process 77 (nginx) total-vm:10240kB, anon-rss:1024kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:40kB oom_score_adj:1000",
+        "mem/oom.sh",
+        "oom-kills",
+        "nginx (pid 77) at the memory limit of /kubepods/besteffort, the cgroup of a QoS class",
+    ),
+    // Corrected errors: more than MEM_ECC_CE_MAX (10) on one memory
+    // controller since the previous run (the test's node has no EDAC
+    // counters for mem/ecc.sh to count them).
+    (
+        "EDAC MC0: 12 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0 - area:DRAM err_code:0001:0090 socket:0 ha:0 channel_mask:1 rank:0)",
         "mem/kernlog.sh",
         "memory-errors",
-        "CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0",
+        "12 corrected errors (EDAC MC0) since the previous run, more than MEM_ECC_CE_MAX 10",
     ),
     (
         "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 - area:DRAM err_code:0001:0090 socket:0 ha:0 channel_mask:1 rank:0)",
         "mem/kernlog.sh",
         "memory-errors",
-        "1 EDAC memory error line(s)",
+        "1 memory error line(s)",
     ),
     (
-        "EDAC MC1: CE page 0x1234, offset 0x560, grain 0, syndrome 0x1b6, row 1, channel 0, label \"\": amd64_edac",
+        "EDAC MC1: 1 UE on mc#1csrow#2channel#0 (csrow:2 channel:0 page:0x812345 offset:0x640 grain:64)",
         "mem/kernlog.sh",
         "memory-errors",
-        "EDAC MC1: CE page 0x1234",
+        "EDAC MC1: 1 UE on mc#1csrow#2channel#0",
     ),
     (
         "Memory failure: 0x12345: recovery action for dirty LRU page: Recovered",
@@ -261,6 +311,28 @@ const HARMLESS: &[&str] = &[
     "Task in /kubepods/burstable/pod1/abc killed as a result of limit of /kubepods/burstable/pod1/abc\n\
      Memory cgroup out of memory: Kill process 1012 (heapster) score 1035 or sacrifice child\n\
      Killed process 1012 (heapster) total-vm:327128kB, anon-rss:306328kB, file-rss:11132kB, shmem-rss:12345kB",
+    // A pod's own cgroup at its limit (the sum of its containers' limits):
+    // the pod's, not the node's.
+    "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-5d8e.scope,mems_allowed=0,oom_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice,task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod123.slice/cri-containerd-5d8e.scope,task=java,pid=4242,uid=0\n\
+     Memory cgroup out of memory: Killed process 4242 (java) total-vm:8523408kB, anon-rss:2096544kB, file-rss:27104kB, shmem-rss:0kB, UID:0 pgtables:4500kB oom_score_adj:969",
+    "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=9c9c,mems_allowed=0,oom_memcg=/kubepods/pod0d1e2f3a,task_memcg=/kubepods/pod0d1e2f3a/9c9c,task=redis,pid=88,uid=0\n\
+     Memory cgroup out of memory: Killed process 88 (redis) total-vm:10240kB, anon-rss:1024kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:40kB oom_score_adj:-997",
+    // Corrected hardware errors: one item, one tolerance. A corrected
+    // memory error is mem/ecc.sh's ecc:<mc> where EDAC counters exist, else
+    // memory-errors above MEM_ECC_CE_MAX (10) per controller: one corrected
+    // error is within it, and never hardware-errors.
+    "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0 - area:DRAM err_code:0001:0090 socket:0 ha:0 channel_mask:1 rank:0)",
+    // The same in the old EDAC format: mem/ecc.sh's counters count it.
+    "EDAC MC1: CE page 0x1234, offset 0x560, grain 0, syndrome 0x1b6, row 1, channel 0, label \"\": amd64_edac",
+    // The notice that follows every machine check, corrected ones too.
+    "mce: [Hardware Error]: Machine check events logged",
+    // A machine check whose status has UC clear: corrected.
+    "mce: [Hardware Error]: CPU 0: Machine Check: 0 Bank 7: 8c00004000010090",
+    // A firmware report counts on its severity line, not its header; a
+    // corrected or informational one not at all.
+    "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1",
+    "{3}[Hardware Error]: event severity: corrected",
+    "{4}[Hardware Error]: event severity: info",
     "EDAC MC: Ver: 3.0.0",
     "EDAC sbridge: Seeking for: PCI ID 8086:6fa0",
     "mce: CPU0: Thermal monitoring enabled (TM1)",
