@@ -18,37 +18,6 @@ host_proc() {
     fi
 }
 
-# kernel_log: the kernel ring buffer as "<seconds since boot> <message>"
-# lines; returns 1 when it cannot be read.
-kernel_log() {
-    kmsg="$HR/dev/kmsg"
-    if [ -f "$kmsg" ] && [ -r "$kmsg" ]; then
-        # A plain file in a fixture tree, in /dev/kmsg record format.
-        kmsg_records < "$kmsg"
-        return 0
-    fi
-    if [ -c "$kmsg" ] && [ -r "$kmsg" ]; then
-        # Non-blocking: dd stops at the end of the buffer instead of waiting.
-        if dd if="$kmsg" iflag=nonblock bs=16384 2>/dev/null | kmsg_records; then
-            return 0
-        fi
-    fi
-    if out=$(dmesg 2>/dev/null) && [ -n "$out" ]; then
-        printf '%s\n' "$out" | sed -n 's/^\[ *\([0-9.]*\)\] */\1 /p'
-        return 0
-    fi
-    return 1
-}
-
-# kmsg_records: "prio,seq,usec,flags;message" -> "<seconds> <message>".
-kmsg_records() {
-    awk -F';' 'index($0, ";") && $1 ~ /^[0-9]+,[0-9]+,[0-9]+/ {
-        split($1, h, ",")
-        msg = substr($0, index($0, ";") + 1)
-        printf "%.6f %s\n", h[3] / 1000000, msg
-    }'
-}
-
 # uptime_seconds: seconds since the node booted, as an integer.
 uptime_seconds() {
     awk '{ printf "%d\n", $1 }' "$HR/proc/uptime" 2>/dev/null || echo 0
@@ -394,9 +363,11 @@ klog_records() {
 }
 
 # dmesg_positions: "[ seconds.micros] message" -> "<micros> <seconds> <message>";
-# the indented lines dmesg prints for a record's own newlines are left out.
+# the caller dmesg prints after the time on a kernel with
+# CONFIG_PRINTK_CALLER ("[  T123]", "[   C2]") is dropped, and so are the
+# indented lines it prints for a record's own newlines.
 dmesg_positions() {
-    sed -n 's/^\[ *\([0-9]*\)\.\([0-9]*\)\] *\(.*\)$/\1\2 \1.\2 \3/p'
+    sed -n 's/^\[ *\([0-9]*\)\.\([0-9]*\)\] *\(\[ *[TC][0-9]*\] *\)\{0,1\}\(.*\)$/\1\2 \1.\2 \4/p'
 }
 
 # kmsg_positions: "prio,seq,usec,flags;message" -> "<seq> <seconds> <message>".
@@ -416,7 +387,7 @@ klog_new() {
     state_ready || return 11
     _src=$(klog_source) || return 12
     case $_src in
-        dmesg | text\ *) _kind=time ;;
+        dmesg | text\ *) _kind="time" ;;
         *) _kind=seq ;;
     esac
     _boot=$(boot_id)
