@@ -361,6 +361,9 @@ pub fn hung_task() -> Result<Made> {
 
 const AREA: &str = "real kernel faults";
 
+/// A function that makes one fault and says what names it.
+type Maker = fn() -> Result<Made>;
+
 /// A Debugger of the kernel-log categories, on every real node.
 const DEBUGGER: &str = r#"apiVersion: kubecombo.io/v1
 kind: Debugger
@@ -393,7 +396,7 @@ async fn faults_the_kernel_itself_logs_are_named_by_the_next_run() -> Result<()>
     // The first run records the kernel log's position.
     crate::run(&c, &ns.name, "kernel").await?;
 
-    let makers: [(&str, fn() -> Result<Made>); 4] = [
+    let makers: [(&str, Maker); 4] = [
         ("ext4 error", ext4_error),
         ("XFS shutdown", xfs_shutdown),
         ("block I/O errors", full_backing_io_errors),
