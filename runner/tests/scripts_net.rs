@@ -4,8 +4,8 @@
 mod support;
 
 use support::scripts::{
-    err, host_netns, iface, ok, run, run_full, skipped, skipped_by, skips, up, Stateful,
-    ROUTE_HEADER,
+    err, host_netns, iface, klog_append, ok, run, run_full, skipped, skipped_by, skips, up,
+    Stateful, ROUTE_HEADER,
 };
 use support::Tree;
 
@@ -349,4 +349,44 @@ fn ip_conflicts_from_ipv6_dad_and_arping() {
         "ipv4:10.0.0.5",
         "arping could not probe on eth0 (exit 2; it needs a raw socket",
     );
+}
+
+#[test]
+fn a_transmit_timeout_that_names_only_a_pci_device_is_named_after_its_interface() {
+    let t = Tree::new("tx-pci");
+    // igb's dev_err names the PCI device; sysfs knows its interface.
+    t.file(
+        "sys/bus/pci/devices/0000:02:00.0/net/eth7/ifindex",
+        "7\n",
+        0o644,
+    );
+    // A device with two interfaces names neither: its bus id stays.
+    t.file(
+        "sys/bus/pci/devices/0000:03:00.0/net/eth8/ifindex",
+        "8\n",
+        0o644,
+    );
+    t.file(
+        "sys/bus/pci/devices/0000:03:00.0/net/eth9/ifindex",
+        "9\n",
+        0o644,
+    );
+    t.file("kmsg", "6,1,1000000,-;Linux version 6.8.0\n", 0o644);
+    let log = t.join("kmsg");
+    let log = log.to_str().unwrap();
+    let st = Stateful::new(&t, "net-kernlog", &[("KERNEL_LOG_FILE", log)]);
+    assert!(
+        st.run("net/kernlog.sh", &[]).is_empty(),
+        "the first run records the baseline"
+    );
+    klog_append(
+        &t,
+        &[
+            "igb 0000:02:00.0: Detected Tx Unit Hang\\x0a  Tx Queue             <0>",
+            "igb 0000:03:00.0: Detected Tx Unit Hang\\x0a  Tx Queue             <1>",
+        ],
+    );
+    let items = st.run("net/kernlog.sh", &[]);
+    err(&items, "tx-timeout:eth7", "Detected Tx Unit Hang");
+    err(&items, "tx-timeout:0000:03:00.0", "Detected Tx Unit Hang");
 }
