@@ -344,6 +344,36 @@ fn a_row_with_a_wrong_column_count_or_version_is_refused() {
 }
 
 #[test]
+fn docs_show_a_format_as_the_kernel_prints_it() {
+    let row = |format: &str, line: &str| {
+        parse_row(
+            "t:1".into(),
+            "t",
+            &format!("6.1\tf.c\t{format}\tgreen\t{line}"),
+        )
+    };
+    assert_eq!(
+        shown_format(&row("metadata I/O error in \\\"%pS\\\" at daddr", "x")),
+        "metadata I/O error in \"%pS\" at daddr"
+    );
+    assert_eq!(
+        shown_format(&row(
+            "RCU Stall\\n",
+            "Kernel panic - not syncing: RCU Stall"
+        )),
+        "Kernel panic - not syncing: RCU Stall"
+    );
+    assert_eq!(
+        shown_format(&row("Detected Tx Unit Hang\\n  Tx Queue <%d>", "x")),
+        "Detected Tx Unit Hang ..."
+    );
+    assert_eq!(
+        shown_format(&row("Sense Key : %s [current] ", "x")),
+        "Sense Key : %s [current]"
+    );
+}
+
+#[test]
 fn both_forms_render_the_same_records() {
     let records = ["one".to_string(), "two\\x0athree".to_string()];
     let k = render(Form::Kmsg, &records, &["SUBSYSTEM=block".to_string()]);
@@ -371,6 +401,30 @@ fn family(script: &str, item: &str) -> String {
     }
 }
 
+/// A row's format string as docs/checks.md shows it: the C escapes of
+/// quotes undone, a trailing newline dropped, a format of several lines
+/// shown by its first, and a panic's reason behind the words panic()
+/// prints before it.
+fn shown_format(row: &Row) -> String {
+    let f = row.format.replace("\\\"", "\"");
+    let f = f.strip_suffix("\\n").unwrap_or(&f);
+    let f = match f.split_once("\\n") {
+        Some((first, _)) => format!("{} ...", first.trim_end()),
+        None => f.trim_end().to_string(),
+    };
+    const PANIC: &str = "Kernel panic - not syncing: ";
+    let literal = f.split('%').next().unwrap_or_default();
+    let reason = row.records.iter().any(|r| {
+        r.strip_prefix(PANIC)
+            .is_some_and(|rest| rest.starts_with(literal))
+    });
+    if reason && !literal.is_empty() && !f.starts_with(PANIC) {
+        format!("{PANIC}{f}")
+    } else {
+        f
+    }
+}
+
 /// The list of docs/checks.md: per item, each message the kernel prints
 /// for it (its format string, the file it is in) and the versions whose
 /// source has it.
@@ -385,7 +439,7 @@ fn docs_section(rows: &[Row]) -> String {
         let Some((script, item)) = &row.expect else {
             continue;
         };
-        let (format, source) = (row.format.clone(), row.source.clone());
+        let (format, source) = (shown_format(row), row.source.clone());
         let category = script.split('/').next().unwrap_or_default().to_string();
         let versions = by_item
             .entry((category, family(script, item)))
