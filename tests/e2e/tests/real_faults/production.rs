@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use combo_e2e::*;
 use combo_testkit::suite::Case;
 use k8s_openapi::api::core::v1::Pod;
@@ -416,9 +416,11 @@ fn joined(items: &[&String]) -> String {
 }
 
 /// Every default script run once more, alone, in the runner container of
-/// `pod` on the busy node, with a state directory of its own: (CPU
-/// seconds of the script and all it started, script), costliest first.
-/// The shell's `times` gives its children's CPU, summed so far.
+/// `pod` on the busy node, on a copy of the state the runner keeps for it
+/// (so counters and the kernel log are judged since the run before, as in
+/// a run): (CPU seconds of the script and all it started, script),
+/// costliest first. The shell's `times` gives its children's CPU so far,
+/// read just before and just after each script.
 fn script_costs(ns: &str, pod: &str) -> Result<Vec<(f64, String)>> {
     let out = kubectl_ok(&[
         "exec",
@@ -431,27 +433,26 @@ fn script_costs(ns: &str, pod: &str) -> Result<Vec<(f64, String)>> {
         "sh",
         "-c",
         "for s in /scripts/*/*.sh; do case $s in */lib/*) continue ;; esac; \
-         d=$(mktemp -d); STATE_DIR=$d \"$s\" >/dev/null 2>&1; rm -rf \"$d\"; \
-         printf '%s ' \"$s\"; times | tail -n 1; done",
+         d=$(mktemp -d); r=${s#/scripts/}; cp -R \"/var/lib/combo-runner/state/$r/.\" \"$d\" 2>/dev/null; \
+         echo \"script $r\"; times; STATE_DIR=$d \"$s\" >/dev/null 2>&1; times; rm -rf \"$d\"; done",
     ])?;
-    // "<script> <children user> <children sys>", each "XmY.ZZZs", cumulative.
+    // Per script: "script <name>", then `times` twice: the shell's own
+    // user and system time, then its children's, each "XmY.ZZZs".
     let seconds = |t: &str| -> f64 {
         let (m, s) = t.trim_end_matches('s').split_once('m').unwrap_or(("0", t));
         m.parse::<f64>().unwrap_or(0.0) * 60.0 + s.parse::<f64>().unwrap_or(0.0)
     };
+    let children = |line: &str| -> f64 { line.split_whitespace().map(seconds).sum() };
+    let lines: Vec<&str> = out.lines().collect();
     let mut costs = Vec::new();
-    let mut before = 0.0;
-    for line in out.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        if w.len() != 3 {
+    for (i, line) in lines.iter().enumerate() {
+        let Some(name) = line.strip_prefix("script ") else {
             continue;
-        }
-        let total = seconds(w[1]) + seconds(w[2]);
-        costs.push((
-            total - before,
-            w[0].trim_start_matches("/scripts/").to_string(),
-        ));
-        before = total;
+        };
+        let (Some(before), Some(after)) = (lines.get(i + 2), lines.get(i + 4)) else {
+            bail!("`times` printed no children's time after {name}: {out}");
+        };
+        costs.push((children(after) - children(before), name.to_string()));
     }
     costs.sort_by(|a, b| b.0.total_cmp(&a.0));
     Ok(costs)
