@@ -15,17 +15,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use support::scripts::{run_full, Items};
+use support::scripts::{run_full, Items, KLOG_SCRIPTS};
 use support::Tree;
-
-/// Every script that reads the kernel log.
-const KLOG_SCRIPTS: [&str; 5] = [
-    "disk/ioerrors.sh",
-    "net/kernlog.sh",
-    "mem/oom.sh",
-    "mem/kernlog.sh",
-    "svc/kernlog.sh",
-];
 
 /// The kernel versions whose sources the fixtures were rendered from.
 const VERSIONS: [&str; 9] = [

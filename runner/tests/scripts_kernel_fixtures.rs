@@ -8,17 +8,8 @@
 
 mod support;
 
-use support::scripts::{klog_append, Stateful};
+use support::scripts::{klog_append, Stateful, KLOG_SCRIPTS};
 use support::Tree;
-
-/// Every script that reads the kernel log.
-const KLOG_SCRIPTS: [&str; 5] = [
-    "disk/ioerrors.sh",
-    "net/kernlog.sh",
-    "mem/oom.sh",
-    "mem/kernlog.sh",
-    "svc/kernlog.sh",
-];
 
 /// A problem the kernel logs: its records (one per line of the text), the
 /// script and item it fails, and a part of the err message.

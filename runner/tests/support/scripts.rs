@@ -13,6 +13,15 @@ pub fn scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts")
 }
 
+/// Every default script that reads the kernel log.
+pub const KLOG_SCRIPTS: [&str; 5] = [
+    "disk/ioerrors.sh",
+    "net/kernlog.sh",
+    "mem/oom.sh",
+    "mem/kernlog.sh",
+    "svc/kernlog.sh",
+];
+
 /// Items a script printed: item -> Some(err message) or None for ok.
 pub type Items = BTreeMap<String, Option<String>>;
 
