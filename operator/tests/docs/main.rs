@@ -24,7 +24,13 @@
 //! * every docs heading the code cites exists (`citations`);
 //! * no table row of README.md or docs/ is over 300 characters, and the
 //!   user pages (all but contributing.md, testing.md and benchmarks.md)
-//!   name no source file and no test (`pages`).
+//!   name no source file and no test (`pages`);
+//! * what the pages state in prose is so: every count of items and of
+//!   scripts is the real one, every list of reserved `checkSettings` names
+//!   is `combo_api::settings`'s whole list, the list of `InvalidSpec`
+//!   causes names every spec field the validation checks and every kind of
+//!   object whose name it finds taken, and the names given to the Helm
+//!   install are those the chart's templates render (`statements`).
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +43,7 @@ mod pages;
 mod readme;
 mod samples;
 mod source;
+mod statements;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use super::{read, repo};
+use super::{read, repo, section, table_rows};
 
 /// A shell command in README.md, without its trailing comment.
 fn command_of(line: &str) -> Option<String> {
@@ -118,4 +118,41 @@ fn the_readme_rules_catch_what_they_should() {
     assert!(runs("  foo   --a", "foo --a"));
     assert!(!runs("foo --a -n other", "foo --a"));
     assert!(!runs("foo --ab", "foo --a"));
+}
+
+/// The pages of docs/ the table of README.md's "Where to go next" links,
+/// from the first cell of each row (`[docs/x.md](docs/x.md)`).
+fn linked_pages(readme: &str) -> Vec<String> {
+    let lines = section(readme, 2, |t| t == "Where to go next")
+        .expect("README.md has a heading `## Where to go next`");
+    table_rows(&lines, "page")
+        .iter()
+        .filter_map(|row| {
+            row[0]
+                .split("](")
+                .nth(1)?
+                .split(')')
+                .next()
+                .map(String::from)
+        })
+        .collect()
+}
+
+#[test]
+fn where_to_go_next_links_every_page_of_docs() {
+    let linked = linked_pages(&read("README.md"));
+    let mut missing: Vec<String> = std::fs::read_dir(repo().join("docs"))
+        .expect("docs/ is readable")
+        .map(|e| format!("docs/{}", e.expect("entry").file_name().to_string_lossy()))
+        .filter(|p| p.ends_with(".md") && !linked.contains(p))
+        .map(|p| format!("{p} has no row in README.md, \"Where to go next\""))
+        .collect();
+    missing.sort();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn the_link_reader_takes_the_first_cell() {
+    let md = "## Where to go next\n\n| page | what |\n|---|---|\n| [docs/a.md](docs/a.md) | see [b](docs/b.md) |\n\n## Next\n| page |\n|---|\n| [c](docs/c.md) |\n";
+    assert_eq!(linked_pages(md), ["docs/a.md"]);
 }
