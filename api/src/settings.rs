@@ -63,7 +63,13 @@ impl Kind {
         if value.chars().any(char::is_control) {
             return false;
         }
-        let integer = || value.parse::<u64>().ok().filter(|_| is_digits(value));
+        // No leading zero: the scripts' shell reads `08` as octal.
+        let integer = || {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|_| is_digits(value) && !has_leading_zero(value))
+        };
         let decimal = || decimal(value);
         match self {
             Kind::Percent => integer().is_some_and(|n| n <= 100),
@@ -81,6 +87,11 @@ impl Kind {
 
 fn is_digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `08`, `007`: an integer written with a zero before its first digit.
+fn has_leading_zero(s: &str) -> bool {
+    s.len() > 1 && s.starts_with('0')
 }
 
 /// `12`, `0.5`, `3.`: digits with at most one point, as awk compares them.
@@ -268,6 +279,17 @@ pub fn check(name: &str, value: &str) -> Option<String> {
         ));
     };
     (!setting.kind.accepts(value)).then(|| {
+        let integer = matches!(
+            setting.kind,
+            Kind::Percent | Kind::Count | Kind::Seconds | Kind::Millis
+        );
+        if integer && is_digits(value) && has_leading_zero(value) {
+            let plain = value.trim_start_matches('0');
+            let plain = if plain.is_empty() { "0" } else { plain };
+            return format!(
+                "{FIELD}.{name}: {value:?} has a leading zero, which the checks' shell reads as an octal number; write {plain:?}"
+            );
+        }
         format!(
             "{FIELD}.{name}: {value:?} is not {}",
             setting.kind.description()

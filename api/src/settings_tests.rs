@@ -174,3 +174,17 @@ fn the_operators_own_variables_are_reserved() {
         assert!(is_reserved(name), "{name}");
     }
 }
+
+#[test]
+fn an_integer_with_a_leading_zero_is_refused_with_the_number_to_write() {
+    assert_eq!(
+        check("MEM_AVAILABLE_MIN_PERCENT", "08").as_deref(),
+        Some("checkSettings.MEM_AVAILABLE_MIN_PERCENT: \"08\" has a leading zero, which the checks' shell reads as an octal number; write \"8\"")
+    );
+    assert!(check("MEM_AVAILABLE_MIN_PERCENT", "00")
+        .unwrap()
+        .ends_with("write \"0\""));
+    assert_eq!(check("MEM_AVAILABLE_MIN_PERCENT", "0"), None);
+    assert_eq!(check("MEM_AVAILABLE_MIN_PERCENT", "80"), None);
+    assert_eq!(check("DISK_USAGE_MAX_PERCENT", "100"), None);
+}
