@@ -209,6 +209,7 @@ impl OomKilledPod {
             "the memory hog OOMKilled at its limit",
             || async {
                 let p = guard.api.get(&guard.name).await?;
+                let uid = p.metadata.uid.clone().unwrap_or_default();
                 let state = p
                     .status
                     .and_then(|s| s.container_statuses)
@@ -217,6 +218,13 @@ impl OomKilledPod {
                     .and_then(|s| s.terminated);
                 match state {
                     Some(t) if t.reason.as_deref() == Some("OOMKilled") => Ok(true),
+                    // The kubelet says OOMKilled only when containerd caught
+                    // the cgroup's OOM event before the exit; the kernel's
+                    // own line for the pod's cgroup says it all the same.
+                    Some(t) if t.exit_code == 137 && kernel_killed_in_pod(&uid)? => {
+                        println!("the memory hog: the kernel's OOM kill in pod {uid} (the kubelet's reason: {:?})", t.reason);
+                        Ok(true)
+                    }
                     Some(t) => bail!("the memory hog ended otherwise: {t:?}"),
                     None => Ok(false),
                 }
@@ -225,6 +233,19 @@ impl OomKilledPod {
         .await?;
         Ok(guard)
     }
+}
+
+/// Whether the kernel log has an OOM kill at the memory limit of a cgroup
+/// of pod `uid` (cgroupfs `pod<uid>`, systemd `pod<uid with _>`).
+fn kernel_killed_in_pod(uid: &str) -> Result<bool> {
+    if uid.is_empty() {
+        return Ok(false);
+    }
+    let systemd = uid.replace('-', "_");
+    Ok(sh("dmesg")?.lines().any(|l| {
+        l.contains("oom-kill:constraint=CONSTRAINT_MEMCG")
+            && (l.contains(&format!("pod{uid}")) || l.contains(&format!("pod{systemd}")))
+    }))
 }
 
 impl Drop for OomKilledPod {
