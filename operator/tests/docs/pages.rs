@@ -13,7 +13,7 @@ const MAX_ROW: usize = 300;
 const CONTRIBUTOR_PAGES: [&str; 3] = ["contributing.md", "testing.md", "benchmarks.md"];
 
 /// README.md and every page of docs/, as `(path, text)`, sorted by path.
-fn pages() -> Vec<(String, String)> {
+pub(super) fn pages() -> Vec<(String, String)> {
     let mut names: Vec<String> = std::fs::read_dir(repo().join("docs"))
         .expect("docs/ is readable")
         .map(|e| {

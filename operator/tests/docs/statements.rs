@@ -15,24 +15,10 @@ use super::{assert_none, named, read, repo, section};
 /// benchmarks.md keeps the figures of runs as they were measured, counts
 /// included.
 fn pages() -> Vec<(String, String)> {
-    let mut names: Vec<String> = std::fs::read_dir(repo().join("docs"))
-        .expect("docs/ is readable")
-        .map(|e| {
-            e.expect("directory entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|n| n.ends_with(".md") && n != "benchmarks.md")
-        .collect();
-    names.sort();
-    let mut out = vec![("README.md".to_string(), read("README.md"))];
-    out.extend(names.into_iter().map(|n| {
-        let path = format!("docs/{n}");
-        let text = read(&path);
-        (path, text)
-    }));
-    out
+    super::pages::pages()
+        .into_iter()
+        .filter(|(path, _)| path != "docs/benchmarks.md")
+        .collect()
 }
 
 /// `text` with every run of whitespace one space, so that a statement
