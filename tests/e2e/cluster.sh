@@ -34,7 +34,11 @@
 #   kubectl exec/logs: the API server dials a node by its InternalIP; the
 #           simulator serves no kubelet API there, so they fail at once (and
 #           node names are never looked up in the machine's DNS).
-#   real-i: see tests/e2e/realnodes.sh (172.31.0.(100+i), pods 172.30.(100+i).0/24).
+#   real-i: see tests/e2e/realnodes.sh (172.31.0.(100+i), pods 172.30.(100+i).0/24);
+#           its default route is via 172.31.0.1.
+#   gateway: the host's nftables table kc_gateway drops what a node or pod
+#           sends through the host to an address outside 172.31.0.0/24 and
+#           172.30.0.0/16; `down` deletes it.
 #   fences: unreachable routes (metric 4000) for 172.31.0.0/24 and
 #           172.30.0.0/16 stay on the host, also after `down`.
 set -euo pipefail
@@ -149,9 +153,29 @@ fence_ranges() {
     ip route replace unreachable "$pod_fence" metric 4000
 }
 
+# The real nodes' default gateway is the host: what reaches it from the
+# cluster's ranges for an address outside them is dropped in the forward
+# chain of a table of its own (counted: `nft list table ip kc_gateway`),
+# so nothing a node or a pod sends leaves the machine, whatever the host
+# forwards otherwise.
+gateway_up() {
+    gateway_down
+    nft -f - <<EOF
+table ip $gateway_table {
+    chain forward {
+        type filter hook forward priority filter; policy accept;
+        ip saddr { $node_fence, $pod_fence } ip daddr != { $node_fence, $pod_fence } counter drop
+    }
+}
+EOF
+}
+
+gateway_down() { nft delete table ip "$gateway_table" 2>/dev/null || true; }
+
 net_up() {
     local n=$1 i ns
     fence_ranges
+    gateway_up
     if ! ip link show "$bridge" >/dev/null 2>&1; then
         ip link add "$bridge" type bridge
     fi
@@ -188,6 +212,7 @@ net_down() {
     real_net_down
     iptables -D FORWARD -i "$bridge" -j ACCEPT 2>/dev/null || true
     ip link del "$bridge" 2>/dev/null || true
+    gateway_down
     fence_ranges
 }
 

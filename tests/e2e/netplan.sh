@@ -8,7 +8,9 @@
 #   simulated node i: netns kc-node-i, eth0 172.31.0.(10+i) (veth kcn<i> on
 #   the host), pods in 172.30.i.0/24 behind the node's bridge cbr0 (.1).
 #   real node i: netns kc-real-i, eth0 172.31.0.(100+i) (veth kcr<i> on the
-#   host), pods in 172.30.(100+i).0/24 behind the CNI bridge cni0 (.1).
+#   host), pods in 172.30.(100+i).0/24 behind the CNI bridge cni0 (.1); its
+#   default route is via the host bridge, which drops what the nodes send
+#   beyond the plan's ranges ($gateway_table).
 #   pods of simulated nodes: a netns each, kcp-<first 8 of the UID>.
 
 bridge=kcbr0
@@ -19,6 +21,9 @@ private_registry=$host_ip:5001
 # Unreachable routes on the host for everything of the plan.
 node_fence=172.31.0.0/24
 pod_fence=172.30.0.0/16
+# The host's nftables table (family ip) whose forward chain drops packets
+# from the plan's ranges to anywhere outside them (cluster.sh, gateway_up).
+gateway_table=kc_gateway
 node_netns_prefix=kc-node-
 real_netns_prefix=kc-real-
 pod_netns_prefix=kcp-

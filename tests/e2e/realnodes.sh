@@ -8,6 +8,9 @@
 # and addresses: netplan.sh):
 #   netns kc-real-i, eth0 172.31.0.(100+i)/24 on kcbr0 (veth kcr<i> on the host)
 #   pod subnet 172.30.(100+i).0/24 on the CNI bridge cni0 inside that netns
+#   default route via 172.31.0.1, as a node of a real cluster has one: the
+#   host is the gateway and drops what is not for the cluster's ranges
+#   (cluster.sh, gateway_up), so nothing leaves the machine
 #   10.96.0.1:443 (the `kubernetes` Service) is DNATed there to the API server,
 #   the one Service a pod of this cluster needs (there is no kube-proxy)
 #   DNS: dnsmasq on 172.31.0.1:53 answers the cluster's names, nothing else
@@ -57,6 +60,7 @@ real_net_up() { # n
         ip=$(real_ip "$i")
         netns_on_bridge "$ns" "$(real_veth "$i")" "$ip"
         ip route replace "$(real_subnet "$i")" via "$ip"
+        ip -n "$ns" route replace default via "$host_ip" dev eth0
         # The `kubernetes` Service for pods (PREROUTING) and host-network pods (OUTPUT).
         ip -n "$ns" route replace 10.96.0.1/32 via "$host_ip"
         ip netns exec "$ns" iptables -t nat -A PREROUTING -d 10.96.0.1/32 -p tcp --dport 443 \
