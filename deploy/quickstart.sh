@@ -5,8 +5,11 @@
 # registry, install the operator with `kubectl apply -k` of an overlay of
 # config/default pointing the images at that registry, run the README's
 # own-cluster steps (the node sample alone), add the pinger with its
-# sample, trigger an inspection run and print what it found:
-# the summary and one errlog, read with `kubectl combo errlog` (kubectl exec).
+# sample, trigger an inspection run and print what it found (on these
+# healthy nodes: no failed item). Then make one fault on real-1 (a loop
+# filesystem filled past the disk usage check's limit), show it in the
+# summary and its errlog (`kubectl combo errlog`, through kubectl exec),
+# clear it, show the item green again, and remove the filesystem.
 # The cluster keeps running; stop it with
 # `tests/e2e/cluster.sh down "$KUBE_COMBO_QUICKSTART_DIR"`.
 set -euo pipefail
@@ -89,6 +92,80 @@ else
     pod=$(kubectl get pods -n default -l kubecombo.io/debugger=node-check -o jsonpath='{.items[0].metadata.name}')
     kubectl exec -n default "$pod" -c runner -- ls -l /scripts 2>&1 | quiet
 fi
+
+# The fault: a 16 MiB ext4 filesystem on a loop device, mounted at
+# $fault_mount on the machine (the runners read the machine's mount table:
+# with hostPID, /host/proc/1 is its PID 1, the nodes being processes of this
+# machine) and in real-1's mount namespace (whose root is the runner's /host,
+# so only real-1's df sees the filesystem; on real-2 the same path is a
+# directory of the root filesystem), then filled to 95 %.
+fault_mount=/mnt/kc-quickstart
+fault_image=$dir/fault-disk.img
+limit=90 # DISK_USAGE_MAX_PERCENT's default (docs/checks.md, scripts/disk/usage.sh)
+in_real_1() { nsenter --mount="/proc/$(cat "$dir/pids/containerd-real-1.pid")/ns/mnt" -- "$@"; }
+# Unmounted on real-1, then on the machine; the loop device detached and the
+# image deleted. Also on exit, should the quickstart stop half-way.
+remove_fault() {
+    local dev
+    if in_real_1 mountpoint -q "$fault_mount" 2>/dev/null; then
+        in_real_1 umount "$fault_mount" || in_real_1 umount -l "$fault_mount"
+    fi
+    if mountpoint -q "$fault_mount" 2>/dev/null; then
+        umount "$fault_mount" || umount -l "$fault_mount"
+    fi
+    for dev in $(losetup -n -O NAME -j "$fault_image" 2>/dev/null); do losetup -d "$dev"; done
+    rm -f "$fault_image"
+    rmdir "$fault_mount" 2>/dev/null || true
+}
+trap remove_fault EXIT
+# The summary of the run `--wait` saw finish: the operator writes the status
+# (which --wait reads) and the summary ConfigMap on paces of their own, up
+# to 2 s apart, and the summary says STALE until it holds that run.
+summary_of_run() { # [--all]
+    local out
+    for _ in $(seq 1 10); do
+        out=$(kubectl combo summary node-check -n default "$@" 2>&1) || true
+        grep -q '^STALE:' <<<"$out" || break
+        sleep 1
+    done
+    printf '%s\n' "$out" | quiet
+}
+echo "==> a fault on real-1: a loop filesystem at $fault_mount filled past the disk usage check's limit ($limit %)"
+truncate -s 16M "$fault_image"
+mkfs.ext4 -q -F -m 0 "$fault_image"
+fault_dev=$(losetup -f --show "$fault_image")
+mkdir -p "$fault_mount"
+mount "$fault_dev" "$fault_mount"
+in_real_1 mount "$fault_dev" "$fault_mount"
+read -r used avail < <(df -k --output=used,avail "$fault_mount" | tail -n 1)
+dd if=/dev/zero of="$fault_mount/fill" bs=1k count=$(((used + avail) * 95 / 100 - used)) status=none
+sync
+df -h "$fault_mount"
+waited=0
+kubectl combo run node-check -n default --wait || waited=$?
+((waited <= 1)) || { echo "kubectl combo run --wait: exit $waited" >&2; exit 1; }
+((waited == 1)) || echo "the run found no failed item: the fault was not seen" >&2
+summary_of_run
+echo "==> its errlog (kubectl combo errlog node-check --node real-1 --category disk)"
+kubectl combo errlog node-check -n default --node real-1 --category disk 2>&1 | quiet
+
+echo "==> clearing it: $fault_mount/fill deleted, then a run"
+rm -f "$fault_mount/fill"
+sync
+waited=0
+kubectl combo run node-check -n default --wait || waited=$?
+((waited <= 1)) || { echo "kubectl combo run --wait: exit $waited" >&2; exit 1; }
+summary_of_run
+echo "==> real-1's item $fault_mount (kubectl combo summary node-check --all)"
+summary_of_run --all | awk -v m="$fault_mount" '/^NODE / || ($1 == "real-1" && $5 == m)'
+remove_fault
+if in_real_1 mountpoint -q "$fault_mount" 2>/dev/null || mountpoint -q "$fault_mount" 2>/dev/null ||
+    [[ -n $(losetup -n -j "$fault_image" 2>/dev/null) ]]; then
+    echo "the fault's filesystem is still there: $fault_mount, $fault_image" >&2
+else
+    echo "==> the fault removed: $fault_mount unmounted on real-1 and on the machine, its loop device detached, its image deleted"
+fi
+
 echo "==> InspectionFailed Events of the runners"
 kubectl get events -n default --field-selector reason=InspectionFailed 2>&1 | quiet
 echo "==> the pinger's metrics of one pod (combo_pinger_target_up), through the API server's proxy"
