@@ -143,10 +143,11 @@ fn default_routes(netns: &str) -> Result<String> {
 }
 
 /// A default route in each of `spaces` that has none, as every node of a
-/// real cluster has; removed when dropped. The real nodes here have no
-/// gateway (nothing leaves the machine), so it is on-link through `eth0`:
-/// a packet for an address outside the cluster finds no neighbour and
-/// fails on the node instead of being forwarded off the machine.
+/// real cluster has; removed when dropped. `cluster.sh` gives each real
+/// node one, via the host, which drops what leaves the cluster's ranges;
+/// one added here is on-link through `eth0`: a packet for an address
+/// outside the cluster finds no neighbour and fails on the node instead of
+/// being forwarded off the machine.
 pub struct DefaultRoutes {
     added: Vec<String>,
 }

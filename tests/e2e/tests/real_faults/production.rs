@@ -278,8 +278,8 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
     install_from_registry();
     let nodes = real_nodes();
     // A node of a real cluster has a default route (the sample has
-    // hostNetwork, so the item is the node's); the real nodes here get one
-    // for the test's duration (links.rs).
+    // hostNetwork, so the item is the node's), and so have the real nodes
+    // here; one without gets one for the test's duration (links.rs).
     let spaces: Vec<String> = nodes.iter().map(|n| real_node_netns(n)).collect();
     let _default_routes = DefaultRoutes::ensure(&spaces)?;
     let ns = namespace("real-busy").await;
