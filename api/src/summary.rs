@@ -196,13 +196,18 @@ pub fn untaken_message(err: u64, skip: u64, ok: u64, limit: usize) -> String {
 
 /// How many failed items the item `item` with result `r` stands for: a
 /// script's `<script>/output` item whose lines were past the limit (see
-/// [`untaken_message`]) stands for the `err` lines among them, so failures
-/// that were not listed are never counted as fewer; any other failed item
-/// for one, and an item that did not fail for none.
+/// [`untaken_message`]) stands for the `err` lines among them, and an
+/// item `(N failed items omitted)` of a shortened value for its N (see
+/// [`omitted_failures`]), so failures that were not listed are never
+/// counted as fewer; any other failed item for one, and an item that did
+/// not fail for none.
 pub fn failures_of(item: &str, r: &ItemResult) -> u32 {
     let Some(msg) = r.err.as_deref() else {
         return 0;
     };
+    if let Some(n) = omitted_failures(item) {
+        return n.max(1);
+    }
     let untaken = item
         .rsplit_once('/')
         .filter(|(_, name)| *name == OUTPUT_ITEM)
@@ -212,6 +217,16 @@ pub fn failures_of(item: &str, r: &ItemResult) -> u32 {
         Some(n) => n.max(1),
         None => 1,
     }
+}
+
+/// `N` of the item `(N failed items omitted)` that a shortened value
+/// holds instead of the failed items it left out (see
+/// [`NodeSummary::bounded`]); `None` for any other item name.
+pub fn omitted_failures(item: &str) -> Option<u32> {
+    item.strip_prefix('(')?
+        .strip_suffix(" failed items omitted)")?
+        .parse()
+        .ok()
 }
 
 /// Err message or skip reason of the item that stands for failed or

@@ -440,3 +440,33 @@ fn the_output_item_of_lines_past_the_limit_stands_for_their_err_lines() {
     assert_eq!(s.failed().count(), 3);
     assert_eq!(s.failed_count(), 19_002);
 }
+
+#[test]
+fn an_omitted_row_counts_the_failures_it_stands_for() {
+    assert_eq!(omitted_failures("(229 failed items omitted)"), Some(229));
+    for other in [
+        "(229 healthy items omitted)",
+        "(x failed items omitted)",
+        "sda",
+        "(229 failed items omitted) ",
+    ] {
+        assert_eq!(omitted_failures(other), None, "{other}");
+    }
+    assert_eq!(
+        failures_of("(229 failed items omitted)", &ItemResult::err(OMITTED)),
+        229
+    );
+    // The value: 147 failures listed and 229 left out count 376,
+    // not 148.
+    let mut s = many_healthy_and_some_failed(0, 147, 10);
+    s.categories.get_mut("disk").unwrap().insert(
+        "(229 failed items omitted)".into(),
+        ItemResult::err(OMITTED),
+    );
+    assert_eq!(s.failed_count(), 376);
+    // A value bounded to fit counts as many failures as the whole.
+    let whole = many_healthy_and_some_failed(50, 300, 40);
+    let bounded = whole.bounded(4000);
+    assert!(bounded.failed().count() < 300, "some were left out");
+    assert_eq!(bounded.failed_count(), whole.failed_count());
+}
