@@ -20,6 +20,7 @@ use crate::summary::{ItemResult, NodeSummary};
     group = "kubecombo.io",
     version = "v1",
     kind = "DebuggerReport",
+    doc = "A DebuggerReport is one node's result of the latest run of a Debugger, written by the runner on that node; the operator folds them into the Debugger's summary.",
     namespaced,
     shortname = "dbgr",
     printcolumn = r#"{"name":"NODE","type":"string","jsonPath":".spec.node"}"#,
@@ -92,8 +93,17 @@ fn nullable_items(generator: &mut schemars::SchemaGenerator) -> schemars::Schema
 }
 
 /// Largest size of a report's YAML result (its categories, run times and
-/// counts), so that the whole object, metadata included, stays under 4 KiB.
-pub const MAX_REPORT_RESULT_BYTES: usize = 3072;
+/// counts): 16 KiB. A node with 150 items (names of 48 bytes) and 30
+/// failures with messages of 160 bytes takes 13,424 bytes, so every item
+/// of such a node is listed with room to spare; its object, managedFields
+/// included, is about 22 KB and no report passes 32 KiB, far under etcd's
+/// 1.5 MiB (docs/runner.md, "Reports: the summary ConfigMap").
+pub const MAX_REPORT_RESULT_BYTES: usize = 16 * 1024;
+
+/// The shortest a report cuts err messages to before it folds any item:
+/// 160 bytes keep the start of a kernel line and the device it names
+/// (docs/runner.md, "Reports: the summary ConfigMap").
+pub const MIN_REPORT_MESSAGE: usize = 160;
 
 /// Longest object name Kubernetes takes (a DNS subdomain).
 pub(crate) const MAX_NAME: usize = 253;
@@ -142,16 +152,18 @@ impl DebuggerReportSpec {
         Self::of_by(debugger, node, result, |_, _| ())
     }
 
-    /// [`DebuggerReportSpec::of`], cut with [`NodeSummary::bounded_by`]:
-    /// failed items are kept round-robin over their category and
-    /// `source(category, item)`.
+    /// [`DebuggerReportSpec::of`], cut with
+    /// [`NodeSummary::bounded_keeping_items_by`]: messages are cut down to
+    /// [`MIN_REPORT_MESSAGE`] before items are folded, and failed items are
+    /// kept round-robin over their category and `source(category, item)`.
     pub fn of_by<K: Ord>(
         debugger: &str,
         node: &str,
         result: &NodeSummary,
         source: impl Fn(&str, &str) -> K,
     ) -> DebuggerReportSpec {
-        let bounded = result.bounded_by(MAX_REPORT_RESULT_BYTES, source);
+        let bounded =
+            result.bounded_keeping_items_by(MAX_REPORT_RESULT_BYTES, MIN_REPORT_MESSAGE, source);
         DebuggerReportSpec {
             debugger: debugger.to_string(),
             node: node.to_string(),

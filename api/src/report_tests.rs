@@ -17,7 +17,7 @@ fn category_counts_count_the_items_left_out_of_a_cut_report() {
         run_at: "2026-01-01T00:00:00Z".into(),
         ..NodeSummary::default()
     };
-    for i in 0..300 {
+    for i in 0..3000 {
         let (cat, r) = match i % 3 {
             0 => ("disk", ItemResult::err("x".repeat(40))),
             1 => ("net", ItemResult::skip("no host network")),
@@ -27,11 +27,11 @@ fn category_counts_count_the_items_left_out_of_a_cut_report() {
             .categories
             .entry(cat.into())
             .or_default()
-            .insert(format!("item-{i:03}"), r);
+            .insert(format!("item-{i:04}"), r);
     }
     let spec = DebuggerReportSpec::of("d", "n", &result);
     assert!(
-        spec.categories["disk"].len() < 100,
+        spec.categories["disk"].len() < 1000,
         "the report was cut: {} disk items kept",
         spec.categories["disk"].len()
     );
@@ -39,7 +39,7 @@ fn category_counts_count_the_items_left_out_of_a_cut_report() {
     assert_eq!(
         counts["disk"],
         ItemCounts {
-            failed: 100,
+            failed: 1000,
             skipped: 0
         }
     );
@@ -47,11 +47,11 @@ fn category_counts_count_the_items_left_out_of_a_cut_report() {
         counts["net"],
         ItemCounts {
             failed: 0,
-            skipped: 100
+            skipped: 1000
         }
     );
-    assert_eq!(spec.failed_items, 100);
-    assert_eq!(spec.healthy_items(), 100);
+    assert_eq!(spec.failed_items, 1000);
+    assert_eq!(spec.healthy_items(), 1000);
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
@@ -128,22 +128,22 @@ fn a_report_counts_every_failure_even_those_cut_to_fit() {
         ..Default::default()
     };
     let disk = result.categories.entry("disk".into()).or_default();
-    for i in 0..300 {
+    for i in 0..3000 {
         let r = if i % 3 == 0 {
             ItemResult::err(format!("sd{i} is failing with a long explanation"))
         } else {
             ItemResult::ok()
         };
-        disk.insert(format!("sd{i:03}"), r);
+        disk.insert(format!("sd{i:04}"), r);
     }
     let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
-    assert_eq!(spec.failed_items, 100);
+    assert_eq!(spec.failed_items, 1000);
     assert_eq!(spec.skipped_items, 0);
-    assert_eq!(spec.healthy_items(), 200);
+    assert_eq!(spec.healthy_items(), 2000);
     assert!(spec.summary().to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
-    assert!(spec.summary().failed().count() < 100, "cut to fit");
-    let whole = serde_yaml::to_string(&DebuggerReport::new("node-check.node-1", spec)).unwrap();
-    assert!(whole.len() < 4096, "{}", whole.len());
+    assert!(spec.summary().failed().count() < 1000, "cut to fit");
+    let stored = stored_bytes(&spec);
+    assert!(stored < 32 * 1024, "{stored}");
 }
 
 #[test]
@@ -153,21 +153,21 @@ fn a_report_counts_skips_apart_from_failures_and_health() {
         ..Default::default()
     };
     let disk = result.categories.entry("disk".into()).or_default();
-    for i in 0..200 {
+    for i in 0..2000 {
         let r = match i % 4 {
             0 => ItemResult::err(format!("sd{i} is failing")),
             1 => ItemResult::skip("smartctl is not installed in the runner image"),
             _ => ItemResult::ok(),
         };
-        disk.insert(format!("sd{i:03}"), r);
+        disk.insert(format!("sd{i:04}"), r);
     }
     let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
-    assert_eq!(spec.failed_items, 50);
-    assert_eq!(spec.skipped_items, 50);
-    assert_eq!(spec.healthy_items(), 100, "a skip is not healthy");
+    assert_eq!(spec.failed_items, 500);
+    assert_eq!(spec.skipped_items, 500);
+    assert_eq!(spec.healthy_items(), 1000, "a skip is not healthy");
     assert!(spec.summary().to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
     assert!(
-        spec.categories["disk"].contains_key("(50 skipped items omitted)"),
+        spec.categories["disk"].contains_key("(500 skipped items omitted)"),
         "{:?}",
         spec.categories["disk"].keys().collect::<Vec<_>>()
     );
@@ -242,4 +242,147 @@ fn a_report_without_a_scripts_hash_parses_and_writes_none() {
     let json = serde_json::to_value(&spec).unwrap();
     assert!(json.get("scripts").is_none(), "{json}");
     assert!(!spec.summary().to_yaml().contains("scripts"));
+}
+
+/// A kernel line of `len` bytes naming its device near its start.
+fn kernel_line(i: usize, len: usize) -> String {
+    let mut line = format!(
+        "[18320{i:02}.551203] blk_update_request: I/O error, dev nvme{i}n1, sector 1953525168 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0"
+    );
+    while line.len() < len {
+        line.push_str(" more context");
+    }
+    line.truncate(len);
+    line
+}
+
+/// A busy node: 150 items with names of 48 bytes over four categories,
+/// 30 of them failed with kernel lines of `msg_len` bytes.
+fn busy_node(msg_len: usize) -> NodeSummary {
+    let mut result = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        finished_at: "2026-11-22T06:00:07Z".into(),
+        scripts: "0a1b2c3d4e5f".into(),
+        ..NodeSummary::default()
+    };
+    for i in 0..150 {
+        let cat = ["disk", "net", "mem", "svc"][i % 4];
+        let item = format!("{:-<48}", format!("script-{}/item-{i:03}", i % 10));
+        let r = if i % 5 == 0 {
+            ItemResult::err(kernel_line(i / 5, msg_len))
+        } else {
+            ItemResult::ok()
+        };
+        result
+            .categories
+            .entry(cat.into())
+            .or_default()
+            .insert(item, r);
+    }
+    result
+}
+
+/// The stored object as JSON, with the field set server-side apply
+/// records for it (`f:<item>: {f:err: {}}` per item) as its managedFields.
+fn stored_bytes(spec: &DebuggerReportSpec) -> usize {
+    let fields: serde_json::Map<String, serde_json::Value> = spec
+        .categories
+        .iter()
+        .map(|(cat, items)| {
+            let items: serde_json::Map<_, _> = items
+                .iter()
+                .map(|(i, r)| {
+                    let f = match (&r.err, &r.skip) {
+                        (Some(_), _) => serde_json::json!({"f:err": {}}),
+                        (None, Some(_)) => serde_json::json!({"f:skip": {}}),
+                        _ => serde_json::json!({}),
+                    };
+                    (format!("f:{i}"), f)
+                })
+                .collect();
+            (format!("f:{cat}"), items.into())
+        })
+        .collect();
+    let report = DebuggerReport::new("node-check.node-1", spec.clone());
+    serde_json::to_string(&report).unwrap().len() + serde_json::to_string(&fields).unwrap().len()
+}
+
+#[test]
+fn a_node_with_150_items_and_30_failures_keeps_every_item_and_message_in_its_report() {
+    let result = busy_node(MIN_REPORT_MESSAGE);
+    let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
+    assert_eq!(
+        spec.categories, result.categories,
+        "nothing cut, nothing folded"
+    );
+    assert_eq!(spec.failed_items, 30);
+    assert_eq!(spec.healthy_items(), 120);
+    let yaml = spec.summary().to_yaml().len();
+    assert!(yaml <= MAX_REPORT_RESULT_BYTES, "{yaml}");
+    // The bound's headroom over such a node, as docs/runner.md gives it.
+    assert!((13_000..13_700).contains(&yaml), "{yaml}");
+    let stored = stored_bytes(&spec);
+    assert!(stored < 32 * 1024, "{stored}");
+}
+
+#[test]
+fn long_messages_of_a_busy_node_are_cut_to_160_bytes_or_more_before_any_item_folds() {
+    let result = busy_node(crate::summary::FIRST_MESSAGE_LIMIT);
+    let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
+    assert!(spec.summary().to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
+    for (cat, items) in &result.categories {
+        let kept = &spec.categories[cat];
+        assert_eq!(
+            kept.keys().collect::<Vec<_>>(),
+            items.keys().collect::<Vec<_>>(),
+            "every item of {cat} by name"
+        );
+        for (item, r) in items {
+            let Some(whole) = &r.err else {
+                assert_eq!(kept[item], ItemResult::ok());
+                continue;
+            };
+            let msg = kept[item].err.as_deref().unwrap();
+            let body = msg.strip_suffix(crate::summary::CUT_MARKER).unwrap();
+            assert!(body.len() >= MIN_REPORT_MESSAGE, "{msg}");
+            assert!(whole.starts_with(body), "{msg}");
+            assert!(
+                msg.contains("I/O error, dev nvme"),
+                "the device stays: {msg}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_summary_value_of_a_busy_node_is_still_bounded_and_folds() {
+    let spec = DebuggerReportSpec::of("node-check", "node-1", &busy_node(MIN_REPORT_MESSAGE));
+    let value = spec.summary().bounded(crate::summary::MAX_SUMMARY_BYTES);
+    assert!(value.to_yaml().len() <= crate::summary::MAX_SUMMARY_BYTES);
+    let names: Vec<&String> = value.categories.values().flat_map(|i| i.keys()).collect();
+    assert!(
+        names.iter().any(|n| n.ends_with("healthy items omitted)")),
+        "{names:?}"
+    );
+    assert_eq!(value.failed_count(), 30, "every failure counted");
+}
+
+#[test]
+fn a_report_beyond_the_bound_still_folds_and_counts_every_item() {
+    let mut result = busy_node(MIN_REPORT_MESSAGE);
+    let disk = result.categories.get_mut("disk").unwrap();
+    for i in 0..400 {
+        disk.insert(
+            format!("{:-<48}", format!("extra/item-{i:03}")),
+            ItemResult::ok(),
+        );
+    }
+    let spec = DebuggerReportSpec::of("node-check", "node-1", &result);
+    assert!(spec.summary().to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
+    assert!(spec.categories["disk"]
+        .keys()
+        .any(|k| k.ends_with("healthy items omitted)")));
+    assert_eq!(spec.failed_items, 30);
+    assert_eq!(spec.summary().failed().count(), 30, "failures stay listed");
+    assert_eq!(spec.healthy_items(), 520);
 }

@@ -51,6 +51,19 @@ fn failing(
     script: &str,
     items: Vec<(String, &str)>,
 ) -> crate::run::ScriptRun {
+    let items = items
+        .into_iter()
+        .map(|(i, e)| (i, ItemResult::err(e)))
+        .collect();
+    script_run(category, script, items)
+}
+
+/// A run of `script` in `category` that reported `items`.
+fn script_run(
+    category: combo_api::Category,
+    script: &str,
+    items: Vec<(String, ItemResult)>,
+) -> crate::run::ScriptRun {
     use crate::exec::{Capture, Exit, Outcome};
     crate::run::ScriptRun {
         script: crate::discover::Script {
@@ -68,11 +81,61 @@ fn failing(
             stderr: Capture::default(),
             last_stderr_line: String::new(),
         },
-        items: items
-            .into_iter()
-            .map(|(i, e)| (i, ItemResult::err(e)))
-            .collect(),
+        items: items.into_iter().collect(),
     }
+}
+
+#[test]
+fn the_report_of_a_busy_node_lists_every_item_and_its_kernel_lines() {
+    use combo_api::Category;
+    let t = chrono::DateTime::parse_from_rfc3339("2026-11-22T06:00:00Z")
+        .unwrap()
+        .to_utc();
+    let line = |i: usize| {
+        format!(
+            "[1832{i:03}.551203] blk_update_request: I/O error, dev nvme{i}n1, sector 1953525168 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0 (and the rest of the kernel's line)"
+        )
+    };
+    // 15 scripts of 10 items with names of about 40 bytes: 150 items,
+    // 30 of them failed with kernel lines of 160 bytes or more.
+    let categories = [Category::Disk, Category::Net, Category::Mem, Category::Svc];
+    let scripts: Vec<_> = (0..15)
+        .map(|s| {
+            let items = (0..10)
+                .map(|i| {
+                    let item = format!("check-{s:02}/a-longer-item-name-number-{i:03}");
+                    let r = match i {
+                        0 | 1 => ItemResult::err(line(10 * s + i)),
+                        _ => ItemResult::ok(),
+                    };
+                    (item, r)
+                })
+                .collect();
+            script_run(categories[s % 4], &format!("check-{s:02}"), items)
+        })
+        .collect();
+    let report = crate::run::Report {
+        run_id: RunId::at(t),
+        finished_at: t,
+        scripts_hash: String::new(),
+        scripts,
+    };
+    let summary = crate::report::summary(&report);
+    let b = node_1_body(&summary, &Sources::of(&report), &History::default());
+    let spec: DebuggerReportSpec = serde_json::from_value(b["spec"].clone()).unwrap();
+    assert_eq!(
+        spec.categories, summary.categories,
+        "every item, every message whole"
+    );
+    assert_eq!(spec.failed_items, 30);
+    assert_eq!(spec.healthy_items(), 120);
+    let listed: usize = spec.categories.values().map(|items| items.len()).sum();
+    assert_eq!(listed, 150);
+    let msg = spec.categories["disk"]["check-00/a-longer-item-name-number-000"]
+        .err
+        .as_deref()
+        .unwrap();
+    assert!(msg.contains("I/O error, dev nvme0n1, sector"), "{msg}");
 }
 
 #[test]
@@ -85,7 +148,7 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
         failing(
             category,
             script,
-            (0..140)
+            (0..400)
                 .map(|i| (format!("counters:veth{i:03}"), "rx+tx errors 1234 over 100"))
                 .collect(),
         )
@@ -113,12 +176,12 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
             b["spec"]["categories"][cat][lone_item]["err"], "timeout after 60s",
             "{b}"
         );
-        assert_eq!(b["spec"]["failedItems"], 141);
+        assert_eq!(b["spec"]["failedItems"], 401);
         let net = b["spec"]["categories"]["net"].as_object().unwrap();
         let kept = net.keys().filter(|k| k.starts_with("counters:")).count();
         assert!(kept > 0);
         assert!(
-            net.contains_key(&format!("({} failed items omitted)", 140 - kept)),
+            net.contains_key(&format!("({} failed items omitted)", 400 - kept)),
             "{:?}",
             net.keys().collect::<Vec<_>>()
         );

@@ -41,6 +41,31 @@ impl NodeSummary {
     /// another. A script's `<script>/output` item standing for the err
     /// lines past the runner's limit (see [`failures_of`]) ranks 0 too.
     pub fn bounded_by<K: Ord>(&self, max: usize, source: impl Fn(&str, &str) -> K) -> NodeSummary {
+        self.bound(max, None, source)
+    }
+
+    /// [`NodeSummary::bounded_by`] for a value that lists items before it
+    /// says much about each: when cutting messages to
+    /// [`FIRST_MESSAGE_LIMIT`] and skip reasons to [`SKIP_REASON_LIMIT`] is
+    /// not enough, err messages are cut to the longest that fits, not
+    /// below `floor` bytes, before any item is folded; only then does it
+    /// go on as [`NodeSummary::bounded_by`] (a DebuggerReport: docs/runner.md,
+    /// "Reports: the summary ConfigMap").
+    pub fn bounded_keeping_items_by<K: Ord>(
+        &self,
+        max: usize,
+        floor: usize,
+        source: impl Fn(&str, &str) -> K,
+    ) -> NodeSummary {
+        self.bound(max, Some(floor), source)
+    }
+
+    fn bound<K: Ord>(
+        &self,
+        max: usize,
+        item_floor: Option<usize>,
+        source: impl Fn(&str, &str) -> K,
+    ) -> NodeSummary {
         if self.to_yaml().len() <= max {
             return self.clone();
         }
@@ -52,6 +77,13 @@ impl NodeSummary {
         }
         if let Some(fit) = s.longest_cut_that_fits(SKIP_REASON_LIMIT, Cut::SkipReasons, max) {
             return fit;
+        }
+        if let Some(floor) = item_floor {
+            let mut kept = s.clone();
+            kept.cut_messages(SKIP_REASON_LIMIT, Cut::SkipReasons);
+            if let Some(fit) = kept.longest_cut_that_fits(floor, Cut::Errs, max) {
+                return fit;
+            }
         }
         // The healthy items go; the skip reasons get their bytes back and
         // share the room that leaves with the err messages.
@@ -92,22 +124,41 @@ impl NodeSummary {
         }
         // The highest rank first, and within a rank the last item first.
         order.sort_by_key(|o| std::cmp::Reverse((o.0, o.1)));
-        let mut omitted: BTreeMap<String, usize> = BTreeMap::new();
-        for (_, _, cat, item) in order {
-            if s.to_yaml().len() <= max {
-                break;
+        // The summary with the first `k` items of `order` dropped.
+        let dropped = |k: usize| {
+            let mut d = s.clone();
+            let mut omitted: BTreeMap<&str, usize> = BTreeMap::new();
+            for (_, _, cat, item) in &order[..k] {
+                let items = d.categories.get_mut(cat).expect("the item's category");
+                let gone = items.remove(item).unwrap_or_default();
+                let n = omitted.entry(cat).or_insert(0);
+                items.retain(|k, _| !k.ends_with("failed items omitted)"));
+                *n += (failures_of(item, &gone) as usize).max(1);
+                items.insert(
+                    format!("({n} failed items omitted)"),
+                    ItemResult::err(OMITTED),
+                );
             }
-            let items = s.categories.get_mut(&cat).expect("the item's category");
-            let gone = items.remove(&item).unwrap_or_default();
-            let n = omitted.entry(cat).or_insert(0);
-            items.retain(|k, _| !k.ends_with("failed items omitted)"));
-            *n += (failures_of(&item, &gone) as usize).max(1);
-            items.insert(
-                format!("({n} failed items omitted)"),
-                ItemResult::err(OMITTED),
-            );
+            d
+        };
+        let all = dropped(order.len());
+        if all.to_yaml().len() > max {
+            return all;
         }
-        s
+        // Each drop shrinks the value by an item (a category's first adds
+        // its stand-in), so the fewest drops that fit are found by halving
+        // between a count that does not fit and one that does: one YAML
+        // rendering per halving, not one per dropped item.
+        let (mut too_few, mut enough) = (0, order.len());
+        while enough - too_few > 1 {
+            let mid = too_few + (enough - too_few) / 2;
+            if dropped(mid).to_yaml().len() <= max {
+                enough = mid;
+            } else {
+                too_few = mid;
+            }
+        }
+        dropped(enough)
     }
 
     /// This summary with the messages `which` names cut to the longest
@@ -147,8 +198,9 @@ impl NodeSummary {
     fn cut_messages(&mut self, limit: usize, which: Cut) {
         for items in self.categories.values_mut() {
             for r in items.values_mut() {
-                let err = r.err.as_mut().filter(|_| which == Cut::All);
-                for msg in [err, r.skip.as_mut()].into_iter().flatten() {
+                let err = r.err.as_mut().filter(|_| which != Cut::SkipReasons);
+                let skip = r.skip.as_mut().filter(|_| which != Cut::Errs);
+                for msg in [err, skip].into_iter().flatten() {
                     cut(msg, limit);
                 }
             }
@@ -163,6 +215,8 @@ enum Cut {
     All,
     /// Skip reasons only.
     SkipReasons,
+    /// Err messages only.
+    Errs,
 }
 
 /// Folds the items of `items` whose verdict is `verdict` (healthy or
