@@ -12,6 +12,16 @@
 /// The Debugger field that holds the settings.
 pub const FIELD: &str = "checkSettings";
 
+/// Largest integer of the kinds [`Kind::Count`], [`Kind::Millis`] and the
+/// integer part of [`Kind::Decimal`]: nine digits. The scripts' shell
+/// compares and computes in 64 bits; `18446744073709551615` is an
+/// `Illegal number` to it and a count times 1024 must not wrap.
+pub const INTEGER_MAX: u64 = 999_999_999;
+
+/// Largest [`Kind::Seconds`]: a day, longer than any script may run
+/// (`scriptTimeoutSeconds` is at most 3600).
+pub const SECONDS_MAX: u64 = 86_400;
+
 /// The kind of value a setting takes, as the scripts use it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -19,14 +29,14 @@ pub enum Kind {
     Percent,
     /// A number of percent from 0 to 100, decimals allowed (`0.5`).
     DecimalPercent,
-    /// An integer, 0 or more: a count, a size or a limit in the unit its
-    /// name gives (`_MIB`, `_MBPS`, `_CELSIUS`, `_MTU`).
+    /// An integer from 0 to [`INTEGER_MAX`]: a count, a size or a limit in
+    /// the unit its name gives (`_MIB`, `_MBPS`, `_CELSIUS`, `_MTU`).
     Count,
-    /// A number, 0 or more, decimals allowed.
+    /// A number from 0 to [`INTEGER_MAX`], decimals allowed.
     Decimal,
-    /// Whole seconds, 1 or more.
+    /// Whole seconds, 1 to [`SECONDS_MAX`].
     Seconds,
-    /// Whole milliseconds, 1 or more.
+    /// Whole milliseconds, 1 to [`INTEGER_MAX`].
     Millis,
     /// Space-separated words, each a shell glob or a plain name.
     Globs,
@@ -46,10 +56,10 @@ impl Kind {
         match self {
             Kind::Percent => "an integer percent (0-100)",
             Kind::DecimalPercent => "a percent (0-100, decimals allowed)",
-            Kind::Count => "an integer count (0 or more)",
-            Kind::Decimal => "a number (0 or more, decimals allowed)",
-            Kind::Seconds => "a number of seconds (an integer, 1 or more)",
-            Kind::Millis => "a number of milliseconds (an integer, 1 or more)",
+            Kind::Count => "an integer count (0 to 999999999)",
+            Kind::Decimal => "a number (0 to 999999999, decimals allowed)",
+            Kind::Seconds => "a number of seconds (an integer, 1 to 86400)",
+            Kind::Millis => "a number of milliseconds (an integer, 1 to 999999999)",
             Kind::Globs => "a space-separated list of shell globs",
             Kind::Hostname => "a DNS name",
             Kind::Path => "an absolute path",
@@ -58,49 +68,132 @@ impl Kind {
         }
     }
 
+    /// The CRD schema's `pattern` for a value of this kind, so that the API
+    /// server refuses a malformed value at apply. It says what
+    /// [`Kind::accepts`] says, except the length of a [`Kind::Hostname`]
+    /// (the schema's `maxLength` allows a trailing dot on 253 characters
+    /// and nothing more precise), which only the operator checks.
+    pub fn pattern(self) -> &'static str {
+        match self {
+            Kind::Percent => r"^(0|[1-9][0-9]?|100)$",
+            Kind::DecimalPercent => r"^((0|[1-9][0-9]?)(\.[0-9]+)?|100(\.0+)?)$",
+            Kind::Count => r"^(0|[1-9][0-9]{0,8})$",
+            Kind::Decimal => r"^(0|[1-9][0-9]{0,8})(\.[0-9]+)?$",
+            Kind::Seconds => {
+                r"^([1-9][0-9]{0,3}|[1-7][0-9]{4}|8[0-5][0-9]{3}|86[0-3][0-9]{2}|86400)$"
+            }
+            Kind::Millis => r"^[1-9][0-9]{0,8}$",
+            Kind::Globs | Kind::Text => r"^[^\x00-\x1f\x7f-\x9f]*$",
+            Kind::Hostname => {
+                r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$"
+            }
+            Kind::Path => r"^/[^\x00-\x1f\x7f-\x9f]*$",
+            Kind::Bool => r"^(true|false)$",
+        }
+    }
+
     /// Whether `value` is of this kind.
     pub fn accepts(self, value: &str) -> bool {
         if value.chars().any(char::is_control) {
             return false;
         }
-        // No leading zero: the scripts' shell reads `08` as octal.
-        let integer = || {
-            value
-                .parse::<u64>()
-                .ok()
-                .filter(|_| is_digits(value) && !has_leading_zero(value))
-        };
-        let decimal = || decimal(value);
         match self {
-            Kind::Percent => integer().is_some_and(|n| n <= 100),
-            Kind::DecimalPercent => decimal().is_some_and(|n| n <= 100.0),
-            Kind::Count => integer().is_some(),
-            Kind::Decimal => decimal().is_some(),
-            Kind::Seconds | Kind::Millis => integer().is_some_and(|n| n >= 1),
+            Kind::Percent => integer(value).is_some_and(|n| n <= 100),
+            Kind::DecimalPercent => decimal(value).is_some_and(|n| n <= 100.0),
+            Kind::Count => integer(value).is_some(),
+            Kind::Decimal => decimal(value).is_some(),
+            Kind::Seconds => integer(value).is_some_and(|n| (1..=SECONDS_MAX).contains(&n)),
+            Kind::Millis => integer(value).is_some_and(|n| n >= 1),
             Kind::Globs | Kind::Text => true,
             Kind::Hostname => is_hostname(value),
             Kind::Path => value.starts_with('/'),
             Kind::Bool => value == "true" || value == "false",
         }
     }
+
+    /// Values of this kind at its edges (its smallest and largest, zero,
+    /// a fraction, empty text) and forms between: what the tests give the
+    /// scripts and the API server, each of which must take them all.
+    pub fn edges(self) -> &'static [&'static str] {
+        match self {
+            Kind::Percent => &["0", "100", "1", "50"],
+            Kind::DecimalPercent => &["0", "100", "0.5", "99.99", "100.0", "7"],
+            Kind::Count => &["0", "999999999", "1", "9000"],
+            Kind::Decimal => &["0", "999999999.5", "0.25", "2"],
+            Kind::Seconds => &["1", "86400", "30"],
+            Kind::Millis => &["1", "999999999", "250"],
+            Kind::Globs => &["", "*", "nothing-matches* x?"],
+            Kind::Hostname => &["localhost", "example.invalid.", "a_b-c"],
+            Kind::Path => &["/", "/nonexistent/file"],
+            Kind::Bool => &["true", "false"],
+            Kind::Text => &["", "08", "x y"],
+        }
+    }
+
+    /// Values just past this kind's edges, each refused: a leading zero,
+    /// one more than the largest, one less than the smallest, a control
+    /// character.
+    pub fn past_edges(self) -> &'static [&'static str] {
+        match self {
+            Kind::Percent => &["101", "08", "-1", "1.5"],
+            Kind::DecimalPercent => &["100.5", "05.5", ".5", "5."],
+            Kind::Count => &["1000000000", "00", "-1"],
+            Kind::Decimal => &["1000000000", "00.5", "1e3"],
+            Kind::Seconds => &["86401", "0", "07"],
+            Kind::Millis => &["1000000000", "0", "010"],
+            Kind::Globs | Kind::Text => &["a\nb", "\u{7f}"],
+            Kind::Hostname => &["a..b", "-a", "not a name", ""],
+            Kind::Path => &["relative/file", "", "/a\tb"],
+            Kind::Bool => &["True", "yes", ""],
+        }
+    }
+
+    fn is_number(self) -> bool {
+        matches!(
+            self,
+            Kind::Percent
+                | Kind::DecimalPercent
+                | Kind::Count
+                | Kind::Decimal
+                | Kind::Seconds
+                | Kind::Millis
+        )
+    }
 }
 
-fn is_digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// `08`, `007`: an integer written with a zero before its first digit.
-fn has_leading_zero(s: &str) -> bool {
-    s.len() > 1 && s.starts_with('0')
-}
-
-/// `12`, `0.5`, `3.`: digits with at most one point, as awk compares them.
-fn decimal(s: &str) -> Option<f64> {
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
-    (!int.is_empty() && digits(int) && digits(frac))
+/// `0`, `85`: decimal digits without a leading zero (the scripts' shell
+/// reads `08` as octal), at most [`INTEGER_MAX`].
+fn integer(s: &str) -> Option<u64> {
+    let plain = s == "0" || (!s.is_empty() && !s.starts_with('0'));
+    (plain && s.bytes().all(|b| b.is_ascii_digit()))
         .then(|| s.parse().ok())
         .flatten()
+        .filter(|n| *n <= INTEGER_MAX)
+}
+
+/// `12`, `0.5`: an [`integer`] with, after a point, at least one digit.
+fn decimal(s: &str) -> Option<f64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, "0"));
+    integer(int)?;
+    (!frac.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// `08` -> `8`, `00` -> `0`, `05.5` -> `5.5`: the number written without
+/// its leading zeros, when `s` is digits (and a fraction) that have some.
+fn without_leading_zeros(s: &str) -> Option<String> {
+    let (int, frac) = s.split_once('.').map_or((s, None), |(i, f)| (i, Some(f)));
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    if !digits(int) || int.len() < 2 || !int.starts_with('0') || !frac.is_none_or(digits) {
+        return None;
+    }
+    let trimmed = int.trim_start_matches('0');
+    let int = if trimmed.is_empty() { "0" } else { trimmed };
+    Some(match frac {
+        Some(f) => format!("{int}.{f}"),
+        None => int.to_string(),
+    })
 }
 
 /// Letters, digits, `-` and `_` in labels of 1 to 63 between dots, at most
@@ -279,21 +372,15 @@ pub fn check(name: &str, value: &str) -> Option<String> {
         ));
     };
     (!setting.kind.accepts(value)).then(|| {
-        let integer = matches!(
-            setting.kind,
-            Kind::Percent | Kind::Count | Kind::Seconds | Kind::Millis
-        );
-        if integer && is_digits(value) && has_leading_zero(value) {
-            let plain = value.trim_start_matches('0');
-            let plain = if plain.is_empty() { "0" } else { plain };
-            return format!(
+        match without_leading_zeros(value).filter(|_| setting.kind.is_number()) {
+            Some(plain) => format!(
                 "{FIELD}.{name}: {value:?} has a leading zero, which the checks' shell reads as an octal number; write {plain:?}"
-            );
+            ),
+            None => format!(
+                "{FIELD}.{name}: {value:?} is not {}",
+                setting.kind.description()
+            ),
         }
-        format!(
-            "{FIELD}.{name}: {value:?} is not {}",
-            setting.kind.description()
-        )
     })
 }
 

@@ -106,6 +106,7 @@ fn values_are_checked_against_their_kind() {
     assert!(ok("NET_DROPS_MAX_PERCENT", "0.5"));
     assert!(!ok("NET_DROPS_MAX_PERCENT", "100.5"));
     assert!(!ok("NET_DROPS_MAX_PERCENT", ".5"));
+    assert!(!ok("NET_DROPS_MAX_PERCENT", "5."));
     assert!(ok("SVC_LOAD_MAX_PER_CPU", "2.5"));
     assert!(ok("MEM_EXPECTED_MIB", "65536"));
     assert!(!ok("MEM_EXPECTED_MIB", "64Gi"));
@@ -187,4 +188,157 @@ fn an_integer_with_a_leading_zero_is_refused_with_the_number_to_write() {
     assert_eq!(check("MEM_AVAILABLE_MIN_PERCENT", "0"), None);
     assert_eq!(check("MEM_AVAILABLE_MIN_PERCENT", "80"), None);
     assert_eq!(check("DISK_USAGE_MAX_PERCENT", "100"), None);
+}
+
+/// Values on and around the edges of every kind.
+fn edge_values() -> Vec<String> {
+    let label = |n: usize| "a".repeat(n);
+    let mut v: Vec<String> = [
+        "",
+        "0",
+        "00",
+        "08",
+        "007",
+        "1",
+        "9",
+        "10",
+        "99",
+        "100",
+        "101",
+        "1000",
+        "3600",
+        "86399",
+        "86400",
+        "86401",
+        "99999",
+        "999999999",
+        "1000000000",
+        "9223372036854775807",
+        "18446744073709551615",
+        "-1",
+        "+5",
+        "1.5",
+        "0.5",
+        "0.05",
+        ".5",
+        "3.",
+        "100.0",
+        "100.00",
+        "100.5",
+        "99.99",
+        "05.5",
+        "00.5",
+        "1e3",
+        " 1",
+        "1 ",
+        "\u{663}",
+        "85%",
+        "0x10",
+        "a b",
+        "/x",
+        "/",
+        "x/",
+        "\n",
+        "a\tb",
+        "\u{85}",
+        "\u{7f}",
+        "é",
+        "/mnt/scratch* /var/lib/*",
+        "example.com",
+        "example.com.",
+        "a..b",
+        ".",
+        "-a",
+        "a-",
+        "_x",
+        "a_b-c.d",
+        "true",
+        "false",
+        "True",
+        "not a name",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.push(label(63));
+    v.push(label(64));
+    v.push(format!("{}.{}", label(63), label(63)));
+    v
+}
+
+const KINDS: [Kind; 11] = [
+    Kind::Percent,
+    Kind::DecimalPercent,
+    Kind::Count,
+    Kind::Decimal,
+    Kind::Seconds,
+    Kind::Millis,
+    Kind::Globs,
+    Kind::Hostname,
+    Kind::Path,
+    Kind::Bool,
+    Kind::Text,
+];
+
+#[test]
+fn the_schema_pattern_of_each_kind_accepts_what_the_operator_accepts() {
+    let mut differ = Vec::new();
+    for kind in KINDS {
+        let re = regex::Regex::new(kind.pattern()).expect("a pattern the API server can read");
+        for value in edge_values() {
+            if re.is_match(&value) != kind.accepts(&value) {
+                differ.push(format!(
+                    "{kind:?} {value:?}: pattern {}, operator {}",
+                    re.is_match(&value),
+                    kind.accepts(&value)
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
+}
+
+#[test]
+fn numbers_stay_in_the_range_the_scripts_shell_computes_in() {
+    let ok = |kind: Kind, value: &str| kind.accepts(value);
+    assert!(ok(Kind::Count, "999999999"));
+    assert!(!ok(Kind::Count, "1000000000"));
+    assert!(!ok(Kind::Count, "18446744073709551615"));
+    assert!(ok(Kind::Millis, "999999999") && !ok(Kind::Millis, "0"));
+    assert!(ok(Kind::Seconds, "86400") && !ok(Kind::Seconds, "86401"));
+    assert!(ok(Kind::Decimal, "999999999.5") && !ok(Kind::Decimal, "1000000000"));
+    assert!(ok(Kind::DecimalPercent, "100.0") && !ok(Kind::DecimalPercent, "100.01"));
+    // A point always has digits after it.
+    assert!(!ok(Kind::Decimal, "3.") && !ok(Kind::Decimal, ".5"));
+    assert_eq!(
+        check("MEM_EXPECTED_MIB", "18446744073709551615").as_deref(),
+        Some("checkSettings.MEM_EXPECTED_MIB: \"18446744073709551615\" is not an integer count (0 to 999999999)")
+    );
+}
+
+#[test]
+fn a_decimal_with_a_leading_zero_is_refused_with_the_number_to_write() {
+    assert_eq!(
+        check("NET_DROPS_MAX_PERCENT", "05.5").as_deref(),
+        Some("checkSettings.NET_DROPS_MAX_PERCENT: \"05.5\" has a leading zero, which the checks' shell reads as an octal number; write \"5.5\"")
+    );
+    assert!(check("SVC_LOAD_MAX_PER_CPU", "00.25")
+        .unwrap()
+        .ends_with("write \"0.25\""));
+    assert_eq!(check("SVC_LOAD_MAX_PER_CPU", "0.25"), None);
+    // Text is never a number with a leading zero.
+    assert_eq!(check("SVC_CPU_MODEL", "08"), None);
+}
+
+#[test]
+fn each_kinds_edges_are_taken_and_its_past_edges_refused_by_operator_and_schema() {
+    for kind in KINDS {
+        let re = regex::Regex::new(kind.pattern()).unwrap();
+        for v in kind.edges() {
+            assert!(kind.accepts(v) && re.is_match(v), "{kind:?} {v:?}");
+        }
+        for v in kind.past_edges() {
+            assert!(!kind.accepts(v) && !re.is_match(v), "{kind:?} {v:?}");
+        }
+    }
 }

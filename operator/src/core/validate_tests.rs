@@ -326,6 +326,6 @@ fn a_check_setting_of_the_wrong_kind_is_invalid_spec_naming_it_and_its_kind() {
     assert_eq!(err.reason(), "InvalidSpec");
     assert_eq!(
         err.to_string(),
-        r#"checkSettings.DISK_USAGE_MAX_PERCENT: "abc" is not an integer percent (0-100); checkSettings.NET_STORAGE_TIMEOUT: "3s" is not a number of seconds (an integer, 1 or more)"#
+        r#"checkSettings.DISK_USAGE_MAX_PERCENT: "abc" is not an integer percent (0-100); checkSettings.NET_STORAGE_TIMEOUT: "3s" is not a number of seconds (an integer, 1 to 86400)"#
     );
 }
