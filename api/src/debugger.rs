@@ -17,6 +17,7 @@ use crate::schema;
     group = "kubecombo.io",
     version = "v1",
     kind = "Debugger",
+    doc = "A Debugger inspects nodes: it runs the check scripts (disk, net, mem, svc and your own) on the nodes it selects, as one Pod or a DaemonSet, once or on a schedule, and collects each node's results into a summary ConfigMap and its status. Optionally it runs a pinger next to them.",
     namespaced,
     shortname = "dbg",
     status = "DebuggerStatus",
@@ -150,9 +151,12 @@ pub struct DebuggerSpec {
     pub max_tainted_percent: u32,
 
     /// Settings of the default checks (names in docs/checks.md) and their
-    /// values as text, given to the scripts as environment variables; a
-    /// name or value the checks do not take makes the Debugger InvalidSpec.
+    /// values as text, given to the scripts as environment variables. A
+    /// value not of its setting's kind is refused at apply, and so is an
+    /// unknown name by kubectl; one that still reaches the operator makes
+    /// the Debugger InvalidSpec.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::check_settings")]
     pub check_settings: BTreeMap<String, String>,
 }
 

@@ -23,6 +23,7 @@ pub const DNS_SERVER_PATTERN: &str = r"^(\[[0-9A-Fa-f:.%]+\](:[0-9]{1,5})?|[0-9A
     group = "kubecombo.io",
     version = "v1",
     kind = "Pinger",
+    doc = "A Pinger describes probe loops (ICMP, TCP, UDP and DNS) that the pinger container of each Debugger following it runs continuously, exporting latency and loss as Prometheus metrics.",
     namespaced,
     shortname = "pgr",
     status = "PingerStatus",

@@ -103,6 +103,10 @@ mod tests {
         for (file, yaml) in crds() {
             assert!(!yaml.contains("x-kubernetes-validations"), "{file}: CEL");
             assert!(!yaml.contains("$ref"), "{file}: $ref");
+            assert!(
+                !yaml.contains("patternProperties"),
+                "{file}: patternProperties"
+            );
             assert!(!yaml.contains("anyOf: []"), "{file}");
             assert!(
                 !yaml.contains("default: ''"),
@@ -114,20 +118,64 @@ mod tests {
             untyped_nodes(schema, "", &mut untyped);
             assert!(
                 untyped.is_empty(),
-                "{file}: untyped schema nodes {untyped:?}"
+                "{file}: schema nodes that are not structural {untyped:?}"
             );
         }
     }
 
-    /// Paths of schema nodes without a `type` (structural schemas need one
-    /// everywhere except under `x-kubernetes-int-or-string` or
-    /// `x-kubernetes-preserve-unknown-fields`).
+    #[test]
+    fn kubectl_explain_opens_with_each_kinds_own_description() {
+        for (file, yaml) in crds() {
+            let doc: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+            let kind = doc["spec"]["names"]["kind"].as_str().unwrap();
+            let top = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                top.starts_with(&format!("A {kind} ")) && !top.contains("Auto-generated"),
+                "{file}: the top-level description is {top:?}: give the kind a #[kube(doc = ...)]"
+            );
+        }
+    }
+
+    #[test]
+    fn check_settings_name_every_setting_with_the_pattern_of_its_kind() {
+        let doc: serde_json::Value = serde_yaml::from_str(&to_yaml(&Debugger::crd())).unwrap();
+        let node = &doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["checkSettings"];
+        assert_eq!(node["type"], "object");
+        // The API server refuses additionalProperties next to properties
+        // and patternProperties anywhere: other names are unknown fields.
+        assert!(node.get("additionalProperties").is_none(), "{node}");
+        assert!(node.get("patternProperties").is_none(), "{node}");
+        let props = node["properties"].as_object().unwrap();
+        assert_eq!(props.len(), combo_api::settings::SETTINGS.len());
+        for s in combo_api::settings::SETTINGS {
+            let p = &props[s.name];
+            assert_eq!(p["type"], "string", "{}", s.name);
+            assert_eq!(p["pattern"], s.kind.pattern(), "{}", s.name);
+        }
+        for reserved in ["HOST_ROOT", "NODE_NAME", "PATH"] {
+            assert!(!props.contains_key(reserved), "{reserved}");
+        }
+    }
+
+    /// Paths of schema nodes that are not structural: without a `type`
+    /// (structural schemas need one everywhere except under
+    /// `x-kubernetes-int-or-string` or `x-kubernetes-preserve-unknown-fields`),
+    /// or with both `properties` and `additionalProperties`.
     fn untyped_nodes(node: &serde_json::Value, path: &str, out: &mut Vec<String>) {
         let Some(obj) = node.as_object() else { return };
         let exempt = obj.get("x-kubernetes-int-or-string").is_some()
             || obj.get("x-kubernetes-preserve-unknown-fields").is_some();
         if obj.get("type").is_none() && !exempt {
             out.push(path.to_string());
+        }
+        // 1.20 refuses both: "additionalProperties and properties are mutual exclusive".
+        if obj.contains_key("properties")
+            && obj.get("additionalProperties").is_some_and(|a| a != true)
+        {
+            out.push(format!("{path} (properties and additionalProperties)"));
         }
         if let Some(props) = obj.get("properties").and_then(|p| p.as_object()) {
             for (k, v) in props {

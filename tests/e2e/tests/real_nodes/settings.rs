@@ -7,7 +7,7 @@ use combo_e2e::fixtures::DebuggerBuilder;
 use combo_e2e::runs::now_rfc3339;
 use combo_e2e::{
     apply_yaml, client, install_from_registry, namespace, pods_on_every_real_node,
-    real_cluster_or_skip, wait_for, wait_run_within,
+    real_cluster_or_skip, wait_run_within,
 };
 use kube::Api;
 
@@ -36,22 +36,18 @@ async fn a_disk_threshold_below_the_nodes_usage_turns_its_disk_red_and_an_unknow
     let c = client().await;
     let dbgs: Api<Debugger> = Api::namespaced(c.clone(), &ns.name);
 
-    // A name no check reads (a typo of DISK_USAGE_MAX_PERCENT) is refused,
-    // named in the Ready condition.
+    // A name no check reads (a typo of DISK_USAGE_MAX_PERCENT) is refused
+    // at apply, as an unknown field of the CRD's checkSettings.
     let typo = DebuggerBuilder::new("typo")
         .categories(&[Category::Disk])
         .check_setting("DISK_USAGE_MAX", "50");
-    apply_yaml(&ns.name, &typo.yaml())?;
-    wait_for(
-        WAIT,
-        "Debugger typo Ready=False InvalidSpec naming checkSettings.DISK_USAGE_MAX",
-        || async {
-            Ok(ready(&dbgs, "typo").await?.is_some_and(|(s, r, m)| {
-                s == "False" && r == "InvalidSpec" && m.contains("checkSettings.DISK_USAGE_MAX:")
-            }))
-        },
-    )
-    .await?;
+    let refused = apply_yaml(&ns.name, &typo.yaml())
+        .expect_err("an unknown setting was applied")
+        .to_string();
+    assert!(
+        refused.contains("unknown field") && refused.contains("DISK_USAGE_MAX"),
+        "{refused}"
+    );
 
     // Any filesystem in use is above 0%: with that threshold every node's
     // mounts are red, with the message of the disk check.
