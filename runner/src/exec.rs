@@ -131,15 +131,20 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
     let mut child = match spawn(&mut cmd).await {
         Ok(c) => c,
         Err(e) => {
+            let why = if has_crlf_shebang(path) {
+                CRLF.to_string()
+            } else {
+                e.to_string()
+            };
             return Outcome {
-                exit: Exit::Spawn(e.to_string()),
+                exit: Exit::Spawn(why.clone()),
                 duration: start.elapsed(),
                 lines: vec![],
                 untaken: Untaken::default(),
                 stdout: Capture::default(),
                 stderr: Capture::default(),
-                last_stderr_line: e.to_string(),
-            }
+                last_stderr_line: why,
+            };
         }
     };
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
@@ -164,12 +169,17 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
 
     let (lines, untaken, stdout) = join_reader(stdout).await.unwrap_or_default();
     let stderr = join_reader(stderr).await.unwrap_or_default();
-    let last_stderr_line = String::from_utf8_lossy(&stderr.bytes)
+    let mut last_stderr_line = String::from_utf8_lossy(&stderr.bytes)
         .lines()
         .map(str::trim)
         .rfind(|l| !l.is_empty())
         .unwrap_or_default()
         .to_string();
+    // `#!/usr/bin/env sh\r` starts env, which finds no `sh\r` (127) or
+    // cannot run it (126).
+    if matches!(exit, Exit::Code(126 | 127)) && has_crlf_shebang(path) {
+        last_stderr_line = CRLF.to_string();
+    }
     Outcome {
         exit,
         duration,
@@ -179,6 +189,26 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
         stderr,
         last_stderr_line,
     }
+}
+
+/// What a script whose `#!` line ends in a carriage return is reported
+/// with: the kernel looks for an interpreter called `/bin/sh\r`, and says
+/// only "No such file or directory".
+pub const CRLF: &str = "script has CRLF (Windows) line endings; convert it with dos2unix";
+
+/// Whether the file's first line is a `#!` line ending in `\r\n`.
+fn has_crlf_shebang(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 512];
+    let Ok(n) = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) else {
+        return false;
+    };
+    let head = &head[..n];
+    head.starts_with(b"#!")
+        && head
+            .iter()
+            .position(|&b| b == b'\n')
+            .is_some_and(|end| end > 0 && head[end - 1] == b'\r')
 }
 
 fn kill_group(pgid: Option<Pid>) {
@@ -353,6 +383,31 @@ mod tests {
         assert!(
             matches!(state, None | Some('Z') | Some('X')),
             "child state {state:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_script_with_crlf_line_endings_is_named_as_such() {
+        let d = TestDir::new("exec-crlf");
+        d.file("sh.sh", "#!/bin/sh\r\necho ok up\r\n", 0o755);
+        let o = run(&d.path().join("sh.sh"), &[], Duration::from_secs(5)).await;
+        assert_eq!(o.exit, Exit::Spawn(CRLF.into()));
+        assert_eq!(o.last_stderr_line, CRLF);
+        d.file("env.sh", "#!/usr/bin/env sh\r\necho ok up\r\n", 0o755);
+        let o = run(&d.path().join("env.sh"), &[], Duration::from_secs(5)).await;
+        assert_eq!(o.exit, Exit::Code(127), "{o:?}");
+        assert_eq!(o.last_stderr_line, CRLF);
+        // Unix line endings, and a carriage return after the first line, are not it.
+        d.file("lf.sh", "#!/bin/sh\nexit 127 # \r\n", 0o755);
+        let o = run(&d.path().join("lf.sh"), &[], Duration::from_secs(5)).await;
+        assert_eq!(o.exit, Exit::Code(127));
+        assert_ne!(o.last_stderr_line, CRLF);
+        d.file("gone.sh", "#!/bin/nonexistent\n", 0o755);
+        let o = run(&d.path().join("gone.sh"), &[], Duration::from_secs(5)).await;
+        assert!(
+            matches!(&o.exit, Exit::Spawn(e) if e.contains("No such file")),
+            "{:?}",
+            o.exit
         );
     }
 
