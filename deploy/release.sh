@@ -11,8 +11,10 @@
 #   kube-combo-VERSION.tgz   the Helm chart, as `helm package` makes it, values pinned by digest
 #   kubectl-combo            the kubectl plugin (Linux x86-64, from the operator image)
 #   kubectl-combo-linux-amd64.tar.gz, combo.yaml
-#                            the plugin as krew installs it: the archive and krew's
-#                            Plugin manifest with its sha256 and URL (--url)
+#                            the plugin as krew installs it: the archive (the binary
+#                            and LICENSE) and krew's Plugin manifest with its sha256
+#                            and URL (--url), checked by deploy/krew-check.sh
+#   LICENSE                  the Apache License 2.0, also in the chart and the archive
 #   samples/                 the example Debuggers and Pingers of config/samples
 #   images.txt               NAME REGISTRY/kube-combo/NAME@sha256:... per image
 #   SHA256SUMS               of all the above
@@ -116,9 +118,21 @@ rm -rf "$overlay"
 cp -r "$repo/deploy/helm/kube-combo" "$work/kube-combo"
 sed -i -e "s/^version: .*/version: $version/" -e "s/^appVersion: .*/appVersion: \"$version\"/" \
     "$work/kube-combo/Chart.yaml"
+# Each image's repository and digest (image.<name>.repository, .tag and
+# .digest); the tag is the version, which the digest wins over.
 for i in "${all[@]}"; do
-    sed -i "s|^  $i: .*|  $i: $(image "$i")|" "$work/kube-combo/values.yaml"
+    ref=$(image "$i")
+    awk -v n="$i" -v repo="${ref%@*}" -v digest="${ref#*@}" -v tag="$version" '
+        /^[^ #]/ { top = $1 }
+        top == "image:" && /^  [a-z]+:/ { cur = $1 }
+        top == "image:" && cur == n ":" && /^    repository:/ { $0 = "    repository: " repo }
+        top == "image:" && cur == n ":" && /^    tag:/ { $0 = "    tag: " tag }
+        top == "image:" && cur == n ":" && /^    digest:/ { $0 = "    digest: \"" digest "\"" }
+        { print }' "$work/kube-combo/values.yaml" >"$work/values.yaml"
+    mv "$work/values.yaml" "$work/kube-combo/values.yaml"
+    grep -qF "digest: \"${ref#*@}\"" "$work/kube-combo/values.yaml" || die "values.yaml: no digest written for $i"
 done
+cp "$repo/LICENSE" "$work/kube-combo/LICENSE"
 tar -C "$work" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
     -czf "$out/kube-combo-$version.tgz" kube-combo
 
@@ -132,8 +146,10 @@ cp "$repo"/config/samples/*.yaml "$out/samples/"
 
 # The plugin for krew: an archive of the binary and krew's Plugin manifest.
 krew_archive=kubectl-combo-linux-amd64.tar.gz
-tar -C "$out" --owner=0 --group=0 --numeric-owner --mtime=@0 -czf "$out/$krew_archive" kubectl-combo
+cp "$repo/LICENSE" "$out/LICENSE"
+tar -C "$out" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -czf "$out/$krew_archive" kubectl-combo LICENSE
 url=${url:-file://$(cd "$out" && pwd)}
+home=$(awk '$1 == "home:" {print $2}' "$repo/deploy/helm/kube-combo/Chart.yaml")
 cat >"$out/combo.yaml" <<EOF
 apiVersion: krew.googlecontainertools.github.com/v1alpha2
 kind: Plugin
@@ -141,11 +157,22 @@ metadata:
   name: combo
 spec:
   version: v$version
-  shortDescription: Read kube-combo's node inspections and network probes
+  homepage: $home
+  shortDescription: Read kube-combo's node inspections and probes
   description: |
-    kubectl combo reads what kube-combo's Debuggers found: the summary of a
-    run node by node, the errlog of a node, the mesh of the pingers' paths,
-    and asks for a run now.
+    kubectl combo reads what the kube-combo operator's Debuggers found on
+    the cluster's nodes: the summary of an inspection run node by node
+    (disk, network, memory and service checks), the error log of a node's
+    scripts, the pingers' mesh of network paths between nodes with their
+    loss and latency, and it asks a Debugger for a run now. It needs the
+    kube-combo operator installed (its chart or kube-combo.yaml).
+  caveats: |
+    kubectl combo needs the kube-combo operator in the cluster, and these
+    permissions: get, list and watch on debuggers, pingers and
+    debuggerreports (kubecombo.io), patch on debuggers (a run now), get and
+    list on pods, create on pods/exec (the errlog of a runner pod) and get
+    on pods/proxy (the pingers' /recent for the mesh); errlog runs kubectl,
+    which must be on the PATH.
   platforms:
     - selector:
         matchLabels:
@@ -155,7 +182,8 @@ spec:
       sha256: $(sha256sum "$out/$krew_archive" | cut -d' ' -f1)
       bin: kubectl-combo
 EOF
+"$repo/deploy/krew-check.sh" "$out/combo.yaml" "$out/$krew_archive" "$version" || die "combo.yaml: not a manifest krew takes"
 (cd "$out" && sha256sum kube-combo.yaml "kube-combo-$version.tgz" kubectl-combo "$krew_archive" combo.yaml \
-    images.txt samples/*.yaml >SHA256SUMS)
+    LICENSE images.txt samples/*.yaml >SHA256SUMS)
 echo "release $version in $out:"
 sed 's/^/  /' "$out/images.txt"

@@ -6,6 +6,7 @@
 #   deploy/kube-combo.yaml       (kubectl kustomize config/default)
 #   config/prometheus/prometheusrule.yaml (from config/prometheus/rules.yaml)
 #   deploy/helm/kube-combo/prometheus-rules.yaml (a copy of config/prometheus/rules.yaml)
+#   deploy/helm/kube-combo/dashboards/ (a copy of deploy/grafana/)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -19,7 +20,8 @@ sed -n '/^rules:$/,$p' config/rbac/cluster_role.yaml | tail -n +2 | sed 's/^  //
 } > deploy/kube-combo.yaml
 {
     echo "# Generated from config/prometheus/rules.yaml by deploy/render.sh: edit that file."
-    printf 'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: kube-combo-pinger\n  labels:\n    app.kubernetes.io/name: kube-combo\nspec:\n'
+    printf 'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: kube-combo-alerts\n  labels:\n    app.kubernetes.io/name: kube-combo\nspec:\n'
     grep -v '^#' config/prometheus/rules.yaml | sed 's/^/  /'
 } > config/prometheus/prometheusrule.yaml
 cp config/prometheus/rules.yaml deploy/helm/kube-combo/prometheus-rules.yaml
+cp deploy/grafana/kube-combo-pinger.json deploy/helm/kube-combo/dashboards/

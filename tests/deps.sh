@@ -3,7 +3,7 @@
 # need (root; apt-get). Idempotent: installs only what is missing.
 set -euo pipefail
 packages=(build-essential pkg-config golang-go rsync dpkg-dev etcd-server iproute2 iptables nftables
-    openssl util-linux curl iputils-ping shellcheck fping dnsutils procps jq prometheus victoria-metrics chromium unzip
+    openssl util-linux curl iputils-ping shellcheck fping dnsutils procps jq yq prometheus victoria-metrics chromium unzip
     xfsprogs)
 missing=()
 for p in "${packages[@]}"; do

@@ -276,15 +276,24 @@ fn read_yaml(rel: &str) -> Value {
 }
 
 #[test]
-fn the_chart_carries_the_alert_rules_of_config_prometheus() {
+fn the_chart_carries_the_alert_rules_of_config_prometheus_and_the_dashboard() {
     // deploy/render.sh copies them; the chart reads the copy as a file.
-    let copy = "deploy/helm/kube-combo/prometheus-rules.yaml";
-    assert_eq!(
-        std::fs::read_to_string(repo().join(copy)).expect(copy),
-        std::fs::read_to_string(repo().join("config/prometheus/rules.yaml"))
-            .expect("config/prometheus/rules.yaml"),
-        "{copy} is not config/prometheus/rules.yaml: run deploy/render.sh"
-    );
+    for (copy, original) in [
+        (
+            "deploy/helm/kube-combo/prometheus-rules.yaml",
+            "config/prometheus/rules.yaml",
+        ),
+        (
+            "deploy/helm/kube-combo/dashboards/kube-combo-pinger.json",
+            "deploy/grafana/kube-combo-pinger.json",
+        ),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(repo().join(copy)).expect(copy),
+            std::fs::read_to_string(repo().join(original)).expect(original),
+            "{copy} is not {original}: run deploy/render.sh"
+        );
+    }
 }
 
 #[test]
@@ -306,7 +315,7 @@ fn the_monitoring_toggles_render_the_objects_of_config_prometheus() {
             "podMonitor.enabled=true,prometheusRule.enabled=true,service.enabled=true",
         ],
     );
-    let rule = find(&on, "PrometheusRule", "kube-combo-pinger");
+    let rule = find(&on, "PrometheusRule", "kube-combo-alerts");
     let config = read_yaml("config/prometheus/prometheusrule.yaml");
     assert_eq!(rule["spec"], config["spec"], "the PrometheusRule's groups");
 
@@ -452,5 +461,635 @@ service: {enabled: true, type: NodePort, port: 9999, annotations: {e: f}}
     assert_eq!(
         str_at(&d["spec"]["template"]["spec"], &["serviceAccountName"]),
         "ops"
+    );
+}
+
+/// `helm template` with the values file `values` (YAML), the objects.
+fn template_values(helm: &Path, name: &str, values: &str) -> Vec<Value> {
+    let dir = tempdir(name);
+    let file = dir.join("values.yaml");
+    std::fs::write(&file, values).expect("writing a values file");
+    let objects = template(helm, &["-f", file.to_str().expect("UTF-8")]);
+    let _ = std::fs::remove_dir_all(&dir);
+    objects
+}
+
+fn env_value<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
+    container["env"]
+        .as_sequence()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .map(|e| str_at(e, &["value"]))
+}
+
+#[test]
+fn an_image_is_its_repository_and_tag_or_its_digest_which_wins() {
+    let Some(helm) = helm::binary("image values") else {
+        return;
+    };
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let objects = template_values(
+        &helm,
+        "images",
+        &format!(
+            "image:\n  operator: {{repository: reg.example:5000/kc/operator, tag: \"1.2.3\"}}\n  \
+             runner: {{repository: reg.example:5000/kc/runner, tag: \"1.2.3\", digest: \"{digest}\"}}\n  \
+             pinger: {{tag: \"2.0.0\"}}\n"
+        ),
+    );
+    let c = &find(&objects, "Deployment", "combo-operator")["spec"]["template"]["spec"]
+        ["containers"][0];
+    assert_eq!(str_at(c, &["image"]), "reg.example:5000/kc/operator:1.2.3");
+    assert_eq!(
+        env_value(c, "COMBO_RUNNER_IMAGE"),
+        Some(format!("reg.example:5000/kc/runner@{digest}").as_str()),
+        "the digest wins over the tag"
+    );
+    // A key left out keeps its default: the pinger's repository.
+    assert_eq!(
+        env_value(c, "COMBO_PINGER_IMAGE"),
+        Some("kube-combo/pinger:2.0.0")
+    );
+}
+
+#[test]
+fn extra_env_args_strategy_labels_and_rbac_reach_the_operator() {
+    let Some(helm) = helm::binary("operator values") else {
+        return;
+    };
+    let objects = template_values(
+        &helm,
+        "operator",
+        r"
+extraEnv: [{name: RUST_LOG, value: debug}, {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
+extraArgs: [--leader-elect-lease=kc-b, --image-pull-secrets=regcred]
+updateStrategy: {type: Recreate}
+serviceAccount: {labels: {team: infra}}
+",
+    );
+    let d = find(&objects, "Deployment", "combo-operator");
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    let yaml = |s: &str| -> Value { serde_yaml::from_str(s).expect("YAML") };
+    // After the chart's own, in the order given.
+    assert_eq!(
+        c["args"],
+        yaml("[--leader-elect, '--metrics-addr=0.0.0.0:8080', --leader-elect-lease=kc-b, --image-pull-secrets=regcred]")
+    );
+    let env = c["env"].as_sequence().expect("env");
+    let names: Vec<&str> = env.iter().map(|e| str_at(e, &["name"])).collect();
+    assert_eq!(
+        names,
+        [
+            "COMBO_RUNNER_IMAGE",
+            "COMBO_PINGER_IMAGE",
+            "POD_NAME",
+            "POD_NAMESPACE",
+            "RUST_LOG",
+            "NODE"
+        ]
+    );
+    assert_eq!(env_value(c, "RUST_LOG"), Some("debug"));
+    assert_eq!(
+        env[5]["valueFrom"],
+        yaml("{fieldRef: {fieldPath: spec.nodeName}}")
+    );
+    assert_eq!(d["spec"]["strategy"], yaml("{type: Recreate}"));
+    let sa = find(&objects, "ServiceAccount", "combo-operator");
+    assert_eq!(sa["metadata"]["labels"]["team"], "infra");
+    assert_eq!(
+        sa["metadata"]["labels"]["app.kubernetes.io/name"], "kube-combo",
+        "the chart's labels stay"
+    );
+    // The defaults: no strategy, nothing after the chart's own.
+    let d = find(&template(&helm, &[]), "Deployment", "combo-operator").clone();
+    assert!(d["spec"].get("strategy").is_none(), "a strategy by default");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_sequence()
+            .map(Vec::len),
+        Some(4)
+    );
+
+    // rbac.create: false makes no Role, ClusterRole or binding, and keeps the rest.
+    let objects = template(&helm, &["--set", "rbac.create=false"]);
+    let rbac: Vec<String> = objects
+        .iter()
+        .filter(|o| str_at(o, &["apiVersion"]).starts_with("rbac.authorization.k8s.io/"))
+        .map(kind_name)
+        .collect();
+    assert!(rbac.is_empty(), "rbac.create=false renders {rbac:?}");
+    find(&objects, "Deployment", "combo-operator");
+    find(&objects, "ServiceAccount", "combo-operator");
+}
+
+#[test]
+fn prometheus_rule_overrides_and_the_grafana_dashboard() {
+    let Some(helm) = helm::binary("rules and dashboard") else {
+        return;
+    };
+    let objects = template_values(
+        &helm,
+        "rules",
+        r#"
+prometheusRule:
+  enabled: true
+  disabled: {ComboPingerProbeLoss: true, ComboDebuggerStopped: true}
+  additionalRules:
+    - alert: MyComboAlert
+      expr: combo_pinger_target_up == 0
+      for: 1m
+      labels: {severity: info}
+grafanaDashboard: {enabled: true, annotations: {grafana_folder: kube-combo}}
+"#,
+    );
+    let rule = find(&objects, "PrometheusRule", "kube-combo-alerts");
+    let alerts = |groups: &Value| -> Vec<String> {
+        groups
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
+            .map(|r| str_at(&r, &["alert"]).to_string())
+            .collect()
+    };
+    let shipped = alerts(&read_yaml("config/prometheus/rules.yaml")["groups"]);
+    assert!(
+        shipped.contains(&"ComboOperatorDown".to_string()),
+        "{shipped:?}"
+    );
+    let mut want: Vec<String> = shipped
+        .into_iter()
+        .filter(|a| a != "ComboPingerProbeLoss" && a != "ComboDebuggerStopped")
+        .collect();
+    want.push("MyComboAlert".into());
+    assert_eq!(alerts(&rule["spec"]["groups"]), want);
+    let groups = rule["spec"]["groups"].as_sequence().expect("groups");
+    let last = groups.last().expect("a group");
+    assert_eq!(str_at(last, &["name"]), "kube-combo-additional");
+    assert_eq!(last["rules"][0]["labels"]["severity"], "info");
+    // Every shipped alert has its runbook in troubleshooting.md.
+    let troubleshooting = std::fs::read_to_string(repo().join("docs/troubleshooting.md"))
+        .expect("troubleshooting.md");
+    let anchors: Vec<String> = troubleshooting
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(|h| {
+            h.to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-')
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect();
+    for g in read_yaml("config/prometheus/rules.yaml")["groups"]
+        .as_sequence()
+        .expect("groups")
+    {
+        for r in g["rules"].as_sequence().expect("rules") {
+            let url = str_at(r, &["annotations", "runbook_url"]);
+            let anchor = url
+                .split_once("/docs/troubleshooting.md#")
+                .map(|(_, a)| a.to_string());
+            assert!(
+                anchor.as_ref().is_some_and(|a| anchors.contains(a)),
+                "{}: runbook_url {url:?} is no section of troubleshooting.md ({anchors:?})",
+                str_at(r, &["alert"])
+            );
+        }
+    }
+
+    let cm = find(&objects, "ConfigMap", "kube-combo-grafana-dashboard");
+    assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
+    assert_eq!(
+        cm["metadata"]["annotations"]["grafana_folder"],
+        "kube-combo"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(str_at(cm, &["data", "kube-combo-pinger.json"]))
+            .expect("the ConfigMap's dashboard is JSON");
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("deploy/grafana/kube-combo-pinger.json"))
+            .expect("the dashboard"),
+    )
+    .expect("the dashboard is JSON");
+    assert_eq!(json, file, "the ConfigMap holds deploy/grafana's dashboard");
+    assert!(
+        !template(&helm, &[])
+            .iter()
+            .any(|o| str_at(o, &["kind"]) == "ConfigMap"),
+        "a dashboard ConfigMap by default"
+    );
+}
+
+#[test]
+fn debuggers_and_pingers_of_the_values_are_rendered_as_their_objects() {
+    let Some(helm) = helm::binary("debuggers and pingers") else {
+        return;
+    };
+    let objects = template_values(
+        &helm,
+        "workloads",
+        r#"
+pingers:
+  - {name: mesh, spec: {peers: true, maxPeers: 20}}
+debuggers:
+  - name: node-check
+    namespace: ops
+    labels: {team: infra}
+    spec: {workloadType: daemonset, enablePinger: true, pinger: mesh, runAt: "0 */6 * * *", categories: [disk, net]}
+"#,
+    );
+    let yaml = |s: &str| -> Value { serde_yaml::from_str(s).expect("YAML") };
+    let d = find(&objects, "Debugger", "node-check");
+    assert_eq!(str_at(d, &["apiVersion"]), "kubecombo.io/v1");
+    assert_eq!(str_at(d, &["metadata", "namespace"]), "ops");
+    assert_eq!(d["metadata"]["labels"]["team"], "infra");
+    assert_eq!(
+        d["metadata"]["labels"]["app.kubernetes.io/instance"],
+        "kube-combo"
+    );
+    assert_eq!(
+        d["spec"],
+        yaml(
+            r#"{workloadType: daemonset, enablePinger: true, pinger: mesh, runAt: "0 */6 * * *", categories: [disk, net]}"#
+        )
+    );
+    let p = find(&objects, "Pinger", "mesh");
+    assert_eq!(
+        str_at(p, &["metadata", "namespace"]),
+        NS,
+        "the release namespace"
+    );
+    assert_eq!(p["spec"], yaml("{peers: true, maxPeers: 20}"));
+    // Each is an object of its CRD in crds/.
+    for o in [d, p] {
+        let kind = str_at(o, &["kind"]);
+        assert!(
+            objects
+                .iter()
+                .any(|c| str_at(c, &["kind"]) == "CustomResourceDefinition"
+                    && c["spec"]["names"]["kind"] == kind
+                    && c["spec"]["group"] == "kubecombo.io"),
+            "no CRD of {kind}"
+        );
+    }
+    assert!(
+        !template(&helm, &[])
+            .iter()
+            .any(|o| matches!(str_at(o, &["kind"]), "Debugger" | "Pinger")),
+        "a Debugger or Pinger by default"
+    );
+}
+
+#[test]
+fn the_chart_says_where_it_comes_from_and_its_notes_where_the_plugin_and_docs_are() {
+    let Some(helm) = helm::binary("Chart.yaml and NOTES") else {
+        return;
+    };
+    let chart = read_yaml("deploy/helm/kube-combo/Chart.yaml");
+    for key in ["kubeVersion", "home", "sources", "keywords", "maintainers"] {
+        assert!(
+            !chart[key].is_null() && chart[key] != Value::Sequence(vec![]),
+            "Chart.yaml has no {key}"
+        );
+    }
+    let app = str_at(&chart, &["appVersion"]);
+    assert!(
+        !app.starts_with('v') && app.split('.').count() == 3,
+        "appVersion {app:?} is not the release's form (1.2.3)"
+    );
+    let home = str_at(&chart, &["home"]);
+    let dir = self::chart();
+    let out = run(
+        &helm,
+        &[
+            "install",
+            "kube-combo",
+            dir.to_str().expect("a UTF-8 path"),
+            "-n",
+            NS,
+            "--dry-run=client",
+            "--set",
+            "watchNamespace=team-a",
+        ],
+    );
+    let notes = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "kubectl krew install --manifest=combo.yaml",
+        "kubectl-combo-linux-amd64.tar.gz",
+        "kubectl label namespace team-a",
+        "kubectl apply -n team-a -f samples/debugger_daemonset.yaml",
+        &format!("{home}/tree/main/docs"),
+    ] {
+        assert!(notes.contains(want), "NOTES without {want:?}:\n{notes}");
+    }
+}
+
+/// A wrong value: the YAML of a values file and the path helm must name.
+struct Wrong {
+    values: String,
+    named: String,
+}
+
+/// The schema at `s`, its `$ref` resolved in `root`'s definitions.
+fn resolved<'a>(root: &'a serde_json::Value, s: &'a serde_json::Value) -> &'a serde_json::Value {
+    match s["$ref"]
+        .as_str()
+        .and_then(|r| r.strip_prefix("#/definitions/"))
+    {
+        Some(name) => resolved(root, &root["definitions"][name]),
+        None => s,
+    }
+}
+
+/// `value` at `path` (keys; `0` is the first item of a list) as YAML.
+fn values_at(path: &[String], value: Value) -> String {
+    let v = path.iter().rev().fold(value, |v, k| {
+        if k == "0" {
+            Value::Sequence(vec![v])
+        } else {
+            let mut m = Mapping::new();
+            m.insert(Value::String(k.clone()), v);
+            Value::Mapping(m)
+        }
+    });
+    serde_yaml::to_string(&v).expect("YAML")
+}
+
+/// Wrong values generated from the schema: for each value it defines, down
+/// to `depth` levels into the Kubernetes types, one of another type, one
+/// that misses its pattern or enum, and an unknown key in each closed object.
+fn wrong_values(
+    root: &serde_json::Value,
+    s: &serde_json::Value,
+    path: &mut Vec<String>,
+    depth: usize,
+    out: &mut Vec<Wrong>,
+) {
+    let s = resolved(root, s);
+    let pointer = format!("'/{}'", path.join("/"));
+    let mut push = |value: Value, named: String| {
+        out.push(Wrong {
+            values: values_at(path, value),
+            named,
+        });
+    };
+    let types: Vec<&str> = match &s["type"] {
+        serde_json::Value::String(t) => vec![t.as_str()],
+        serde_json::Value::Array(ts) => ts.iter().filter_map(|t| t.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    if !path.is_empty() && !types.is_empty() {
+        let other = if types.contains(&"string") || types.contains(&"object") {
+            Value::Sequence(vec![Value::Number(1.into())])
+        } else {
+            Value::String("not-a-number-or-bool".into())
+        };
+        if !(types.contains(&"array") && other.is_sequence()) {
+            push(other, pointer.clone());
+        } else {
+            push(Value::String("a string".into()), pointer.clone());
+        }
+    }
+    if s.get("pattern").is_some() || s.get("enum").is_some() {
+        push(Value::String("Not_A_Name!".into()), pointer.clone());
+    }
+    if s.get("oneOf").is_some() && types.is_empty() {
+        push(
+            Value::Sequence(vec![Value::Number(1.into())]),
+            pointer.clone(),
+        );
+        push(Value::String("1x".into()), pointer.clone());
+    }
+    if depth == 0 {
+        return;
+    }
+    if let Some(props) = s["properties"].as_object() {
+        if s["additionalProperties"] == serde_json::Value::Bool(false) {
+            push(
+                serde_yaml::from_str("{notAValue: 1}").expect("YAML"),
+                "'notAValue'".into(),
+            );
+        }
+        for (k, sub) in props {
+            path.push(k.clone());
+            wrong_values(root, sub, path, depth - 1, out);
+            path.pop();
+        }
+    }
+    if let Some(items) = s.get("items") {
+        path.push("0".into());
+        wrong_values(root, items, path, depth - 1, out);
+        path.pop();
+    }
+    if let Some(extra) = s.get("additionalProperties").filter(|a| a.is_object()) {
+        path.push("someKey".into());
+        wrong_values(root, extra, path, depth - 1, out);
+        path.pop();
+    }
+}
+
+/// The schema is as strict as the operator: every wrong value generated from
+/// it, and those of the operator's crash loops, is refused naming its path;
+/// every right values file of `ci/` (which tests/e2e/helm.sh installs) lints
+/// and renders.
+#[test]
+fn the_schema_refuses_each_wrong_value_by_name_and_takes_the_right_ones() {
+    let Some(helm) = helm::binary("schema") else {
+        return;
+    };
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(chart().join("values.schema.json")).expect("the schema"),
+    )
+    .expect("the schema is JSON");
+    let mut wrong = Vec::new();
+    wrong_values(&schema, &schema, &mut Vec::new(), 5, &mut wrong);
+    // Values that pass a loose schema and stop the operator or its pod.
+    for (values, named) in [
+        (
+            "workloadImagePullSecrets: [Reg_Cred]",
+            "/workloadImagePullSecrets/0",
+        ),
+        ("resources: {limits: {cpu: [1]}}", "/resources/limits/cpu"),
+        (
+            "resources: {requests: {memory: 64MB}}",
+            "/resources/requests/memory",
+        ),
+        (
+            "podSecurityContext: {runAsUser: root}",
+            "/podSecurityContext/runAsUser",
+        ),
+        ("tolerations: [{effect: 5}]", "/tolerations/0/effect"),
+        (
+            "tolerations: [{operator: Sometimes}]",
+            "/tolerations/0/operator",
+        ),
+        (
+            "securityContext: {capabilities: {drop: all}}",
+            "/securityContext/capabilities/drop",
+        ),
+        ("watchNamespace: Team_A", "/watchNamespace"),
+        ("extraArgs: [--no-taints]", "/extraArgs/0"),
+        (
+            "extraArgs: ['--image-pull-secrets=Reg_Cred']",
+            "/extraArgs/0",
+        ),
+        ("extraEnv: [{name: 'A=B', value: x}]", "/extraEnv/0/name"),
+        (
+            "image: {operator: {digest: 'sha256:abc'}}",
+            "/image/operator/digest",
+        ),
+        ("debuggers: [{name: Node_Check}]", "/debuggers/0/name"),
+        ("updateStrategy: {type: OnDelete}", "/updateStrategy/type"),
+    ] {
+        wrong.push(Wrong {
+            values: format!("{values}\n"),
+            named: format!("'{named}'"),
+        });
+    }
+    let dir = tempdir("wrong");
+    let chart = chart();
+    let chart = chart.to_str().expect("a UTF-8 path");
+    let mut problems = Vec::new();
+    let mut refused = 0;
+    for (i, w) in wrong.iter().enumerate() {
+        let file = dir.join(format!("wrong-{i}.yaml"));
+        std::fs::write(&file, &w.values).expect("writing a values file");
+        let file = file.to_str().expect("UTF-8");
+        let out = run(&helm, &["template", "kube-combo", chart, "-f", file]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            problems.push(format!("rendered: {}", w.values.trim()));
+        } else if !stderr.contains(&w.named) {
+            problems.push(format!(
+                "refused without naming {}: {}: {stderr}",
+                w.named,
+                w.values.trim()
+            ));
+        } else {
+            refused += 1;
+        }
+    }
+    // helm lint --strict refuses them too (a sample: lint is slower).
+    for w in wrong.iter().rev().take(5) {
+        let file = dir.join("lint.yaml");
+        std::fs::write(&file, &w.values).expect("writing a values file");
+        let out = run(
+            &helm,
+            &[
+                "lint",
+                "--strict",
+                chart,
+                "-f",
+                file.to_str().expect("UTF-8"),
+            ],
+        );
+        if out.status.success() {
+            problems.push(format!("helm lint --strict passes {}", w.values.trim()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut right = 0;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(chart).join("ci"))
+        .expect("the chart's ci/")
+        .map(|e| e.expect("an entry of ci/").path())
+        .collect();
+    files.sort();
+    for f in &files {
+        let f = f.to_str().expect("UTF-8");
+        for args in [
+            &["lint", "--strict", chart, "-f", f][..],
+            &["template", "kube-combo", chart, "-f", f],
+        ] {
+            let out = run(&helm, args);
+            if !out.status.success() {
+                problems.push(format!(
+                    "helm {args:?}: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        right += 1;
+    }
+    println!(
+        "schema: refused {refused} of {} wrong values, rendered {right} of {} right ones (tests/e2e/helm.sh installs them)",
+        wrong.len(),
+        files.len()
+    );
+    assert!(
+        wrong.len() > 100,
+        "only {} wrong values generated",
+        wrong.len()
+    );
+    assert!(
+        files.len() >= 2,
+        "only {} right values files in ci/",
+        files.len()
+    );
+    assert_none_of(problems);
+}
+
+fn assert_none_of(problems: Vec<String>) {
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// `s` without what the chart's schema adds to, or the CRD generator puts
+/// in, a Kubernetes type's schema: descriptions, defaults, formats, list
+/// and map markers, closed objects and enums.
+fn bare(s: &serde_json::Value) -> serde_json::Value {
+    match s {
+        serde_json::Value::Object(m) => m
+            .iter()
+            .filter(|(k, v)| {
+                !matches!(
+                    k.as_str(),
+                    "description" | "default" | "nullable" | "format" | "enum"
+                ) && !k.starts_with("x-kubernetes-")
+                    && !(k.as_str() == "additionalProperties" && **v == serde_json::Value::Bool(false))
+            })
+            .map(|(k, v)| (k.clone(), bare(v)))
+            .collect(),
+        serde_json::Value::Array(a) => a.iter().map(bare).collect(),
+        v => v.clone(),
+    }
+}
+
+#[test]
+fn the_schema_types_affinity_and_tolerations_as_the_crds_do() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(chart().join("values.schema.json")).expect("the schema"),
+    )
+    .expect("the schema is JSON");
+    let crd = read_yaml("deploy/helm/kube-combo/crds/kubecombo.io_debuggers.yaml");
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["properties"];
+    let json = |v: &Value| -> serde_json::Value {
+        serde_json::to_value(v).expect("the CRD's schema as JSON")
+    };
+    assert_eq!(
+        bare(&schema["definitions"]["Affinity"]),
+        bare(&json(&spec["affinity"])),
+        "the chart's Affinity is not the Debugger CRD's (k8s-openapi's)"
+    );
+    assert_eq!(
+        bare(&schema["definitions"]["Toleration"]),
+        bare(&json(&spec["tolerations"]["items"])),
+        "the chart's Toleration is not the Debugger CRD's"
+    );
+    // Both closed, as the API server's pruning would drop an unknown key silently.
+    assert_eq!(
+        schema["definitions"]["Toleration"]["additionalProperties"],
+        serde_json::Value::Bool(false)
     );
 }

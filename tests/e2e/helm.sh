@@ -8,8 +8,11 @@
 # cluster's registry (172.31.0.1:5000/kube-combo/*:dev):
 #   helm lint --strict; helm template with a string for replicas fails naming it;
 #   helm package (versions 0.1.0-ci.1 and 0.1.0-ci.2);
-#   helm install from the first package, with imagePullSecrets; the node
-#     sample with its Pinger runs, and a run reaches every node's summary;
+#   each right values file of the chart's ci/ installs an operator that
+#     becomes Ready, with its values ("schema: installed M of M right ones");
+#   helm install from the first package, with imagePullSecrets and the node
+#     sample with its Pinger as the values debuggers and pingers: they run,
+#     and a run reaches every node's summary;
 #   helm push of the second package to the registry (OCI, plain HTTP) and
 #     helm upgrade from oci://: the operator's pod is replaced, every node
 #     keeps its key in the summary and the Debugger stays Ready at every
@@ -38,7 +41,7 @@ work=$(mktemp -d /tmp/kube-combo-helm.XXXXXX)
 poller='' current='' done=0
 mapfile -t nodes < <(seq 1 "$(cat "$dir/real-nodes")" | sed 's/^/real-/')
 ((${#nodes[@]})) || { echo "helm.sh: $dir has no real nodes" >&2; exit 2; }
-images=(--set "image.operator=$registry/kube-combo/operator:dev,image.runner=$registry/kube-combo/runner:dev,image.pinger=$registry/kube-combo/pinger:dev")
+images=(--set "image.operator.repository=$registry/kube-combo/operator,image.runner.repository=$registry/kube-combo/runner,image.pinger.repository=$registry/kube-combo/pinger" --set "image.operator.tag=dev,image.runner.tag=dev,image.pinger.tag=dev")
 combo() { PATH=$(cat "$dir/bin-dir"):$PATH kubectl combo "$@"; }
 
 log() { printf '[helm %(%T)T] %s\n' -1 "$*"; }
@@ -153,22 +156,71 @@ check_chart() {
     passed
 }
 
+# Each right values file of the chart's ci/ (operator/tests/chart.rs renders
+# them and refuses the wrong values it generates) installs an operator that
+# becomes Ready, watching a namespace of its own; the values reach it.
+install_right_values() {
+    begin "schema: each right values file of ci/ installs and becomes Ready"
+    local f i=0 n ok=0 files=("$repo"/deploy/helm/kube-combo/ci/*-values.yaml)
+    for f in "${files[@]}"; do
+        i=$((i + 1)) n=combo-schema-$i
+        "$helm" install "$n" "$repo/deploy/helm/kube-combo" -n "$n" --create-namespace -f "$f" "${images[@]}" \
+            --set watchNamespace="$n" --wait --timeout 180s >"$work/schema-$i" 2>&1 ||
+            fail "helm install -f $(basename "$f"): $(cat "$work/schema-$i")"
+        kubectl wait -n "$n" --for=condition=Available deployment --all --timeout=120s >/dev/null ||
+            fail "$(basename "$f"): the operator is not Available: $(kubectl get pods -n "$n" -o wide)"
+        kubectl wait -n "$n" --for=condition=Ready pod -l app.kubernetes.io/component=operator --timeout=120s >/dev/null ||
+            fail "$(basename "$f"): the operator's pod is not Ready: $(kubectl get pods -n "$n" -o wide)"
+        if [[ $(basename "$f") == full-values.yaml ]]; then
+            local d
+            d=$(kubectl get deployment -n "$n" combo-ci -o json)
+            jq -e '.spec.strategy.rollingUpdate.maxUnavailable == "25%"
+                and (.spec.template.spec.containers[0].env | any(.name == "RUST_LOG" and .value == "debug"))
+                and (.spec.template.spec.containers[0].args | index("--leader-elect-lease=combo-ci"))
+                and (.spec.template.spec.tolerations | length == 2)' <<<"$d" >/dev/null ||
+                fail "full-values.yaml: the Deployment lacks a value: $(jq -c '.spec.strategy, .spec.template.spec.containers[0].args' <<<"$d")"
+            [[ $(kubectl get serviceaccount -n "$n" combo-ci.sa -o jsonpath='{.metadata.labels.team}') == infra ]] ||
+                fail "full-values.yaml: the ServiceAccount has no label team=infra"
+            kubectl get lease -n "$n" combo-ci >/dev/null || fail "full-values.yaml: no Lease combo-ci (extraArgs)"
+        fi
+        "$helm" uninstall "$n" -n "$n" --wait --timeout 180s >/dev/null || fail "helm uninstall $n"
+        kubectl delete namespace "$n" --timeout=180s >/dev/null
+        ok=$((ok + 1))
+    done
+    log "schema: installed $ok of ${#files[@]} right ones"
+    passed
+}
+
+# The Debugger and Pinger of config/samples/debugger_daemonset_mesh.yaml as
+# the chart's values debuggers and pingers, in namespace $ns.
+sample_values() {
+    # shellcheck disable=SC2016 # $ns is jq's
+    yq -y -s --arg ns "$ns" '{
+        pingers: [.[] | select(.kind == "Pinger") | {name: .metadata.name, namespace: $ns, spec}],
+        debuggers: [.[] | select(.kind == "Debugger") | {name: .metadata.name, namespace: $ns, spec}]}' \
+        "$repo/config/samples/debugger_daemonset_mesh.yaml"
+}
+
 install_and_run() {
-    begin "helm install from the packaged chart, a run on every node"
+    begin "helm install from the packaged chart with a Debugger from values, a run on every node"
     kubectl create namespace "$system" >/dev/null
     # A pull secret for the operator's pod (the registry asks for none).
     kubectl create secret docker-registry regcred -n "$system" --docker-server="$registry" \
         --docker-username=kube-combo --docker-password=unused >/dev/null
+    kubectl create namespace "$ns" >/dev/null
+    sample_values >"$work/sample-values.yaml"
     "$helm" install "$release" "$work/kube-combo-0.1.0-ci.1.tgz" -n "$system" "${images[@]}" \
-        --set 'imagePullSecrets[0].name=regcred' --wait --timeout 180s >"$work/install" ||
+        --set 'imagePullSecrets[0].name=regcred' -f "$work/sample-values.yaml" --wait --timeout 180s >"$work/install" ||
         fail "helm install: $(cat "$work/install")"
     grep -q 'kubectl label namespace' "$work/install" || fail "helm install printed no NOTES: $(cat "$work/install")"
     wait_until 180 "the operator of 0.1.0-ci.1 rolled out" operator_at 0.1.0-ci.1
     [[ $(kubectl get deployment -n "$system" combo-operator -o jsonpath='{.spec.template.spec.imagePullSecrets[0].name}') == regcred ]] ||
         fail "the operator's pod has no imagePullSecrets"
-    kubectl create namespace "$ns" >/dev/null
-    kubectl apply -n "$ns" -f "$repo/config/samples/debugger_daemonset_mesh.yaml" >/dev/null
-    wait_until 180 "a Ready pod of the sample on every node" workload_ready
+    [[ $(kubectl get debugger -n "$ns" "$debugger" -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}') == Helm ]] ||
+        fail "the chart made no Debugger $ns/$debugger from its values"
+    [[ $(kubectl get pinger -n "$ns" mesh -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}') == Helm ]] ||
+        fail "the chart made no Pinger $ns/mesh from its values"
+    wait_until 180 "a Ready pod of the Debugger from values on every node" workload_ready
     run_reaches_every_node
     passed
 }
@@ -237,6 +289,7 @@ log "removing any install of kube-combo the other tests left"
 remove_install
 kubectl delete crd debuggers.kubecombo.io pingers.kubecombo.io debuggerreports.kubecombo.io --ignore-not-found >/dev/null
 check_chart
+install_right_values
 install_and_run
 upgrade_from_oci
 uninstall

@@ -64,11 +64,20 @@ build_releases() {
 }
 
 # The krew manifest of the release in $1 (version $2): krew's Plugin for
-# linux/amd64, whose sha256 is its archive's and whose archive holds the
-# release's plugin binary, which krew links (`bin`).
+# linux/amd64 by krew's rules (deploy/krew-check.sh: name, version,
+# homepage, caveats, platforms, sha256, bin and LICENSE in the archive),
+# whose archive holds the release's plugin binary, which krew links (`bin`);
+# the release's LICENSE, also in its chart.
 check_krew() {
     local dir=$1 version=$2 m=$1/combo.yaml x
     [[ -f $m ]] || fail "release $version: no krew manifest combo.yaml"
+    "$repo/deploy/krew-check.sh" "$m" "$dir/kubectl-combo-linux-amd64.tar.gz" "$version" ||
+        fail "release $version: combo.yaml is not a manifest krew takes"
+    cmp -s "$dir/LICENSE" "$repo/LICENSE" || fail "release $version: no LICENSE, or not the repository's"
+    tar -xzOf "$dir/kube-combo-$version.tgz" kube-combo/LICENSE | cmp -s - "$repo/LICENSE" ||
+        fail "release $version: the chart kube-combo-$version.tgz holds no LICENSE"
+    [[ $(yq -r .spec.caveats "$m") == *pods/exec*pods/proxy* ]] ||
+        fail "release $version: combo.yaml's caveats do not name pods/exec and pods/proxy"
     local line
     for line in 'apiVersion: krew.googlecontainertools.github.com/v1alpha2' 'kind: Plugin' \
         "  version: v$version" '      bin: kubectl-combo'; do

@@ -34,3 +34,12 @@ helm.sh/chart: {{ include "kube-combo.chart" . }}
 {{- default "default" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
+
+{{/* An image of .Values.image: repository@digest, or repository:tag. */}}
+{{- define "kube-combo.image" -}}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
+{{- printf "%s:%s" .repository .tag }}
+{{- end }}
+{{- end }}
