@@ -83,33 +83,113 @@ fn a_summary_another_debugger_controls_is_not_this_ones() {
         .contains("its controller is Deployment \"app\""));
 }
 
-#[test]
-fn a_summary_older_than_the_status_says_so_and_why() {
-    // The case: status FAILED 1 on the new run, the summary still
-    // the run before, the Debugger ConfigMapNotFound.
-    let mut d = dbg("d", "uid");
-    d.status = Some(DebuggerStatus {
-        last_run_at: Some(NEW.into()),
-        completed_nodes: 1,
-        failed_items: 1,
-        conditions: vec![ready(
-            "False",
-            "ConfigMapNotFound",
-            "configMap \"scripts\": ConfigMap not found",
-        )],
+fn status(run: &str, nodes: i32, failed: i32, condition: Condition) -> DebuggerStatus {
+    DebuggerStatus {
+        last_run_at: Some(run.into()),
+        completed_nodes: nodes,
+        failed_items: failed,
+        conditions: vec![condition],
         ..DebuggerStatus::default()
-    });
+    }
+}
+
+#[test]
+fn a_summary_older_than_the_status_blames_the_pace_not_an_unrelated_condition() {
+    // The case: status FAILED 1 on the new run, the summary still
+    // the run before, the Debugger ConfigMapNotFound, which holds no write.
+    let mut d = dbg("d", "uid");
+    let lost = ready(
+        "False",
+        "ConfigMapNotFound",
+        "configMap \"scripts\": ConfigMap not found",
+    );
+    d.status = Some(status(NEW, 1, 1, lost));
     let old = BTreeMap::from([("node-1".to_string(), value(OLD, 0))]);
     let line = stale(&d, &old).expect("stale");
-    assert!(line.starts_with("STALE: "), "{line}");
-    assert!(
-        line.contains("shows run 20261122T060000Z on 1 node(s), 0 failed")
-            && line.contains("status has run 20261122T120000Z on 1 node(s), 1 failed")
-            && line.contains("ConfigMapNotFound"),
-        "{line}"
+    assert_eq!(
+        line,
+        "STALE: this summary shows run 20261122T060000Z on 1 node(s), 0 failed; the Debugger's status has run 20261122T120000Z on 1 node(s), 1 failed (the operator paces its summary writes: one of this size lands within 2 s of the report it shows; look again in 2 s)"
     );
     let current = BTreeMap::from([("node-1".to_string(), value(NEW, 1))]);
     assert_eq!(stale(&d, &current), None, "the same run: not stale");
+    // An InvalidSpec of another field holds no write either.
+    let invalid = ready("False", "InvalidSpec", "categories is empty");
+    d.status = Some(status(NEW, 1, 1, invalid));
+    let line = stale(&d, &old).expect("stale");
+    assert!(
+        !line.contains("InvalidSpec") && line.contains("paces"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_summary_named_as_the_scripts_configmap_is_held_and_says_by_what() {
+    let mut d = dbg("held", "uid");
+    d.spec.enable_config_map = true;
+    d.spec.config_map = "held-summary".into();
+    let invalid = ready(
+        "False",
+        "InvalidSpec",
+        "summary would replace the scripts ConfigMap",
+    );
+    d.status = Some(status(NEW, 1, 1, invalid));
+    let old = BTreeMap::from([("node-1".to_string(), value(OLD, 0))]);
+    let line = stale(&d, &old).expect("stale");
+    assert!(
+        line.ends_with("(the operator does not write it: ConfigMap held-summary is also the Debugger's scripts ConfigMap (configMap), which a summary would replace; the Debugger is Ready=False (InvalidSpec: summary would replace the scripts ConfigMap))"),
+        "{line}"
+    );
+    // Without enableConfigMap the name is the summary's alone.
+    d.spec.enable_config_map = false;
+    assert_eq!(held(&d), None);
+}
+
+#[test]
+fn a_shortened_value_counts_its_omitted_row_as_the_status_does() {
+    // A script printed 300 err items: the value lists 147 and a row for
+    // the 229 left out (and the runner's count of lines past its limit).
+    let mut d = dbg("d", "uid");
+    let ok = ready("True", "WorkloadReady", "1/1 pods ready");
+    d.status = Some(status(NEW, 1, 376, ok));
+    let mut v = value(NEW, 147);
+    v.push_str("  (229 failed items omitted): {err: omitted}\n");
+    let data = BTreeMap::from([("node-1".to_string(), v)]);
+    assert_eq!(stale(&d, &data), None);
+}
+
+#[test]
+fn a_summary_ahead_of_the_status_is_not_stale() {
+    let mut d = dbg("d", "uid");
+    let ok = ready("True", "WorkloadReady", "2/2 pods ready");
+    // The status still has one node of the run, the summary has both.
+    d.status = Some(status(NEW, 1, 0, ok.clone()));
+    let both = BTreeMap::from([
+        ("node-1".to_string(), value(NEW, 0)),
+        ("node-2".to_string(), value(NEW, 0)),
+    ]);
+    assert_eq!(stale(&d, &both), None);
+    // The status still has the run before, the summary the new one.
+    d.status = Some(status(OLD, 2, 0, ok.clone()));
+    assert_eq!(stale(&d, &both), None);
+    // Fewer nodes than the status: behind.
+    d.status = Some(status(NEW, 2, 0, ok));
+    let one = BTreeMap::from([("node-1".to_string(), value(NEW, 0))]);
+    assert!(stale(&d, &one)
+        .unwrap()
+        .contains("shows run 20261122T120000Z on 1 node(s)"));
+}
+
+#[test]
+fn a_large_summary_is_given_the_time_its_pace_takes() {
+    let big: BTreeMap<String, String> = (0..1000)
+        .map(|i| (format!("node-{i:04}"), value(NEW, 10)))
+        .collect();
+    let bytes: usize = big.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let secs = pace_seconds(&big);
+    assert_eq!(secs, bytes.div_ceil(16 * 1024));
+    assert!(secs > 2, "{secs}");
+    let small = BTreeMap::from([("node-1".to_string(), value(NEW, 0))]);
+    assert_eq!(pace_seconds(&small), 2);
 }
 
 #[test]
@@ -124,7 +204,7 @@ fn a_summary_that_kept_a_failure_the_newest_run_lost_is_stale() {
     });
     let kept = BTreeMap::from([("node-1".to_string(), value(NEW, 2))]);
     let line = stale(&d, &kept).expect("the counts differ");
-    assert!(line.contains("look again in a moment"), "{line}");
+    assert!(line.contains("look again in 2 s"), "{line}");
     let none = BTreeMap::new();
     assert!(stale(&d, &none).unwrap().contains("shows no run"));
     d.status.as_mut().unwrap().last_run_at = None;
