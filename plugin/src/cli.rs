@@ -2,8 +2,10 @@
 //! test (`operator/tests/docs/`) reads the same flags the plugin parses;
 //! and the parsers of its values that clap does not know.
 
+use std::path::PathBuf;
+
 use chrono::DateTime;
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use combo_api::{Category, RunId};
 
 /// The binary's name, as its one-line errors start.
@@ -16,12 +18,38 @@ pub struct Args {
     /// Namespace (default: the current context's).
     #[arg(short, long, global = true)]
     pub namespace: Option<String>,
+    /// The kubeconfig file to use (default: $KUBECONFIG, else
+    /// ~/.kube/config); kubectl does not pass its own to a plugin.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
     /// On an error, print every cause and where it came from, not one line.
     #[arg(long, global = true)]
     pub debug: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// What `-o` prints instead of the table: the same answer as one
+/// document, with the field names of docs/reference.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// One JSON document.
+    Json,
+    /// One YAML document.
+    Yaml,
+}
+
+/// The shells `kubectl combo completion` writes a script for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// bash (with the bash-completion package).
+    Bash,
+    /// zsh.
+    Zsh,
 }
 
 /// The plugin's commands.
@@ -34,6 +62,9 @@ pub enum Command {
         /// Show healthy items too.
         #[arg(long)]
         all: bool,
+        /// Print the summary as json or yaml instead of the table.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
     },
     /// Run the inspection now on every node, keeping spec.runAt: sets the
     /// annotation kubecombo.io/run-now to the current time.
@@ -41,12 +72,13 @@ pub enum Command {
         /// The Debugger.
         debugger: String,
         /// Wait until every node of the Debugger reported the run, then say
-        /// how many items failed (exit status 1 when some did).
+        /// how many items failed (exit status 1 when some did, 5 when the
+        /// Debugger selects no node).
         #[arg(long)]
         wait: bool,
         /// With --wait: give up after this long (exit status 4): seconds
         /// (600) or a duration as kubectl takes it (90s, 10m, 1h30m).
-        #[arg(long, default_value = "600", value_parser = parse_seconds)]
+        #[arg(long, default_value = "600", value_parser = parse_seconds, requires = "wait")]
         timeout: u64,
     },
     /// Print an errlog of one node and category, through `kubectl exec`.
@@ -76,12 +108,34 @@ pub enum Command {
         /// Also write a self-contained HTML heat map to this file.
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
+        /// Print the paths as json or yaml instead of the table.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
     },
     /// List Debuggers with their last run and failures.
     Status {
         /// Across all namespaces.
         #[arg(short = 'A', long)]
         all_namespaces: bool,
+        /// Print the list as json or yaml instead of the table.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
+    /// Print the shell completion script for bash or zsh: source it, or
+    /// install it where the shell loads completions from.
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// The words that may follow ARGS, for the shells' completion and for
+    /// kubectl's plugin completion (the `kubectl_complete-combo` file):
+    /// one per line, then `:<directive>` as kubectl reads it.
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// The words after `kubectl combo`, the last the one being completed.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<String>,
     },
 }
 
@@ -150,6 +204,89 @@ fn is_in_order(units: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("kubectl-combo").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn a_timeout_without_wait_is_refused_and_with_it_taken() {
+        let err = parse(&["run", "d", "--timeout", "5"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        let line = combo_api::cli::usage_line(BIN, &err);
+        assert!(line.contains("--wait"), "{line}");
+        let Command::Run { wait, timeout, .. } = parse(&["run", "d", "--wait", "--timeout", "90s"])
+            .unwrap()
+            .command
+        else {
+            panic!("run")
+        };
+        assert!(wait);
+        assert_eq!(timeout, 90);
+        // The default alone is no flag given.
+        assert!(parse(&["run", "d"]).is_ok());
+    }
+
+    #[test]
+    fn kubectls_flags_are_taken_before_or_after_the_command() {
+        for args in [
+            &[
+                "--context",
+                "prod",
+                "--kubeconfig",
+                "/k",
+                "-n",
+                "ops",
+                "status",
+            ][..],
+            &[
+                "status",
+                "--context",
+                "prod",
+                "--kubeconfig",
+                "/k",
+                "--namespace",
+                "ops",
+            ],
+        ] {
+            let a = parse(args).unwrap();
+            assert_eq!(a.context.as_deref(), Some("prod"), "{args:?}");
+            assert_eq!(a.kubeconfig.as_deref(), Some(std::path::Path::new("/k")));
+            assert_eq!(a.namespace.as_deref(), Some("ops"));
+        }
+        let a = parse(&["status", "-A", "-o", "json"]).unwrap();
+        assert!(matches!(
+            a.command,
+            Command::Status {
+                all_namespaces: true,
+                output: Some(Output::Json)
+            }
+        ));
+        // -A lists; a command about one Debugger does not take it.
+        assert!(parse(&["summary", "d", "-A"]).is_err());
+        assert!(parse(&["summary", "d", "-o", "yaml"]).is_ok());
+        assert!(parse(&["mesh", "d", "-o", "json"]).is_ok());
+        let err = parse(&["summary", "d", "-o", "wide"]).unwrap_err();
+        assert!(err.to_string().contains("json, yaml"), "{err}");
+        assert!(
+            parse(&["run", "d", "-o", "json"]).is_err(),
+            "run prints no document"
+        );
+    }
+
+    #[test]
+    fn completion_is_for_bash_or_zsh() {
+        assert!(matches!(
+            parse(&["completion", "zsh"]).unwrap().command,
+            Command::Completion { shell: Shell::Zsh }
+        ));
+        assert!(parse(&["completion", "fish"]).is_err());
+        let Command::Complete { words } = parse(&["__complete", "summary", "--a"]).unwrap().command
+        else {
+            panic!("__complete")
+        };
+        assert_eq!(words, ["summary", "--a"]);
+    }
 
     #[test]
     fn a_timeout_is_seconds_or_a_kubectl_duration() {

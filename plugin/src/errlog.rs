@@ -9,8 +9,30 @@ use combo_api::{keys, Category, RunId};
 use kube::Client;
 
 use crate::cli::BIN;
-use crate::cluster::{debugger, debugger_pods};
+use crate::cluster::{debugger, debugger_pods, Target};
 use crate::errors::{self, NotFound};
+
+/// Why Debugger `ns/name`, running `categories`, has no errlog of
+/// `category`: it does not run it. `None` when it does.
+pub fn not_run(
+    ns: &str,
+    name: &str,
+    category: Category,
+    categories: &[Category],
+) -> Option<NotFound> {
+    if categories.contains(&category) {
+        return None;
+    }
+    let runs: Vec<&str> = categories.iter().map(|c| c.as_str()).collect();
+    let runs = if runs.is_empty() {
+        "none".to_string()
+    } else {
+        runs.join(", ")
+    };
+    Some(NotFound(format!(
+        "Debugger {ns}/{name} does not run category {category} (spec.categories: {runs}): it has no errlog of it"
+    )))
+}
 
 /// Directories that may hold a category's errlogs inside the runner
 /// container, in the order to look: `/scripts/<category>/errlog`, then
@@ -60,14 +82,23 @@ pub fn errlog_listing_command(dirs: &[String]) -> Vec<String> {
 /// names on stderr.
 pub async fn run(
     client: Client,
+    target: &Target,
     ns: &str,
     name: &str,
     node: &str,
     category: Category,
     asked: Option<RunId>,
 ) -> Result<()> {
-    // The Debugger first: a wrong name is told as such, not as a missing pod.
-    debugger(client.clone(), ns, name).await?;
+    // The Debugger first: a wrong name is told as such, not as a missing
+    // pod, and a category it does not run as such, not as no failure.
+    let dbg = debugger(client.clone(), ns, name).await?;
+    if let Some(e) = not_run(ns, name, category, &dbg.spec.categories) {
+        return Err(e.into());
+    }
+    let kubectl = Kubectl {
+        flags: target.kubectl_flags(),
+        ns,
+    };
     let pods: Vec<(String, Option<String>)> = debugger_pods(&client, ns, name)
         .await?
         .into_iter()
@@ -76,16 +107,26 @@ pub async fn run(
     let pod = errors::pod_on_node(ns, name, node, &pods)?;
     let dirs = errlog_dirs(category);
     let (run, dir) = match asked {
-        Some(wanted) => find_run(ns, &pod, &dirs, wanted, category, node)?,
-        None => find_newest(ns, &pod, &dirs, category, node)?,
+        Some(wanted) => find_run(&kubectl, &pod, &dirs, wanted, category, node)?,
+        None => find_newest(&kubectl, &pod, &dirs, category, node)?,
     };
-    print!("{}", exec(ns, &pod, &["cat", &errlog_path(&dir, &run)])?);
+    print!(
+        "{}",
+        kubectl.exec(&pod, &["cat", &errlog_path(&dir, &run)])?
+    );
     Ok(())
+}
+
+/// The `kubectl` the errlogs are read with: the cluster's flags
+/// ([`Target::kubectl_flags`]) and the namespace.
+struct Kubectl<'a> {
+    flags: Vec<String>,
+    ns: &'a str,
 }
 
 /// The run asked for, in either errlog directory: its run and directory.
 fn find_run(
-    ns: &str,
+    kubectl: &Kubectl,
     pod: &str,
     dirs: &[String],
     wanted: RunId,
@@ -94,7 +135,7 @@ fn find_run(
 ) -> Result<(RunId, String)> {
     let mut failures = Vec::new();
     for dir in dirs {
-        match listing_by_time(ns, pod, dir) {
+        match kubectl.exec(pod, &["ls", "-t", dir]) {
             Ok(l) if l.split_whitespace().any(|f| f == format!("{wanted}.log")) => {
                 return Ok((wanted, dir.clone()));
             }
@@ -114,7 +155,7 @@ fn find_run(
 /// Without `--run`: the newest errlog written, whichever run it is of (the
 /// summary's run passed when it is older); stderr names it.
 fn find_newest(
-    ns: &str,
+    kubectl: &Kubectl,
     pod: &str,
     dirs: &[String],
     category: Category,
@@ -122,7 +163,8 @@ fn find_newest(
 ) -> Result<(RunId, String)> {
     let cmd = errlog_listing_command(dirs);
     let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    let listing = exec(ns, pod, &cmd)
+    let listing = kubectl
+        .exec(pod, &cmd)
         .with_context(|| format!("reading the errlogs of {category} on node {node:?}"))?;
     let Some(newest) = newest_errlog(&listing) else {
         return Err(NotFound(format!("no errlog for category {category} on node {node:?}: no run has failed in {category} there (or its errlogs were pruned)")).into());
@@ -134,26 +176,43 @@ fn find_newest(
     Ok(newest)
 }
 
-/// The errlogs of `dir`, newest written first (`ls -t`).
-fn listing_by_time(ns: &str, pod: &str, dir: &str) -> Result<String> {
-    exec(ns, pod, &["ls", "-t", dir])
-}
-
-/// `kubectl exec -n NS POD -c runner -- CMD...`, returning its stdout.
-fn exec(ns: &str, pod: &str, cmd: &[&str]) -> Result<String> {
-    let out = Process::new("kubectl")
-        .args(["exec", "-n", ns, pod, "-c", keys::CONTAINER_RUNNER, "--"])
-        .args(cmd)
-        .output()
-        .context("running kubectl")?;
-    if !out.status.success() {
-        bail!(
-            "kubectl exec {pod} -- {}: {}",
-            cmd.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+impl Kubectl<'_> {
+    /// The arguments of `kubectl` for `cmd` in `pod`'s runner container.
+    fn exec_args(&self, pod: &str, cmd: &[&str]) -> Vec<String> {
+        let mut args = self.flags.clone();
+        args.extend(
+            [
+                "exec",
+                "-n",
+                self.ns,
+                pod,
+                "-c",
+                keys::CONTAINER_RUNNER,
+                "--",
+            ]
+            .into_iter()
+            .chain(cmd.iter().copied())
+            .map(String::from),
         );
+        args
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+
+    /// `kubectl [FLAGS] exec -n NS POD -c runner -- CMD...`, returning its
+    /// stdout.
+    fn exec(&self, pod: &str, cmd: &[&str]) -> Result<String> {
+        let out = Process::new("kubectl")
+            .args(self.exec_args(pod, cmd))
+            .output()
+            .context("running kubectl")?;
+        if !out.status.success() {
+            bail!(
+                "kubectl exec {pod} -- {}: {}",
+                cmd.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +242,42 @@ mod tests {
         assert_eq!(
             errlog_path(&dir, &run),
             "/scripts/disk/errlog/20250601T000000Z.log"
+        );
+    }
+
+    #[test]
+    fn a_category_the_debugger_does_not_run_is_named_with_those_it_runs() {
+        let runs = [Category::Disk, Category::Net];
+        assert_eq!(not_run("ops", "d", Category::Net, &runs), None);
+        assert_eq!(
+            not_run("ops", "d", Category::Custom, &runs).unwrap().0,
+            "Debugger ops/d does not run category custom (spec.categories: disk, net): it has no errlog of it"
+        );
+        let e = anyhow::Error::new(not_run("ops", "d", Category::Mem, &[]).unwrap());
+        assert_eq!(errors::exit_status(&e), 3);
+    }
+
+    #[test]
+    fn kubectl_exec_is_given_the_kubeconfig_and_context_of_the_plugin() {
+        let target = Target {
+            kubeconfig: Some("/k/config".into()),
+            context: Some("prod".into()),
+        };
+        let k = Kubectl {
+            flags: target.kubectl_flags(),
+            ns: "ops",
+        };
+        assert_eq!(
+            k.exec_args("ds-a", &["ls", "-t", "/scripts/disk/errlog"]).join(" "),
+            "--kubeconfig=/k/config --context=prod exec -n ops ds-a -c runner -- ls -t /scripts/disk/errlog"
+        );
+        let plain = Kubectl {
+            flags: Target::default().kubectl_flags(),
+            ns: "ops",
+        };
+        assert_eq!(
+            plain.exec_args("p", &["cat", "f"]).join(" "),
+            "exec -n ops p -c runner -- cat f"
         );
     }
 

@@ -8,9 +8,15 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit status of a usage error: a missing argument, a flag or value that
 /// does not parse (`--category foo`, `--run garbage`).
 pub const EXIT_USAGE: u8 = combo_api::cli::EXIT_USAGE;
-/// Exit status when what the arguments name does not exist: the Debugger,
-/// its pod on the node, the errlog of the run.
+/// Exit status when what the arguments name does not exist: the Debugger
+/// (or its namespace), its pod on the node, the errlog of the run, a
+/// category it does not run.
 pub const EXIT_NOT_FOUND: u8 = 3;
+/// Exit status of `run --wait` past its `--timeout`.
+pub const EXIT_TIMEOUT: u8 = 4;
+/// Exit status of `run --wait` on a Debugger that selects no node
+/// (`Ready=False`, `NoNodesSelected`): no node would ever report the run.
+pub const EXIT_NO_NODES: u8 = 5;
 
 /// What the arguments name and the cluster does not have.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -24,11 +30,32 @@ impl NotFound {
             "no Debugger {name:?} in namespace {ns} (kubectl combo status -n {ns} lists them)"
         ))
     }
+
+    /// No namespace `ns`.
+    pub fn namespace(ns: &str) -> NotFound {
+        NotFound(format!(
+            "no namespace {ns:?} (kubectl get namespaces lists them)"
+        ))
+    }
+}
+
+/// A failure that ends the command with its own exit status
+/// ([`EXIT_FAILURE`] for failed items, [`EXIT_TIMEOUT`], [`EXIT_NO_NODES`])
+/// after it printed its answer; `said` is printed on stderr, when not empty.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{said}")]
+pub struct Exit {
+    /// The exit status.
+    pub status: u8,
+    /// What to say on stderr, if anything.
+    pub said: String,
 }
 
 /// The exit status of a failed command.
 pub fn exit_status(err: &anyhow::Error) -> u8 {
-    if err.downcast_ref::<NotFound>().is_some() {
+    if let Some(exit) = err.downcast_ref::<Exit>() {
+        exit.status
+    } else if err.downcast_ref::<NotFound>().is_some() {
         EXIT_NOT_FOUND
     } else {
         EXIT_FAILURE
@@ -74,7 +101,25 @@ mod tests {
         let wrapped = anyhow::Error::new(NotFound("x".into())).context("reading");
         assert_eq!(exit_status(&wrapped), 3, "context keeps the kind");
         assert_eq!(exit_status(&anyhow::anyhow!("the API server refused")), 1);
-        assert_eq!((EXIT_FAILURE, EXIT_USAGE, EXIT_NOT_FOUND), (1, 2, 3));
+        assert_eq!(
+            (
+                EXIT_FAILURE,
+                EXIT_USAGE,
+                EXIT_NOT_FOUND,
+                EXIT_TIMEOUT,
+                EXIT_NO_NODES
+            ),
+            (1, 2, 3, 4, 5)
+        );
+        let no_nodes = anyhow::Error::new(Exit {
+            status: EXIT_NO_NODES,
+            said: String::new(),
+        });
+        assert_eq!(exit_status(&no_nodes), 5);
+        assert_eq!(
+            NotFound::namespace("nosuch").0,
+            "no namespace \"nosuch\" (kubectl get namespaces lists them)"
+        );
     }
 
     #[test]

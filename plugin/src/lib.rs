@@ -7,10 +7,13 @@
 //! Of the project it needs only [`combo_api`], the types every binary
 //! shares.
 
-// The command line, the shared reads of the cluster, how a failure exits.
+// The command line, the shared reads of the cluster, how a failure exits,
+// `-o json|yaml`, shell completion.
 pub mod cli;
 pub mod cluster;
+pub mod complete;
 pub mod errors;
+pub mod output;
 // The subcommands.
 pub mod errlog;
 pub mod mesh;

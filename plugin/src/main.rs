@@ -3,10 +3,11 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context as _, Result};
-use kube::Client;
+use anyhow::Result;
 use kubectl_combo::cli::{Args, Command, BIN};
-use kubectl_combo::{errlog, errors, mesh, run_now, status, summary};
+use kubectl_combo::cluster::Target;
+use kubectl_combo::errors::{self, Exit};
+use kubectl_combo::{complete, errlog, mesh, run_now, status, summary};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -17,9 +18,10 @@ async fn main() -> ExitCode {
         Err(e) => {
             // One line, whatever RUST_BACKTRACE says: a user of kubectl
             // reads a message, not a trace; --debug shows the whole chain.
+            let quiet = e.downcast_ref::<Exit>().is_some_and(|x| x.said.is_empty());
             if debug {
                 eprintln!("{BIN}: {e:?}");
-            } else {
+            } else if !quiet {
                 eprintln!("{}", combo_api::cli::error_line(BIN, e.as_ref()));
             }
             ExitCode::from(errors::exit_status(&e))
@@ -28,15 +30,35 @@ async fn main() -> ExitCode {
 }
 
 async fn dispatch(args: Args) -> Result<()> {
-    let client = Client::try_default()
-        .await
-        .context("no usable kubeconfig")?;
+    let target = Target {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    // Neither needs a cluster; completion asks one for names if it can.
+    match args.command {
+        Command::Completion { shell } => {
+            print!("{}", complete::script(shell));
+            return Ok(());
+        }
+        Command::Complete { words } => {
+            let client = target.client().await.ok();
+            let ns = args.namespace.clone();
+            print!("{}", complete::answer(client, ns, &words).await);
+            return Ok(());
+        }
+        _ => {}
+    }
+    let client = target.client().await?;
     let ns = args
         .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_string());
     match args.command {
-        Command::Summary { debugger, all } => summary::run(client, &ns, &debugger, all).await,
+        Command::Summary {
+            debugger,
+            all,
+            output,
+        } => summary::run(client, &ns, &debugger, all, output).await,
         Command::Run {
             debugger,
             wait,
@@ -47,12 +69,17 @@ async fn dispatch(args: Args) -> Result<()> {
             node,
             category,
             run,
-        } => errlog::run(client, &ns, &debugger, &node, category, run).await,
+        } => errlog::run(client, &target, &ns, &debugger, &node, category, run).await,
         Command::Mesh {
             debugger,
             all,
             html,
-        } => mesh::run(client, &ns, &debugger, all, html).await,
-        Command::Status { all_namespaces } => status::run(client, &ns, all_namespaces).await,
+            output,
+        } => mesh::run(client, &ns, &debugger, all, html, output).await,
+        Command::Status {
+            all_namespaces,
+            output,
+        } => status::run(client, &ns, all_namespaces, output).await,
+        Command::Completion { .. } | Command::Complete { .. } => Ok(()),
     }
 }

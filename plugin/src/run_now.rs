@@ -10,8 +10,8 @@ use combo_api::{keys, Debugger, DebuggerStatus, RunId};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 
-use crate::cluster::api_error;
-use crate::errors::NotFound;
+use crate::cluster::{api_error, debugger_not_found};
+use crate::errors::{Exit, NotFound, EXIT_FAILURE, EXIT_NO_NODES, EXIT_TIMEOUT};
 
 /// Where a run asked for stands, as the Debugger's status tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +30,36 @@ pub enum Progress {
         /// Failed items of the run.
         failed: i32,
     },
+}
+
+/// Reason of the Ready condition of a Debugger that selects no node.
+pub const REASON_NO_NODES_SELECTED: &str = "NoNodesSelected";
+
+/// Whether Debugger `dbg` selects no node, as its status (current with
+/// its spec) says: `Ready=False` with reason `NoNodesSelected`. Then no
+/// node reports a run until the spec or the nodes change. Pure.
+pub fn selects_no_node(dbg: &Debugger) -> bool {
+    let Some(s) = dbg.status.as_ref() else {
+        return false;
+    };
+    let current = dbg
+        .metadata
+        .generation
+        .is_none_or(|generation| s.observed_generation >= generation);
+    current
+        && s.conditions.iter().any(|c| {
+            c.type_ == "Ready" && c.status == "False" && c.reason == REASON_NO_NODES_SELECTED
+        })
+}
+
+/// The line `run --wait` prints once every node reported `run`: how many
+/// items failed and, when some did, where to read them.
+pub fn finished(name: &str, ns: &str, run: RunId, nodes: i32, failed: i32) -> String {
+    if failed == 0 {
+        format!("run {run} finished on {nodes} node(s): 0 failed items")
+    } else {
+        format!("run {run} finished on {nodes} node(s): {failed} failed item(s); kubectl combo summary {name} -n {ns} shows them")
+    }
 }
 
 /// Whether `run` is done on every node of a Debugger whose status is
@@ -94,40 +124,61 @@ pub async fn run(client: Client, ns: &str, name: &str, wait: Option<u64>) -> Res
     };
     let dbg = match api.patch(name, &pp, &Patch::Merge(&patch)).await {
         Err(kube::Error::Api(s)) if s.code == 404 => {
-            return Err(NotFound::debugger(ns, name).into())
+            return Err(debugger_not_found(&client_of(&api), ns, name).await)
         }
         r => r.map_err(|e| api_error(e, &format!("annotating Debugger {ns}/{name}")))?,
     };
     println!("{}", said(name, run, &dbg.spec.run_at));
     match wait {
-        Some(timeout) => wait_for(&api, ns, name, run, timeout).await,
+        Some(timeout) => wait_for(&api, ns, name, run, timeout, dbg).await,
         None => Ok(()),
     }
 }
 
-/// Reads the Debugger every 2 s until every node reported `run`, saying
-/// how many items failed (exit status 1 when some did), or until `timeout`
-/// seconds passed (exit status 4).
+fn client_of(api: &Api<Debugger>) -> Client {
+    api.clone().into_client()
+}
+
+/// Follows Debugger `ns/name` (`first` as the request's patch returned
+/// it), reading it every 2 s, until every node reported `run`: then says
+/// how many items failed (exit status 1 when some did). Returns at once,
+/// exit status 5, when it selects no node; exit status 3 when it is
+/// deleted; exit status 4 after `timeout` seconds.
 async fn wait_for(
     api: &Api<Debugger>,
     ns: &str,
     name: &str,
     run: RunId,
     timeout: u64,
+    first: Debugger,
 ) -> Result<()> {
     let until = Instant::now() + Duration::from_secs(timeout);
     let mut last = None;
+    let mut dbg = first;
     loop {
-        let dbg = api
-            .get(name)
-            .await
-            .map_err(|e| api_error(e, &format!("reading Debugger {ns}/{name}")))?;
+        if dbg.metadata.deletion_timestamp.is_some() {
+            return Err(NotFound(format!(
+                "Debugger {name:?} in namespace {ns} is being deleted: no node will report run {run}"
+            ))
+            .into());
+        }
+        if selects_no_node(&dbg) {
+            return Err(Exit {
+                status: EXIT_NO_NODES,
+                said: format!("run {run}: Debugger {ns}/{name} selects no node (Ready=False, NoNodesSelected): no node will report it; kubectl describe dbg {name} -n {ns} shows its selector"),
+            }
+            .into());
+        }
         let now = progress(dbg.status.as_ref(), run);
         match now {
             Progress::Done { nodes, failed } => {
-                println!("run {run} finished on {nodes} node(s): {failed} failed item(s); kubectl combo summary {name} -n {ns} shows them");
+                println!("{}", finished(name, ns, run, nodes, failed));
                 if failed > 0 {
-                    std::process::exit(1);
+                    return Err(Exit {
+                        status: EXIT_FAILURE,
+                        said: String::new(),
+                    }
+                    .into());
                 }
                 return Ok(());
             }
@@ -137,12 +188,23 @@ async fn wait_for(
                     last = Some(now);
                 }
                 if Instant::now() >= until {
-                    eprintln!("run {run}: {completed} of {desired} node(s) reported within {timeout} s; kubectl combo summary {name} -n {ns} shows what is there");
-                    std::process::exit(4);
+                    return Err(Exit {
+                        status: EXIT_TIMEOUT,
+                        said: format!("run {run}: {completed} of {desired} node(s) reported within {timeout} s; kubectl combo summary {name} -n {ns} shows what is there"),
+                    }
+                    .into());
                 }
             }
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
+        dbg = match api
+            .get_opt(name)
+            .await
+            .map_err(|e| api_error(e, &format!("reading Debugger {ns}/{name}")))?
+        {
+            Some(d) => d,
+            None => return Err(NotFound::debugger(ns, name).into()),
+        };
     }
 }
 
@@ -200,6 +262,51 @@ mod tests {
             progress(Some(&none), run),
             Progress::Waiting { .. }
         ));
+    }
+
+    fn with_ready(reason: &str, generation: i64, observed: i64) -> Debugger {
+        let mut d = Debugger::new("d", combo_api::DebuggerSpec::default());
+        d.metadata.generation = Some(generation);
+        d.status = Some(DebuggerStatus {
+            observed_generation: observed,
+            conditions: vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                type_: "Ready".into(),
+                status: "False".into(),
+                reason: reason.into(),
+                message: "the selector, tolerations and affinity match no node".into(),
+                last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::now(),
+                ),
+                observed_generation: None,
+            }],
+            ..DebuggerStatus::default()
+        });
+        d
+    }
+
+    #[test]
+    fn a_debugger_selecting_no_node_is_told_only_from_a_current_status() {
+        assert!(selects_no_node(&with_ready("NoNodesSelected", 2, 2)));
+        assert!(
+            !selects_no_node(&with_ready("NoNodesSelected", 3, 2)),
+            "a new spec may select nodes: wait for the operator's look"
+        );
+        assert!(!selects_no_node(&with_ready("WorkloadNotReady", 2, 2)));
+        let fresh = Debugger::new("d", combo_api::DebuggerSpec::default());
+        assert!(!selects_no_node(&fresh), "just applied: no status yet");
+    }
+
+    #[test]
+    fn nothing_failed_says_so_and_failures_say_where_to_read_them() {
+        let run: RunId = "20261122T063012Z".parse().unwrap();
+        assert_eq!(
+            finished("d", "ops", run, 3, 0),
+            "run 20261122T063012Z finished on 3 node(s): 0 failed items"
+        );
+        assert_eq!(
+            finished("d", "ops", run, 3, 2),
+            "run 20261122T063012Z finished on 3 node(s): 2 failed item(s); kubectl combo summary d -n ops shows them"
+        );
     }
 
     #[test]

@@ -6,12 +6,149 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 use chrono::DateTime;
+use combo_api::summary::Verdict;
 use combo_api::{Debugger, NodeSummary, RunId};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client};
+use serde::Serialize;
 
+use crate::cli::Output;
 use crate::cluster::{api_error, debugger};
-use crate::{scripts, table, truth};
+use crate::{output, scripts, table, truth};
+
+/// `kubectl combo summary -o json|yaml`: the summary of one Debugger
+/// (docs/reference.md, "`kubectl-combo`", field names).
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct View {
+    /// The Debugger's namespace.
+    pub namespace: String,
+    /// The Debugger.
+    pub debugger: String,
+    /// Its summary ConfigMap.
+    pub config_map: String,
+    /// The `STALE: ...` line when the summary is behind the status, else null.
+    pub stale: Option<String>,
+    /// One entry per node key, in node order.
+    pub nodes: Vec<NodeView>,
+}
+
+/// One node's value in a [`View`].
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeView {
+    /// The node (the key).
+    pub node: String,
+    /// The run's scheduled time (RFC 3339), as the value has it.
+    pub run_at: String,
+    /// Its run id (`20261122T060000Z`).
+    pub run: String,
+    /// When the run finished (RFC 3339), empty when the value does not say.
+    pub finished_at: String,
+    /// The scripts hash, empty when the value has none.
+    pub scripts: String,
+    /// Failed items, those a shortened value leaves out counted.
+    pub failed_items: u32,
+    /// Skipped items, those a shortened value leaves out counted.
+    pub skipped_items: u32,
+    /// The DebuggerReport holding the whole result when the value is
+    /// shortened, else null.
+    pub report: Option<String>,
+    /// Why the value cannot be read (not the summary format), else null.
+    pub unreadable: Option<String>,
+    /// Its failed items, every item with `--all`.
+    pub items: Vec<ItemView>,
+}
+
+/// One item in a [`NodeView`].
+#[derive(Serialize, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemView {
+    /// `disk`, `net`, `mem`, `svc` or `custom`.
+    pub category: String,
+    /// The item.
+    pub item: String,
+    /// `failed`, `skipped` or `healthy`.
+    pub state: &'static str,
+    /// The err message of a failed item, the reason of a skipped one,
+    /// else null.
+    pub message: Option<String>,
+}
+
+/// The [`View`] of Debugger `ns/name`'s summary `data` (ConfigMap
+/// `config_map`), `stale` as [`truth::stale`] says: failed items only
+/// unless `all`.
+pub fn view(
+    ns: &str,
+    name: &str,
+    config_map: &str,
+    data: &BTreeMap<String, String>,
+    stale: Option<String>,
+    all: bool,
+) -> View {
+    let nodes = data
+        .iter()
+        .map(|(node, value)| node_view(node, value, all))
+        .collect();
+    View {
+        namespace: ns.to_string(),
+        debugger: name.to_string(),
+        config_map: config_map.to_string(),
+        stale,
+        nodes,
+    }
+}
+
+fn node_view(node: &str, value: &str, all: bool) -> NodeView {
+    let s = match NodeSummary::from_yaml(value) {
+        Ok(s) => s,
+        Err(e) => {
+            return NodeView {
+                node: node.to_string(),
+                run_at: String::new(),
+                run: String::new(),
+                finished_at: String::new(),
+                scripts: String::new(),
+                failed_items: 0,
+                skipped_items: 0,
+                report: None,
+                unreadable: Some(e.to_string()),
+                items: Vec::new(),
+            }
+        }
+    };
+    let mut items = Vec::new();
+    for (category, results) in &s.categories {
+        for (item, r) in results {
+            let (state, message) = match r.verdict() {
+                Verdict::Failed => ("failed", r.err.clone()),
+                Verdict::Skipped => ("skipped", r.skip.clone()),
+                Verdict::Healthy => ("healthy", None),
+            };
+            if all || state == "failed" {
+                items.push(ItemView {
+                    category: category.clone(),
+                    item: item.clone(),
+                    state,
+                    message,
+                });
+            }
+        }
+    }
+    let skipped = (s.skipped().count() as u32).max(s.skipped_items.unwrap_or(0));
+    NodeView {
+        node: node.to_string(),
+        run: run_id_of(&s.run_at),
+        run_at: s.run_at.clone(),
+        finished_at: s.finished_at.clone(),
+        scripts: s.scripts.clone(),
+        failed_items: s.failed_count() as u32,
+        skipped_items: skipped,
+        report: s.report.clone(),
+        unreadable: None,
+        items,
+    }
+}
 
 /// The run id of a summary's `runAt`, or the value itself if it is not a time.
 pub fn run_id_of(run_at: &str) -> String {
@@ -156,14 +293,27 @@ pub const SUMMARY_ALL_HEADER: [&str; 6] = ["NODE", "RUN", "SCRIPTS", "CATEGORY",
 
 /// Prints the summary of Debugger `ns/name`: its failed items, or every
 /// item with `all`; on stderr first what disagrees with its status or
-/// between its nodes, then the skipped items not listed.
-pub async fn run(client: Client, ns: &str, name: &str, all: bool) -> Result<()> {
+/// between its nodes, then the skipped items not listed. With `format`,
+/// the [`View`] as one document instead of the table.
+pub async fn run(
+    client: Client,
+    ns: &str,
+    name: &str,
+    all: bool,
+    format: Option<Output>,
+) -> Result<()> {
     let dbg = debugger(client.clone(), ns, name).await?;
     let cm_name = dbg.spec.summary_name(name);
     let data = summary_data(client, ns, &dbg).await?;
-    // At the top: a summary that is not the status's run says so.
-    if let Some(stale) = truth::stale(&dbg, &data) {
+    // At the top: a summary behind the status's run says so.
+    let stale = truth::stale(&dbg, &data);
+    if let Some(stale) = &stale {
         eprintln!("{stale}");
+    }
+    if let Some(format) = format {
+        let v = view(ns, name, &cm_name, &data, stale, all);
+        print!("{}", output::document(format, &v));
+        return Ok(());
     }
     // Nodes of the newest run that ran different scripts say so too.
     if let Some(differ) = scripts::differ_in_summary(&data) {
@@ -348,6 +498,67 @@ mod tests {
         );
         assert_eq!(skipped_count(&data), 1);
         assert_eq!(skipped_count(&self::tests::data()), 0);
+    }
+
+    #[test]
+    fn the_json_view_has_the_documented_fields_and_counts_omitted_failures() {
+        let mut d = data();
+        d.insert(
+            "node-3".into(),
+            "runAt: \"2026-11-22T06:00:00Z\"\nfinishedAt: \"2026-11-22T06:00:07Z\"\nscripts: 0a1b\ndisk:\n  sda: {err: full}\n  (229 failed items omitted): {err: omitted}\n  smart: {skip: no smartctl}\n".into(),
+        );
+        d.insert("node-4".into(), "- not a summary".into());
+        let v = view("ops", "check", "check-summary", &d, None, false);
+        let json = serde_json::to_value(&v).unwrap();
+        let keys = |o: &serde_json::Value| {
+            let mut k: Vec<String> = o.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            keys(&json),
+            ["configMap", "debugger", "namespace", "nodes", "stale"]
+        );
+        let node3 = &json["nodes"][2];
+        assert_eq!(
+            keys(node3),
+            [
+                "failedItems",
+                "finishedAt",
+                "items",
+                "node",
+                "report",
+                "run",
+                "runAt",
+                "scripts",
+                "skippedItems",
+                "unreadable"
+            ]
+        );
+        assert_eq!(node3["failedItems"], 230);
+        assert_eq!(node3["skippedItems"], 1);
+        assert_eq!(node3["run"], "20261122T060000Z");
+        assert_eq!(node3["items"].as_array().unwrap().len(), 2, "failed only");
+        assert_eq!(
+            keys(&node3["items"][0]),
+            ["category", "item", "message", "state"]
+        );
+        assert_eq!(node3["items"][1]["item"], "sda");
+        assert_eq!(node3["items"][1]["state"], "failed");
+        assert_eq!(node3["items"][1]["message"], "full");
+        assert!(json["nodes"][3]["unreadable"].is_string());
+        assert!(json["stale"].is_null());
+        let all = view(
+            "ops",
+            "check",
+            "check-summary",
+            &d,
+            Some("STALE: x".into()),
+            true,
+        );
+        let states: Vec<&str> = all.nodes[2].items.iter().map(|i| i.state).collect();
+        assert_eq!(states, ["failed", "failed", "skipped"]);
+        assert_eq!(all.stale.as_deref(), Some("STALE: x"));
     }
 
     #[test]

@@ -146,15 +146,177 @@ fn api_server(answer: fn(&str, &str, &str) -> (u16, String)) -> Vec<(&'static st
     ]
 }
 
-/// The API server's answer for an object that does not exist.
+/// The API server's answer for an object that does not exist; namespace
+/// `ops` exists.
 fn not_found(_method: &str, path: &str, _body: &str) -> (u16, String) {
-    let name = path.rsplit('/').next().unwrap_or_default();
+    if path == "/api/v1/namespaces/ops" {
+        return (200, NAMESPACE_OPS.to_string());
+    }
+    missing(path)
+}
+
+const NAMESPACE_OPS: &str = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ops"}}"#;
+
+/// A 404 for what `path` names.
+fn missing(path: &str) -> (u16, String) {
+    let name = path
+        .split('?')
+        .next()
+        .unwrap_or_default()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
     (
         404,
         format!(
-            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"debuggers.kubecombo.io \"{name}\" not found","reason":"NotFound","code":404}}"#
+            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"\"{name}\" not found","reason":"NotFound","code":404}}"#
         ),
     )
+}
+
+/// Debugger `ops/none` as the API server has it: it selects no node.
+fn selecting_no_node() -> serde_json::Value {
+    serde_json::json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger",
+        "metadata": {"name": "none", "namespace": "ops", "generation": 1},
+        "spec": {"runAt": "", "selector": {"no-such-label": "x"}},
+        "status": {"observedGeneration": 1, "desiredPods": 0, "readyPods": 0,
+            "completedNodes": 0, "failedItems": 0,
+            "conditions": [{"type": "Ready", "status": "False", "reason": "NoNodesSelected",
+                "message": "the selector, tolerations and affinity match no node: nothing runs",
+                "lastTransitionTime": "2026-11-22T06:00:00Z"}]}})
+}
+
+#[test]
+fn run_wait_on_a_debugger_selecting_no_node_returns_at_once_with_exit_five() {
+    let env = api_server(|method, path, _| match (method, path) {
+        ("PATCH", p) if p.starts_with("/apis/kubecombo.io/v1/namespaces/ops/debuggers/none?") => {
+            (200, selecting_no_node().to_string())
+        }
+        (_, p) => missing(p),
+    });
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = run(PLUGIN, &["run", "none", "--wait"], &env_of(&env));
+    assert_eq!(code, 5, "{stdout}{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "not its timeout"
+    );
+    assert!(stdout.contains("requested on every node"), "{stdout}");
+    assert_one_line(&stderr, "kubectl-combo: run ");
+    assert!(
+        stderr.contains("selects no node (Ready=False, NoNodesSelected)"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_file(&env[0].1);
+}
+
+#[test]
+fn run_wait_on_a_debugger_deleted_meanwhile_exits_three_naming_it() {
+    // The patch finds it waiting for its pods; the next read finds none.
+    let env = api_server(|method, path, _| match method {
+        "PATCH" => {
+            let mut d = selecting_no_node();
+            d["metadata"]["name"] = "gone".into();
+            d["status"]["conditions"][0]["reason"] = "WorkloadNotReady".into();
+            (200, d.to_string())
+        }
+        _ if path == "/api/v1/namespaces/ops" => (200, NAMESPACE_OPS.to_string()),
+        _ => missing(path),
+    });
+    let (code, stdout, stderr) = run(PLUGIN, &["run", "gone", "--wait"], &env_of(&env));
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    // The progress line of the first look, then the one-line error.
+    assert_eq!(
+        stderr.lines().last(),
+        Some("kubectl-combo: no Debugger \"gone\" in namespace ops (kubectl combo status -n ops lists them)"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_file(&env[0].1);
+}
+
+#[test]
+fn a_timeout_without_wait_is_a_usage_error() {
+    let (code, _, stderr) = run(PLUGIN, &["run", "d", "--timeout", "5"], &NO_CLUSTER);
+    assert_eq!(code, 2, "{stderr}");
+    assert_one_line(
+        &stderr,
+        "kubectl-combo: the following required arguments were not provided: --wait",
+    );
+}
+
+#[test]
+fn status_of_a_namespace_that_does_not_exist_exits_three() {
+    let env = api_server(|_, path, _| {
+        if path.starts_with("/apis/kubecombo.io/v1/namespaces/nosuch/debuggers") {
+            (200, r#"{"apiVersion":"kubecombo.io/v1","kind":"DebuggerList","metadata":{},"items":[]}"#.to_string())
+        } else {
+            missing(path)
+        }
+    });
+    let (code, stdout, stderr) = run(PLUGIN, &["status", "-n", "nosuch"], &env_of(&env));
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    assert_one_line(
+        &stderr,
+        "kubectl-combo: no namespace \"nosuch\" (kubectl get namespaces lists them)",
+    );
+    let _ = std::fs::remove_file(&env[0].1);
+}
+
+#[test]
+fn status_as_json_is_one_document_with_the_documented_fields() {
+    let env = api_server(|_, path, _| {
+        if path.starts_with("/apis/kubecombo.io/v1/namespaces/ops/debuggers") {
+            let list = serde_json::json!({"apiVersion": "kubecombo.io/v1", "kind": "DebuggerList",
+                "metadata": {}, "items": [selecting_no_node()]});
+            (200, list.to_string())
+        } else {
+            missing(path)
+        }
+    });
+    let (code, stdout, stderr) = run(PLUGIN, &["status", "-o", "json"], &env_of(&env));
+    assert_eq!(code, 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let d = &doc["debuggers"][0];
+    assert_eq!(d["name"], "none");
+    assert_eq!(d["namespace"], "ops");
+    assert_eq!(d["desiredPods"], 0);
+    assert_eq!(d["ready"]["reason"], "NoNodesSelected");
+    let (code, yaml, _) = run(PLUGIN, &["status", "-o", "yaml"], &env_of(&env));
+    assert_eq!(code, 0);
+    assert!(yaml.starts_with("debuggers:\n- namespace: ops\n"), "{yaml}");
+    let _ = std::fs::remove_file(&env[0].1);
+}
+
+#[test]
+fn the_kubeconfig_and_context_flags_choose_the_cluster() {
+    let env = api_server(not_found);
+    // The kubeconfig given by flag, not by KUBECONFIG; its context by name.
+    let (code, _, stderr) = run(
+        PLUGIN,
+        &[
+            "--kubeconfig",
+            &env[0].1,
+            "--context",
+            "x",
+            "summary",
+            "nosuch",
+        ],
+        &NO_CLUSTER,
+    );
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains("in namespace ops"),
+        "the context's namespace: {stderr}"
+    );
+    let (code, _, stderr) = run(
+        PLUGIN,
+        &["--kubeconfig", &env[0].1, "--context", "nosuch", "status"],
+        &NO_CLUSTER,
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert_one_line(&stderr, "kubectl-combo: no usable kubeconfig");
+    assert!(stderr.contains("nosuch"), "{stderr}");
+    let _ = std::fs::remove_file(&env[0].1);
 }
 
 fn env_of<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {

@@ -16,10 +16,103 @@ use combo_api::Pinger;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 
+use serde::Serialize;
+
+use crate::cli::Output;
 use crate::cluster::{api_error, debugger, debugger_pods};
 use crate::errors::NotFound;
-use crate::table;
+use crate::{output, table};
 use paths::{Path, Prober};
+
+/// `kubectl combo mesh -o json|yaml`: the paths of one Debugger's pingers
+/// (docs/reference.md, "`kubectl-combo`", field names).
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct View {
+    /// The Debugger's namespace.
+    pub namespace: String,
+    /// The Debugger.
+    pub debugger: String,
+    /// The window the pingers' numbers are of, in seconds.
+    pub window_seconds: u64,
+    /// Pingers asked.
+    pub asked: usize,
+    /// Pingers that answered.
+    pub answered: usize,
+    /// The failing and lossy paths, every path with `--all`, worst first.
+    pub paths: Vec<PathView>,
+    /// The pingers that did not answer: `node (pod POD): why`.
+    pub silent: Vec<String>,
+}
+
+/// One path in a [`View`].
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PathView {
+    /// The prober's node.
+    pub prober: String,
+    /// The target: a node of the Debugger (`peer` true) or the target as
+    /// the pinger labels it.
+    pub target: String,
+    /// Whether the target is a node of the Debugger.
+    pub peer: bool,
+    /// The address probed of a dual-stack peer, else null.
+    pub address: Option<String>,
+    /// `icmp`, `tcp`, `udp` or `dns`.
+    pub kind: String,
+    /// `FAIL`, `lossy`, `ok` or `idle`.
+    pub state: &'static str,
+    /// Probes sent in the window.
+    pub sent: u64,
+    /// Lost probes, in percent of those sent.
+    pub loss_percent: f64,
+    /// Average RTT of the answered probes in ms, else null.
+    pub rtt_avg_ms: Option<f64>,
+    /// Largest RTT of the answered probes in ms, else null.
+    pub rtt_max_ms: Option<f64>,
+}
+
+/// The [`View`] of `paths` (failing and lossy ones, or all with `all`).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the parts of one answer, each named"
+)]
+pub fn view(
+    ns: &str,
+    name: &str,
+    paths: &[Path],
+    all: bool,
+    window_seconds: u64,
+    asked: usize,
+    answered: usize,
+    silent: &[String],
+) -> View {
+    let paths = paths
+        .iter()
+        .filter(|p| all || matches!(p.health, paths::Health::Failing | paths::Health::Lossy))
+        .map(|p| PathView {
+            prober: p.prober.clone(),
+            target: p.target.clone(),
+            peer: p.peer,
+            address: p.address.clone(),
+            kind: p.kind.clone(),
+            state: p.health.word(),
+            sent: p.sent,
+            loss_percent: p.loss,
+            rtt_avg_ms: p.rtt_avg_ms,
+            rtt_max_ms: p.rtt_max_ms,
+        })
+        .collect();
+    View {
+        namespace: ns.to_string(),
+        debugger: name.to_string(),
+        window_seconds,
+        asked,
+        answered,
+        paths,
+        silent: silent.to_vec(),
+    }
+}
 
 /// Pingers without a summary named on stderr; the others are counted.
 const SILENT_NAMED: usize = 10;
@@ -27,13 +120,15 @@ const SILENT_NAMED: usize = 10;
 /// The paths of Debugger `ns/name`'s pingers (docs/pinger.md#the-mesh-view):
 /// one read of the Debugger and of its Pinger, one list of its
 /// pods, then one proxy GET per pod (bounded by [`gather::LIMITS`]); with
-/// `page_file`, the page written there too.
+/// `page_file`, the page written there too; with `format`, the [`View`]
+/// as one document instead of the table.
 pub async fn run(
     client: Client,
     ns: &str,
     name: &str,
     all: bool,
     page_file: Option<PathBuf>,
+    format: Option<Output>,
 ) -> Result<()> {
     let pinger = pinger_of(&client, ns, name).await?;
     let probers = probers(&client, ns, name).await?;
@@ -47,7 +142,22 @@ pub async fn run(
             r.window_seconds
         });
     let tally = paths::tally(&paths, window, answers.len(), probers.len());
-    print(&paths, all, &tally, &silent);
+    match format {
+        Some(format) => {
+            let v = view(
+                ns,
+                name,
+                &paths,
+                all,
+                window,
+                probers.len(),
+                answers.len(),
+                &silent,
+            );
+            print!("{}", output::document(format, &v));
+        }
+        None => print(&paths, all, &tally, &silent),
+    }
     if let Some(file) = page_file {
         let page = html::page(&format!("{ns}/{name}"), &paths, &silent, &tally);
         std::fs::write(&file, page).with_context(|| format!("writing {}", file.display()))?;
@@ -186,6 +296,59 @@ mod tests {
         let mut unscheduled = pod("ds-3", "node-3", "Running", &["10.0.0.3"]);
         unscheduled.spec = None;
         assert_eq!(prober_of(unscheduled), None);
+    }
+
+    #[test]
+    fn the_json_view_lists_failing_paths_with_the_documented_fields() {
+        use crate::mesh::paths::tests as data;
+        let p = paths::paths(&data::probers(), &data::answers());
+        let silent = vec!["node-2 (pod ds-2): timed out".to_string()];
+        let v = view("ops", "mesh", &p, false, 300, 3, 2, &silent);
+        assert!(!v.paths.is_empty());
+        assert!(v
+            .paths
+            .iter()
+            .all(|p| p.state == "FAIL" || p.state == "lossy"));
+        assert!(
+            view("ops", "mesh", &p, true, 300, 3, 2, &silent)
+                .paths
+                .len()
+                > v.paths.len()
+        );
+        let json = serde_json::to_value(&v).unwrap();
+        let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "answered",
+                "asked",
+                "debugger",
+                "namespace",
+                "paths",
+                "silent",
+                "windowSeconds"
+            ]
+        );
+        let mut keys: Vec<&String> = json["paths"][0].as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "address",
+                "kind",
+                "lossPercent",
+                "peer",
+                "prober",
+                "rttAvgMs",
+                "rttMaxMs",
+                "sent",
+                "state",
+                "target"
+            ]
+        );
+        assert_eq!(json["paths"][0]["state"], "FAIL");
+        assert_eq!(json["silent"][0], "node-2 (pod ds-2): timed out");
     }
 
     #[test]
