@@ -95,12 +95,31 @@ pub fn pod_counts(pod: &Pod) -> PodCounts {
 }
 
 /// The scheduler's words for nodes a Pod's selector, affinity or
-/// tolerations rule out (kube-scheduler's filter messages).
-const NO_NODE_MATCHES: [&str; 3] = [
+/// tolerations rule out (kube-scheduler's filter messages; a node named in
+/// `matchFields` that does not exist is one the prefilter leaves out, or
+/// none at all in a cluster without nodes).
+const NO_NODE_MATCHES: [&str; 6] = [
     "didn't match node selector",
     "didn't match Pod's node affinity",
     "didn't tolerate",
+    "filtered out by the prefilter result",
+    "didn't satisfy plugin(s) [NodeAffinity]",
+    "no nodes available to schedule pods",
 ];
+
+/// The message of `NoNodesSelected`: what the workload waits for, naming
+/// the node a `pod` Debugger asks for
+/// (docs/operator.md, "What a Debugger becomes").
+fn no_node_message(dbg: &Debugger) -> String {
+    let node = &dbg.spec.node_name;
+    if dbg.spec.workload_type == combo_api::WorkloadType::Pod && !node.is_empty() {
+        format!(
+            "no node named {node:?} (nodeName) that the selector, tolerations and affinity allow: the pod waits, unscheduled, for one to join; nothing runs"
+        )
+    } else {
+        "the selector, tolerations and affinity match no node: nothing runs".to_string()
+    }
+}
 
 /// Run fields taken from the DebuggerReports (see `reports::runs::run_summary`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -135,11 +154,7 @@ pub fn compute(
     let rolling = rolling(previous.unwrap_or_default(), counts.rolling, now);
     let (status, reason, message) = match invalid {
         Some(i) => ("False", i.reason(), i.to_string()),
-        None if counts.no_node => (
-            "False",
-            REASON_NO_NODES_SELECTED,
-            "the selector, tolerations and affinity match no node: nothing runs".to_string(),
-        ),
+        None if counts.no_node => ("False", REASON_NO_NODES_SELECTED, no_node_message(dbg)),
         None if pinger.is_some() => (
             "False",
             REASON_PINGER_NOT_READY,

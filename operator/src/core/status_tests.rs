@@ -219,6 +219,45 @@ fn a_pod_no_node_admits_is_no_nodes_selected_but_one_short_of_cpu_is_not() {
     assert!(!pod_counts(&Pod::default()).no_node);
 }
 
+#[test]
+fn a_pod_debugger_whose_node_does_not_exist_is_no_nodes_selected_naming_it() {
+    // kube-scheduler's words, old and new, for a node named in matchFields
+    // that no node has.
+    for message in [
+        "0/3 nodes are available: 3 node(s) didn't match node selector.",
+        "0/3 nodes are available: 3 node is filtered out by the prefilter result.",
+        "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity].",
+    ] {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "status": {"phase": "Pending", "conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": message
+            }]}
+        }))
+        .unwrap();
+        let counts = pod_counts(&pod);
+        assert!(counts.no_node, "{message}");
+        let d = node_check()
+            .workload_type(combo_api::WorkloadType::Pod)
+            .node_name("node-x")
+            .build();
+        let s = compute(&d, None, Some(counts), &RunSummary::default(), now());
+        let ready = ready_of(&s.conditions).unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "NoNodesSelected")
+        );
+        assert!(
+            ready
+                .message
+                .starts_with("no node named \"node-x\" (nodeName)")
+                && ready.message.contains("waits, unscheduled"),
+            "{}",
+            ready.message
+        );
+    }
+}
+
 /// Counts of a DaemonSet of 2 pods, `ready` of them Ready.
 fn two(ready: i32, rolling: bool) -> Option<PodCounts> {
     Some(PodCounts {

@@ -55,6 +55,9 @@ pub struct NodeReport {
     /// Healthy items, omitted ones counted, as
     /// [`DebuggerReportSpec::healthy_items`].
     healthy: u32,
+    /// The run-now request the node ran last (its report's annotation
+    /// `kubecombo.io/run-now-done`).
+    run_now: Option<Box<str>>,
 }
 
 impl NodeReport {
@@ -86,7 +89,20 @@ impl NodeReport {
             full,
             counts,
             healthy,
+            run_now: None,
         }
+    }
+
+    /// The report, recording that its node ran the run-now request
+    /// `run_now` last.
+    pub fn with_run_now(mut self, run_now: Option<&str>) -> NodeReport {
+        self.run_now = run_now.map(Into::into);
+        self
+    }
+
+    /// The run-now request the node ran last, as the annotation wrote it.
+    pub fn run_now(&self) -> Option<&str> {
+        self.run_now.as_deref()
     }
 
     /// The kept result as a summary value: the spec's, its healthy items

@@ -229,8 +229,13 @@ pub fn pod_spec(dbg: &Debugger, images: &Images) -> PodSpec {
         }),
         node_selector: (!spec.selector.is_empty()).then(|| spec.selector.clone()),
         tolerations: crate::workload::tolerations::tolerations(dbg),
-        affinity: spec.affinity.clone(),
-        node_name: (is_pod && !spec.node_name.is_empty()).then(|| spec.node_name.clone()),
+        // A node named as affinity: spec.nodeName would bind the pod to a
+        // name no kubelet may ever answer for, and such a pod cannot be
+        // deleted without force (crate::workload::node_affinity).
+        affinity: crate::workload::node_affinity::pinned(
+            spec.affinity.clone(),
+            if is_pod { &spec.node_name } else { "" },
+        ),
         image_pull_secrets: (!images.pull_secrets.is_empty()).then(|| {
             images
                 .pull_secrets

@@ -71,6 +71,36 @@ fn scheduling_fields_reach_the_pod_spec_of_both_types() {
 }
 
 #[test]
+fn a_pod_debuggers_node_is_required_in_every_term_of_its_own_affinity() {
+    let aff: k8s_openapi::api::core::v1::Affinity = serde_json::from_value(serde_json::json!({
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["node-9"]}]}]}},
+        "podAntiAffinity": {}
+    }))
+    .unwrap();
+    let d = debugger("ops", "node-check")
+        .workload_type(WorkloadType::Pod)
+        .node_name("node-2")
+        .affinity(aff)
+        .build();
+    let spec = rendered_pod_spec(&d, None, &images());
+    assert_eq!(spec.node_name, None);
+    let pin = serde_json::json!({"key": "metadata.name", "operator": "In", "values": ["node-2"]});
+    assert_eq!(
+        serde_json::to_value(spec.affinity.unwrap()).unwrap(),
+        serde_json::json!({
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
+                 "matchFields": [pin]},
+                {"matchFields": [
+                    {"key": "metadata.name", "operator": "NotIn", "values": ["node-9"]}, pin]}]}},
+            "podAntiAffinity": {}
+        })
+    );
+}
+
+#[test]
 fn host_network_uses_cluster_first_with_host_net_dns() {
     let d = debugger("ops", "node-check").host_network(true).build();
     let spec = rendered_pod_spec(&d, None, &images());

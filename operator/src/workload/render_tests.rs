@@ -144,7 +144,21 @@ fn pod_workload_runs_once_on_the_named_node() {
     );
     let spec = p.spec.unwrap();
     assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
-    assert_eq!(spec.node_name.as_deref(), Some("node-2"));
+    // Through the scheduler: a pod bound to a node that does not exist
+    // could not be deleted without force.
+    assert_eq!(spec.node_name, None);
+    let terms = spec
+        .affinity
+        .and_then(|a| a.node_affinity)
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution)
+        .map(|r| r.node_selector_terms)
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&terms).unwrap(),
+        serde_json::json!([{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-2"]}
+        ]}])
+    );
 }
 
 #[test]

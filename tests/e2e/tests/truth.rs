@@ -3,7 +3,8 @@
 //! leaves an item, every line a script prints is accounted for, the
 //! plugin never reads "no result" as "no failure", and
 //! the operator and the runner stop when asked, and
-//! summary and status agree whatever the Debugger's condition, and a
+//! summary and status agree whatever the Debugger's condition, a pod
+//! Debugger naming a node no node has waits unscheduled and deletes, and a
 //! scripts edit shows as a new scripts hash on every node. Run against the cluster of
 //! simulated nodes and again against the real nodes (tests/run-all.sh);
 //! the runner's stop is timed on real nodes only (docs/testing.md,
@@ -13,6 +14,8 @@
 mod helpers;
 #[path = "truth/local_operator.rs"]
 mod local_operator;
+#[path = "truth/node_name.rs"]
+mod node_name;
 #[path = "truth/output.rs"]
 mod output;
 #[path = "truth/ownership.rs"]
