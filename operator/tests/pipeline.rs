@@ -303,7 +303,14 @@ async fn a_new_pod_debugger_gets_its_rbac_then_its_pod_then_event_status_and_sum
     );
     let pod: Pod = serde_json::from_str(&last_body(&seen, POD)).unwrap();
     let spec = pod.spec.unwrap();
-    assert_eq!(spec.node_name.as_deref(), Some("node-1"));
+    assert_eq!(spec.node_name, None, "the scheduler places it");
+    assert!(
+        serde_json::to_string(&spec.affinity).unwrap().contains(
+            r#"{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-1"]}]}"#
+        ),
+        "{:?}",
+        spec.affinity
+    );
     assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
     assert!(last_body(&seen, EVENT).contains("WorkloadCreated"));
     let (again, _) = settle(&ctx, &seen, &dbg).await;
@@ -358,4 +365,103 @@ async fn a_deleted_debugger_gets_no_request_while_its_objects_are_collected() {
     let (requests, result) = settle(&ctx, &seen, &dbg).await;
     assert_eq!(result, Ok(()));
     assert_eq!(requests[..4], [SA, ROLE, BINDING, DAEMONSET]);
+}
+
+const DEBUGGER: &str = "PATCH /apis/kubecombo.io/v1/namespaces/ops/debuggers/d";
+const READ_DEBUGGER: &str = "GET /apis/kubecombo.io/v1/namespaces/ops/debuggers/d";
+
+#[tokio::test]
+async fn a_run_now_request_while_no_node_is_selected_is_dropped_in_the_status_and_taken_off() {
+    let asked = "2026-11-22T05:30:00Z";
+    let annotated = json!({"apiVersion": "kubecombo.io/v1", "kind": "Debugger", "metadata": {
+        "name": "d", "namespace": "ops", "resourceVersion": "7",
+        "annotations": {keys::ANNOTATION_RUN_NOW: asked}}});
+    // The API server holds the request until the operator takes it off.
+    let held = Arc::new(Mutex::new(true));
+    let holds = held.clone();
+    let (client, seen) = stand_in(Arc::new(move |method, path| {
+        let debugger = path == "/apis/kubecombo.io/v1/namespaces/ops/debuggers/d";
+        let mut held = holds.lock().unwrap();
+        match method {
+            "GET" if debugger && *held => Some((200, annotated.clone())),
+            "GET" if debugger => Some((
+                200,
+                json!({"metadata": {"name": "d", "resourceVersion": "8"}}),
+            )),
+            "PATCH" if debugger => {
+                *held = false;
+                None
+            }
+            _ => None,
+        }
+    }));
+    let (ctx, mut watches) = context(client);
+    let dbg = debugger("ops", "d").build();
+    watches.show(&dbg);
+    assert_eq!(settle(&ctx, &seen, &dbg).await.1, Ok(()));
+    // The DaemonSet controller has seen it and schedules no pod.
+    let mut ds: DaemonSet = serde_json::from_str(&last_body(&seen, DAEMONSET)).unwrap();
+    ds.metadata.generation = Some(1);
+    ds.status = serde_json::from_value(json!({
+        "observedGeneration": 1, "desiredNumberScheduled": 0, "currentNumberScheduled": 0,
+        "numberMisscheduled": 0, "numberReady": 0}))
+    .unwrap();
+    watches.daemonsets.apply_watcher_event(&Event::Apply(ds));
+    let mut asking = dbg.clone();
+    asking
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(keys::ANNOTATION_RUN_NOW.into(), asked.into());
+    watches.show(&asking);
+
+    // Reconciled as the watch shows it, until the request is taken off.
+    let start = seen.count();
+    for _ in 0..40 {
+        if !*held.lock().unwrap() {
+            break;
+        }
+        let result = reconcile(Arc::new(asking.clone()), ctx.clone()).await;
+        assert!(result.is_ok(), "{:?}", result.err());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(!*held.lock().unwrap(), "the request is taken off");
+    // The answer first, then the request read afresh and removed under
+    // that read's resourceVersion.
+    let requests = requests(&seen, start);
+    assert_eq!(
+        requests[requests.len() - 3..],
+        [STATUS, READ_DEBUGGER, DEBUGGER],
+        "{requests:?}"
+    );
+    // The watch shows it gone: the answer stays, and nothing is taken off.
+    let mut answered = dbg.clone();
+    answered.status = serde_json::from_str::<serde_json::Value>(&last_body(&seen, STATUS))
+        .ok()
+        .and_then(|v| serde_json::from_value(v["status"].clone()).ok());
+    watches.show(&answered);
+    let (after, result) = settle(&ctx, &seen, &answered).await;
+    assert_eq!((after, result), (Vec::<String>::new(), Ok(())));
+    let removal: serde_json::Value = serde_json::from_str(&last_body(&seen, DEBUGGER)).unwrap();
+    assert_eq!(
+        removal,
+        json!({"metadata": {"resourceVersion": "7", "annotations": {keys::ANNOTATION_RUN_NOW: null}}})
+    );
+    let status: serde_json::Value = serde_json::from_str(&last_body(&seen, STATUS)).unwrap();
+    let conditions = status["status"]["conditions"].as_array().unwrap().clone();
+    let run_now = conditions
+        .iter()
+        .find(|c| c["type"] == "RunNow")
+        .expect("a RunNow condition");
+    assert_eq!(
+        (&run_now["status"], &run_now["reason"]),
+        (&json!("False"), &json!("Dropped"))
+    );
+    assert!(
+        run_now["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("run-now request of 2026-11-22T05:30:00Z dropped: NoNodesSelected"),
+        "{run_now}"
+    );
 }

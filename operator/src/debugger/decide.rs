@@ -4,13 +4,15 @@
 //! no clock of its own (docs/operator.md, "The pipeline").
 
 use chrono::{DateTime, Utc};
-use combo_api::{Debugger, DebuggerStatus};
+use combo_api::{keys, Debugger, DebuggerStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::controller::Action;
 use kube::runtime::events::Event;
+use kube::ResourceExt;
 
 use crate::core::events;
+use crate::core::run_now::{self, Serving};
 use crate::core::status::{self, PodCounts, RunSummary};
 use crate::core::validate::Verdict;
 use crate::marks::{self, status::DebuggerMarks};
@@ -62,6 +64,9 @@ pub struct Inputs<'a> {
     /// Why its DaemonSet's pods are refused, if they are
     /// ([`crate::watch::refusals::Refusals::describe`]).
     pub refused: Option<String>,
+    /// Reports that record the Debugger's run-now request as run
+    /// ([`crate::reports::runs::served`]).
+    pub run_now_served: i32,
     /// The time the plan is for.
     pub now: DateTime<Utc>,
 }
@@ -80,6 +85,9 @@ pub struct Plan {
     pub events: Vec<Event>,
     /// The summary ConfigMap to write, and how.
     pub summary: Option<(ConfigMap, SummaryWrite)>,
+    /// The run-now request to take off the Debugger: nothing can run it
+    /// any more (docs/operator.md, "Run-now requests").
+    pub remove_run_now: Option<String>,
     /// What the controller does next once everything is written.
     pub next: Action,
 }
@@ -97,6 +105,7 @@ pub fn decide(inputs: Inputs<'_>) -> Plan {
         pinger_not_ready,
         waiting,
         refused,
+        run_now_served,
         now,
     } = inputs;
     // Only this operator writes the status, so the one it wrote last is the
@@ -140,6 +149,20 @@ pub fn decide(inputs: Inputs<'_>) -> Plan {
         now,
     );
     status.conditions.extend(conditions);
+    let request = run_now::answer(
+        dbg.annotations()
+            .get(keys::ANNOTATION_RUN_NOW)
+            .map(String::as_str),
+        previous.unwrap_or_default(),
+        Serving {
+            counts,
+            invalid: invalid.map(|i| i.reason()),
+            served: run_now_served,
+        },
+        status.observed_generation,
+        now,
+    );
+    status.conditions.extend(request.condition);
     let status_changed = status::changed(current, &status);
     let mut events: Vec<Event> = converged.event.into_iter().collect();
     if let Some(invalid) = invalid {
@@ -171,6 +194,7 @@ pub fn decide(inputs: Inputs<'_>) -> Plan {
                 .into_iter()
                 .chain(marks.recheck_at)
                 .chain(rollout)
+                .chain(request.recheck)
                 .min()
             {
                 Some(at) => Action::requeue((at - now).to_std().unwrap_or_default()),
@@ -184,6 +208,7 @@ pub fn decide(inputs: Inputs<'_>) -> Plan {
         paced: verdict.is_ok(),
         events,
         summary: converged.summary,
+        remove_run_now: request.remove,
         next,
     }
 }

@@ -40,6 +40,7 @@ fn inputs<'a>(d: &'a Debugger, verdict: &'a Verdict) -> Inputs<'a> {
         pinger_not_ready: None,
         waiting: None,
         refused: None,
+        run_now_served: 0,
         now: now(),
     }
 }

@@ -106,6 +106,12 @@ async fn pipeline(dbg: &Debugger, ctx: &Arc<Context>) -> Result<Action, Error> {
             .caches
             .refusals
             .describe(&dbg.namespace().unwrap_or_default(), &dbg.name_any()),
+        run_now_served: dbg
+            .annotations()
+            .get(combo_api::keys::ANNOTATION_RUN_NOW)
+            .map_or(0, |asked| {
+                crate::reports::runs::served(observed.reports.values().map(|r| r.as_ref()), asked)
+            }),
         now,
     });
     ctx.metrics

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use combo_api::{Debugger, DebuggerStatus};
+use combo_api::{keys, Debugger, DebuggerStatus};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{DeleteParams, Preconditions};
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, warn};
@@ -57,6 +57,9 @@ pub async fn write(
         Some(m) => step::write(ctx, dbg, m).await,
         None => Ok(()),
     };
+    if let Some(value) = &writes.plan.remove_run_now {
+        remove_run_now(ctx, dbg, value).await;
+    }
     let next = write_plan(ctx, dbg, uid, writes.plan, observed).await?;
     Ok(Written { next, marks })
 }
@@ -76,6 +79,7 @@ async fn write_plan(
         mut events,
         summary,
         next,
+        ..
     } = plan;
     if !paced {
         events.splice(0..0, ctx.pace.take(uid));
@@ -215,6 +219,55 @@ async fn delete_reports(ctx: &Context, dbg: &Debugger, names: &[String], why: &s
     }
     ctx.caches.reports.forget(&ns, &dbg.name_any(), names);
 }
+
+/// Takes the run-now request `value` off `dbg`, only if it is still the
+/// one there: read afresh, and removed under that read's resourceVersion,
+/// so a newer request set meanwhile stays
+/// (docs/operator.md, "Run-now requests"). Not paced: a pod that starts while the request is still
+/// there would run it. A conflict reads again; a failure is logged, and
+/// the next reconcile decides again.
+async fn remove_run_now(ctx: &Context, dbg: &Debugger, value: &str) {
+    let ns = dbg.namespace().unwrap_or_default();
+    let api: Api<Debugger> = Api::namespaced(ctx.client.clone(), &ns);
+    let name = dbg.name_any();
+    for _ in 0..RUN_NOW_ATTEMPTS {
+        let fresh = match api.get_metadata_opt(&name).await {
+            Ok(Some(m)) => m.metadata,
+            Ok(None) => return,
+            Err(e) => {
+                return warn!(request = %value, error = %e, "reading the Debugger for its run-now request failed")
+            }
+        };
+        let held = fresh
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(keys::ANNOTATION_RUN_NOW));
+        if held.map(String::as_str) != Some(value) {
+            return;
+        }
+        let patch = serde_json::json!({"metadata": {
+            "resourceVersion": fresh.resource_version,
+            "annotations": {keys::ANNOTATION_RUN_NOW: null},
+        }});
+        ctx.metrics.write("Debugger");
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return info!(request = %value, "took off a run-now request nothing can run"),
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(kube::Error::Api(e)) if e.code == 404 => return,
+            Err(e) => {
+                return warn!(request = %value, error = %e, "taking off a run-now request failed")
+            }
+        }
+    }
+    warn!(request = %value, "the Debugger kept changing; its run-now request is taken off at the next reconcile");
+}
+
+/// Reads and removals of a run-now request before it waits for the next
+/// reconcile: a conflict means the Debugger changed between the two.
+const RUN_NOW_ATTEMPTS: usize = 3;
 
 async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
     apply::status(&ctx.client, &ctx.metrics, dbg, new, "DebuggerStatus")

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use combo_api::debugger::MAX_SCRIPT_SETS;
-use combo_api::ScriptSet;
+use combo_api::{RunId, ScriptSet};
 
 use crate::core::status::RunSummary;
 use crate::reports::aggregate::NodeReport;
@@ -65,6 +65,18 @@ pub fn script_sets<'a>(hashes: impl IntoIterator<Item = &'a str>) -> Vec<ScriptS
     });
     sets.truncate(MAX_SCRIPT_SETS);
     sets
+}
+
+/// Reports whose node ran the run-now request `value` (the annotation as
+/// written) last: its time compared, not its spelling. Pure.
+pub fn served<'a>(reports: impl IntoIterator<Item = &'a NodeReport>, value: &str) -> i32 {
+    let Ok(asked) = combo_api::runat::parse_run_now(value) else {
+        return 0;
+    };
+    reports
+        .into_iter()
+        .filter(|r| r.run_now().and_then(RunId::from_rfc3339) == Some(asked))
+        .count() as i32
 }
 
 /// Reports to delete at a new run: those of nodes that run no pod of the

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use combo_api::DebuggerReport;
+use combo_api::{keys, DebuggerReport};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::ResourceExt;
@@ -29,7 +29,10 @@ fn owner_of(r: &DebuggerReport) -> Owner {
 fn file(map: &mut HashMap<Owner, NodeReports>, change: Change<'_, DebuggerReport>) {
     match change {
         Change::Apply(r) => {
-            let entry = Arc::new(NodeReport::new(r.name_any(), r.spec.clone()));
+            let ran = r.annotations().get(keys::ANNOTATION_RUN_NOW_DONE);
+            let entry = Arc::new(
+                NodeReport::new(r.name_any(), r.spec.clone()).with_run_now(ran.map(String::as_str)),
+            );
             map.entry(owner_of(r))
                 .or_default()
                 .insert(r.spec.node.clone(), entry);

@@ -55,9 +55,9 @@ where
 }
 
 /// The Debugger controller over the Debuggers of `ns`: only spec changes (a
-/// new generation) trigger a Debugger, since its status is written by the
-/// reconcile and reacting to that write would only read everything again
-/// to find nothing to do. Its store lists every Debugger; a Debugger gone
+/// new generation) and run-now requests trigger a Debugger, since its
+/// status is written by the reconcile and reacting to that write would
+/// only read everything again to find nothing to do. Its store lists every Debugger; a Debugger gone
 /// from it loses its result metrics.
 pub fn debuggers(
     client: &Client,
@@ -79,10 +79,22 @@ pub fn debuggers(
             }
         })
         .applied_objects()
-        .predicate_filter(predicates::generation, Default::default());
+        .predicate_filter(generation_or_run_now, Default::default());
     let controller = Controller::for_stream(stream, store.clone())
         .with_config(ControllerConfig::default().concurrency(32));
     (controller, store)
+}
+
+/// What triggers a Debugger: its generation and its run-now request, which
+/// the operator answers (docs/operator.md, "Run-now requests").
+pub fn generation_or_run_now(dbg: &Debugger) -> Option<u64> {
+    let generation = predicates::generation(dbg)?;
+    let asked = dbg.annotations().get(keys::ANNOTATION_RUN_NOW);
+    let asked = asked.map_or("", String::as_str);
+    Some(combo_api::hash::fnv1a(&[
+        &generation.to_le_bytes(),
+        asked.as_bytes(),
+    ]))
 }
 
 /// Labels of what the operator made for Debuggers.

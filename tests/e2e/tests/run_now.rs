@@ -2,7 +2,10 @@
 //! one run on every node besides a cron's, in the reports, the summary and
 //! the status; `spec.runAt` unchanged; the next cron fire still runs; no
 //! pod restarted; a replaced runner pod does not run the request again; a
-//! request already on a new Debugger stays each node's newest result.
+//! request already on a new Debugger stays each node's newest result; a
+//! request made while no node is selected is dropped, said in condition
+//! `RunNow`, and not run when the nodes come back (docs/operator.md,
+//! "Run-now requests").
 
 use std::time::Duration;
 
@@ -15,7 +18,7 @@ use combo_e2e::{
     wait_for, workload_nodes,
 };
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
 /// Every minute: the next fire is never more than 60 s away.
@@ -194,4 +197,140 @@ async fn a_request_already_on_a_new_debugger_stays_each_nodes_newest_result() ->
         "a node's newest result is older than the request of {asked}: {s:?}"
     );
     Ok(())
+}
+
+/// The `RunNow` condition of Debugger `name`: (status, reason, message).
+async fn run_now_condition(
+    dbgs: &Api<Debugger>,
+    name: &str,
+) -> Result<Option<(String, String, String)>> {
+    let status = dbgs.get(name).await?.status.unwrap_or_default();
+    Ok(status
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "RunNow")
+        .map(|c| (c.status, c.reason, c.message)))
+}
+
+/// Merge-patches Debugger `name` with `patch`.
+async fn patch(dbgs: &Api<Debugger>, name: &str, patch: serde_json::Value) -> Result<()> {
+    dbgs.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Debugger `name` asked for a run at `run` (docs/runner.md, "Run now").
+async fn ask(dbgs: &Api<Debugger>, name: &str, run: &str) -> Result<()> {
+    let annotations = serde_json::json!({ keys::ANNOTATION_RUN_NOW: run });
+    patch(
+        dbgs,
+        name,
+        serde_json::json!({"metadata": {"annotations": annotations}}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_request_while_no_node_is_selected_is_dropped_and_never_runs_when_the_nodes_come_back(
+) -> Result<()> {
+    install_for_cluster();
+    let test_ns = namespace("run-drop").await;
+    let ns = test_ns.name.as_str();
+    let c = client().await;
+    let dbgs: Api<Debugger> = Api::namespaced(c.clone(), ns);
+    // An empty runAt: a DaemonSet runs nothing on its own, so every
+    // report is a request's.
+    apply_yaml(ns, &scripts_configmap("drop-scripts", "v1").yaml())?;
+    apply_yaml(ns, &scripts_debugger("drop", "drop-scripts", "").yaml())?;
+    wait_pods(&c, ns, "drop").await?;
+    patch(
+        &dbgs,
+        "drop",
+        serde_json::json!({"spec": {"selector": {"kubecombo.io/no-such-node": "x"}}}),
+    )
+    .await?;
+    wait_for(WAIT, "drop Ready=False NoNodesSelected", || async {
+        let s = dbgs.get("drop").await?.status.unwrap_or_default();
+        Ok(s.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.reason == "NoNodesSelected"))
+    })
+    .await?;
+
+    let asked = RunId::now().rfc3339();
+    ask(&dbgs, "drop", &asked).await?;
+    let dropped = format!("run-now request of {asked} dropped: NoNodesSelected");
+    wait_for(WAIT, &format!("RunNow: {dropped}"), || async {
+        Ok(run_now_condition(&dbgs, "drop")
+            .await?
+            .is_some_and(|(s, r, m)| s == "False" && r == "Dropped" && m.starts_with(&dropped)))
+    })
+    .await?;
+    wait_for(
+        WAIT,
+        "the dropped request taken off the Debugger",
+        || async {
+            Ok(!dbgs
+                .get("drop")
+                .await?
+                .annotations()
+                .contains_key(keys::ANNOTATION_RUN_NOW))
+        },
+    )
+    .await?;
+
+    // The nodes come back: their runners start and run nothing.
+    patch(
+        &dbgs,
+        "drop",
+        serde_json::json!({"spec": {"selector": null}}),
+    )
+    .await?;
+    wait_pods(&c, ns, "drop").await?;
+    wait_for(WAIT, "drop Ready=True", || async {
+        let s = dbgs.get("drop").await?.status.unwrap_or_default();
+        Ok(s.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True"))
+    })
+    .await?;
+    // A runner runs a request it sees within a second of starting.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let reports: Api<DebuggerReport> = Api::namespaced(c.clone(), ns);
+    let ran: Vec<String> = reports
+        .list(&Default::default())
+        .await?
+        .items
+        .iter()
+        .map(|r| format!("{} ran {}", r.spec.node, r.spec.run_at))
+        .collect();
+    ensure!(
+        ran.is_empty(),
+        "the dropped request of {asked} ran: {ran:?}"
+    );
+    let status = dbgs.get("drop").await?.status.unwrap_or_default();
+    ensure!(
+        status.last_run_at.is_none(),
+        "LAST-RUN shows {:?}, when nothing ran",
+        status.last_run_at
+    );
+    let (_, reason, message) = run_now_condition(&dbgs, "drop")
+        .await?
+        .context("the RunNow condition stays")?;
+    ensure!(
+        reason == "Dropped" && message.starts_with(&dropped),
+        "{message}"
+    );
+
+    // The runners work: a request now runs on every node and says so.
+    let next = now_after(&asked).await;
+    ask(&dbgs, "drop", &next).await?;
+    wait_run(&c, ns, "drop-summary", &next).await?;
+    let ran = format!("run-now request of {next} ran on");
+    wait_for(WAIT, &format!("RunNow: {ran}"), || async {
+        Ok(run_now_condition(&dbgs, "drop")
+            .await?
+            .is_some_and(|(s, r, m)| s == "True" && r == "Ran" && m.starts_with(&ran)))
+    })
+    .await
 }
