@@ -150,11 +150,9 @@ pub struct DebuggerSpec {
     #[schemars(schema_with = "max_tainted_percent_schema")]
     pub max_tainted_percent: u32,
 
-    /// Settings of the default checks (names in docs/checks.md) and their
-    /// values as text, given to the scripts as environment variables. A
-    /// value not of its setting's kind is refused at apply, and so is an
-    /// unknown name by kubectl; one that still reaches the operator makes
-    /// the Debugger InvalidSpec.
+    /// Settings of the default checks (docs/checks.md), as text, given to
+    /// the scripts as environment variables; each value must be of its
+    /// setting's kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(schema_with = "schema::check_settings")]
     pub check_settings: BTreeMap<String, String>,

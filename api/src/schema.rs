@@ -31,7 +31,7 @@ pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
 /// also refuse other names (`additionalProperties` is forbidden next to
 /// `properties`, `patternProperties` is not supported): the server drops
 /// them, `kubectl apply` refuses them as unknown fields, and the operator
-/// refuses what reaches it (docs/reference.md, "checkSettings").
+/// refuses what reaches it (docs/reference.md, "Debugger").
 pub(crate) fn check_settings(_: &mut SchemaGenerator) -> Schema {
     let properties: serde_json::Map<String, serde_json::Value> = crate::settings::SETTINGS
         .iter()
