@@ -36,14 +36,6 @@ pub enum State {
     },
 }
 
-/// `N` of an item named `(N failed items omitted)`.
-fn omitted_failures(item: &str) -> Option<u32> {
-    item.strip_prefix('(')?
-        .strip_suffix(" failed items omitted)")?
-        .parse()
-        .ok()
-}
-
 /// The state of each of `categories` that `report` holds; `missed`: the
 /// node missed the checked run. Pure.
 pub fn states(
@@ -54,31 +46,20 @@ pub fn states(
     let spec = &report.spec;
     categories
         .iter()
-        .filter_map(|c| Some((*c, report.items_of(c.as_str())?)))
-        .map(|(c, items)| {
+        .filter_map(|c| Some((*c, report.first_failure(c.as_str())?)))
+        .map(|(c, first)| {
             if missed {
                 let since = spec.run_at.clone();
                 return (c, State::Unknown { since });
             }
-            let failed: Vec<(&str, &str)> = items
-                .iter()
-                .filter_map(|(i, r)| Some((&**i, r.err.as_deref()?)))
-                .collect();
-            let count: u32 = failed
-                .iter()
-                .map(|(i, _)| omitted_failures(i).unwrap_or(1))
-                .sum();
-            // A named item first: `(N failed items omitted)` sorts first.
-            let first = failed
-                .iter()
-                .find(|(i, _)| omitted_failures(i).is_none())
-                .or(failed.first());
+            // Every failure counts, those the report left out too.
+            let count = report.failed_in(c.as_str());
             match first {
-                Some((item, message)) => (
+                Some(f) => (
                     c,
                     State::Failed {
-                        item: item.to_string(),
-                        message: message.to_string(),
+                        item: f.item.to_string(),
+                        message: f.message.to_string(),
                         more: count.saturating_sub(1),
                     },
                 ),

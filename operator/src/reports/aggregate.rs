@@ -13,8 +13,12 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use combo_api::report::ItemCounts;
-use combo_api::summary::{ItemResult, NodeSummary};
+use combo_api::summary::{ItemResult, NodeSummary, FIRST_MESSAGE_LIMIT};
 use combo_api::DebuggerReportSpec;
+
+/// Largest size of one node's value (docs/runner.md, "Reports: the
+/// summary ConfigMap").
+pub use combo_api::summary::MAX_SUMMARY_BYTES as MAX_VALUE_BYTES;
 
 /// Largest size of a summary ConfigMap as stored, metadata included.
 pub const MAX_SUMMARY_BYTES: usize = 900 * 1024;
@@ -29,25 +33,40 @@ pub const FIRST_FAILURES: usize = 3;
 /// Messages are cut to this many bytes from [`Level::FirstFailure`] on.
 const SHORT_MESSAGE: usize = 64;
 
-/// The kept items of one category, by name, in name order.
-type Items = Box<[(Box<str>, ItemResult)]>;
+/// A failed item as the operator keeps it, its message cut to
+/// [`FIRST_MESSAGE_LIMIT`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// Its category.
+    pub category: Box<str>,
+    /// Its name.
+    pub item: Box<str>,
+    /// Its err message.
+    pub message: Box<str>,
+}
 
 /// One node's report, as the operator keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeReport {
     /// The DebuggerReport's name.
     pub name: String,
-    /// Its spec without its items: `categories` is empty, [`NodeReport::summary`]
-    /// puts `items` back.
+    /// Its spec without its items: `categories` is empty; `full` holds
+    /// them as far as a value holds them.
     pub spec: DebuggerReportSpec,
-    /// The node's items by category, its healthy items folded into one
-    /// `(N healthy items omitted)` per category once `full` holds them
-    /// (see [`NodeReport::new`]). Flat lists, not maps: a map of a handful
-    /// of items allocates room for eleven, about 4 KiB per report, most
-    /// of what 5,000 kept reports would take.
-    items: Box<[(Box<str>, Items)]>,
-    /// The whole result as a summary value, rendered once when the report
-    /// arrives (every summary write reuses it).
+    /// The report's categories in name order, each with its first failed
+    /// item (a named one before a `(N failed items omitted)`), if any:
+    /// what the node conditions read.
+    categories: Box<[(Box<str>, Option<Failure>)]>,
+    /// The report's first [`FIRST_FAILURES`] failed items, in order: what
+    /// a shortened value lists. Past these and `categories`, the items are
+    /// kept only in `full`: a report lists up to 150 items of a node, and
+    /// at 5,000 nodes their names and messages would be most of what the
+    /// operator holds.
+    first_failures: Box<[Failure]>,
+    /// The node's value at full length: the result as a summary value
+    /// within [`MAX_VALUE_BYTES`], naming the report when it had to be
+    /// shortened, rendered once when the report arrives (every summary
+    /// write reuses it).
     pub full: String,
     /// Failed and skipped items per category with any, counted once when
     /// the report arrives (the metrics of every reconcile reuse them).
@@ -61,12 +80,13 @@ pub struct NodeReport {
 }
 
 impl NodeReport {
-    /// The report `name` holding `spec`. Its healthy items are kept by
-    /// name in `full` only: every shorter value counts them, and at 5,000
-    /// nodes their names would be most of what the operator holds.
+    /// The report `name` holding `spec`. Its items are kept by name in
+    /// `full` only (bounded), besides the few failed ones the shortened
+    /// values and the node conditions name.
     pub fn new(name: String, mut spec: DebuggerReportSpec) -> NodeReport {
-        let mut full = spec.summary().to_yaml();
-        full.shrink_to_fit();
+        let result = spec.summary();
+        let full = full_value(&name, &result);
+        let first_failures = result.failed().take(FIRST_FAILURES).map(failure).collect();
         let counts = spec
             .category_counts()
             .into_iter()
@@ -74,18 +94,26 @@ impl NodeReport {
             .map(|(cat, c)| (cat.to_string(), c))
             .collect();
         let healthy = spec.healthy_items();
-        let items = std::mem::take(&mut spec.categories)
-            .into_iter()
-            .map(|(cat, mut items)| {
-                fold_healthy(&mut items);
-                let items = items.into_iter().map(|(k, r)| (k.into(), r)).collect();
-                (cat.into(), items)
+        spec.categories.clear();
+        let categories = result
+            .categories
+            .iter()
+            .map(|(cat, items)| {
+                let failed = items
+                    .iter()
+                    .filter_map(|(i, r)| Some((cat.as_str(), i.as_str(), r.err.as_deref()?)));
+                let first = failed
+                    .clone()
+                    .find(|(_, i, _)| !is_stand_in(i))
+                    .or_else(|| failed.clone().next());
+                (cat.as_str().into(), first.map(failure))
             })
             .collect();
         NodeReport {
             name,
             spec,
-            items,
+            categories,
+            first_failures,
             full,
             counts,
             healthy,
@@ -105,26 +133,13 @@ impl NodeReport {
         self.run_now.as_deref()
     }
 
-    /// The kept result as a summary value: the spec's, its healthy items
-    /// folded.
+    /// The node's value at full length ([`NodeReport::full`]) parsed.
     pub fn summary(&self) -> NodeSummary {
-        let mut summary = self.spec.summary();
-        summary.categories = self
-            .items
-            .iter()
-            .map(|(cat, items)| {
-                let items = items
-                    .iter()
-                    .map(|(k, r)| (k.to_string(), r.clone()))
-                    .collect();
-                (cat.to_string(), items)
-            })
-            .collect();
-        summary
+        NodeSummary::from_yaml(&self.full).expect("full is a rendered summary value")
     }
 
-    /// The spec with its kept items put back, for tests that derive one
-    /// report from another.
+    /// The spec with the items of its full-length value put back, for
+    /// tests that derive one report from another.
     #[cfg(test)]
     pub fn kept_spec(&self) -> DebuggerReportSpec {
         DebuggerReportSpec {
@@ -133,13 +148,27 @@ impl NodeReport {
         }
     }
 
-    /// The kept items of `category` (healthy ones folded), by name, if
-    /// the report has that category.
-    pub fn items_of(&self, category: &str) -> Option<&[(Box<str>, ItemResult)]> {
-        self.items
+    /// The first failed item of `category` (a named one before a
+    /// `(N failed items omitted)`), `Some(None)` when none of its items
+    /// failed, `None` when the report has no such category.
+    pub fn first_failure(&self, category: &str) -> Option<Option<&Failure>> {
+        self.categories
             .iter()
             .find(|(cat, _)| &**cat == category)
-            .map(|(_, items)| &**items)
+            .map(|(_, first)| first.as_ref())
+    }
+
+    /// The report's first [`FIRST_FAILURES`] failed items, in order.
+    pub fn first_failures(&self) -> &[Failure] {
+        &self.first_failures
+    }
+
+    /// Failed items of `category`, those left out of the report counted.
+    pub fn failed_in(&self, category: &str) -> u32 {
+        self.counts
+            .iter()
+            .find(|(cat, _)| cat == category)
+            .map_or(0, |(_, c)| c.failed)
     }
 
     /// Items of the result that are healthy, neither failed nor skipped
@@ -188,30 +217,41 @@ pub enum Level {
     KeysOmitted(usize),
 }
 
-/// Folds the healthy items of `items`, two or more, into one healthy item
-/// `(N healthy items omitted)`, N counting those folded before.
-fn fold_healthy(items: &mut BTreeMap<String, ItemResult>) {
-    let healthy: Vec<String> = items
-        .iter()
-        .filter(|(_, r)| r.is_healthy())
-        .map(|(k, _)| k.clone())
-        .collect();
-    if healthy.len() < 2 {
-        return;
+/// `result` as the value of report `name`'s node: whole when it fits in
+/// [`MAX_VALUE_BYTES`], else bounded (folded, docs/runner.md, "Reports:
+/// the summary ConfigMap") with `report` naming the report that lists
+/// every item.
+fn full_value(name: &str, result: &NodeSummary) -> String {
+    let mut full = result.to_yaml();
+    if full.len() > MAX_VALUE_BYTES {
+        let named = NodeSummary {
+            report: Some(name.to_string()),
+            ..NodeSummary::default()
+        };
+        // The room the `report` line takes, besides `runAt: ''`.
+        let line = named.to_yaml().len() - NodeSummary::default().to_yaml().len();
+        let mut bounded = result.bounded(MAX_VALUE_BYTES.saturating_sub(line));
+        bounded.report = named.report;
+        full = bounded.to_yaml();
     }
-    let count: u32 = healthy
-        .iter()
-        .map(|k| {
-            k.strip_prefix('(')
-                .and_then(|k| k.strip_suffix(" healthy items omitted)"))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(1)
-        })
-        .sum();
-    for k in &healthy {
-        items.remove(k);
+    full.shrink_to_fit();
+    full
+}
+
+/// A failed item (category, item, message) as the operator keeps it.
+fn failure((category, item, message): (&str, &str, &str)) -> Failure {
+    let mut message = message.to_string();
+    combo_api::summary::cut(&mut message, FIRST_MESSAGE_LIMIT);
+    Failure {
+        category: category.into(),
+        item: item.into(),
+        message: message.into(),
     }
-    items.insert(format!("({count} healthy items omitted)"), ItemResult::ok());
+}
+
+/// Whether `item` is the `(N failed items omitted)` of a cut report.
+fn is_stand_in(item: &str) -> bool {
+    item.starts_with('(') && item.ends_with(" failed items omitted)")
 }
 
 /// Stored size of `data` as a ConfigMap (an estimate that errs high).
@@ -300,7 +340,6 @@ pub fn summary_data_within(
 /// The value of one node's key at `level`.
 fn value(r: &NodeReport, level: Level) -> NodeSummary {
     let spec = &r.spec;
-    let full = r.summary();
     let counted = |keep: usize, cut: Option<usize>| {
         let mut v = NodeSummary {
             run_at: spec.run_at.clone(),
@@ -312,24 +351,24 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
             report: (spec.failed_items as usize > keep).then(|| r.name.clone()),
             ..NodeSummary::default()
         };
-        for (cat, item, msg) in full.failed().take(keep) {
-            let mut msg = msg.to_string();
+        for f in r.first_failures.iter().take(keep) {
+            let mut msg = f.message.to_string();
             if let Some(limit) = cut {
                 combo_api::summary::cut(&mut msg, limit);
             }
             v.categories
-                .entry(cat.to_string())
+                .entry(f.category.to_string())
                 .or_default()
-                .insert(item.to_string(), ItemResult::err(msg));
+                .insert(f.item.to_string(), ItemResult::err(msg));
         }
         v
     };
     match level {
-        Level::Full => full,
+        Level::Full => r.summary(),
         Level::HealthyCounted | Level::FirstFailures | Level::FirstFailure if r.healthy() => {
             counted(0, None)
         }
-        Level::HealthyCounted => full,
+        Level::HealthyCounted => r.summary(),
         Level::FirstFailures => counted(FIRST_FAILURES, None),
         Level::FirstFailure => counted(1, Some(SHORT_MESSAGE)),
         Level::Counts | Level::KeysOmitted(_) => NodeSummary {

@@ -78,20 +78,129 @@ fn a_small_cluster_gets_every_nodes_whole_result() {
 }
 
 #[test]
-fn a_kept_report_counts_its_healthy_items_and_keeps_the_others_by_name() {
+fn a_kept_report_counts_its_healthy_items_and_keeps_its_first_failures() {
     let r = report("n1", RUN, 12, 2, 10);
     assert_eq!(r.healthy_items(), 12);
     assert_eq!(r.spec.failed_items, 2);
-    let kept = r.summary();
-    let disk = &kept.categories["disk"];
-    assert!(disk.contains_key("(3 healthy items omitted)"), "{disk:?}");
-    assert!(disk.contains_key("bad0") && disk.contains_key("bad1"));
-    assert_eq!(kept.categories.len(), 4, "every category stays");
+    assert!(r.spec.categories.is_empty(), "the items are in full");
+    let firsts: Vec<&str> = r.first_failures().iter().map(|f| &*f.item).collect();
+    assert_eq!(firsts, ["bad0", "bad1"]);
+    assert_eq!(
+        r.first_failure("disk").unwrap().unwrap().item.as_ref(),
+        "bad0"
+    );
+    assert_eq!(
+        r.first_failure("net"),
+        Some(None),
+        "a category without failures"
+    );
+    assert_eq!(r.first_failure("gpu"), None, "not in the report");
+    assert_eq!(r.failed_in("disk"), 2);
     let full = NodeSummary::from_yaml(&r.full).unwrap();
+    assert_eq!(full.categories.len(), 4, "every category stays");
     assert!(
         full.categories["mem"].contains_key("item2"),
         "full keeps the names"
     );
+}
+
+/// A report as a busy node writes it: 150 items with names of 48 bytes,
+/// 30 failed with messages of `msg_len` bytes.
+fn busy(node: &str, msg_len: usize) -> NodeReport {
+    let mut result = NodeSummary {
+        run_at: RUN.into(),
+        finished_at: "2026-11-22T06:00:07Z".into(),
+        ..Default::default()
+    };
+    for i in 0..150 {
+        let cat = ["disk", "net", "mem", "svc"][i % 4];
+        let item = format!("{:-<48}", format!("script-{}/item-{i:03}", i % 10));
+        let r = if i % 5 == 0 {
+            ItemResult::err(format!("{i:03} {}", "k".repeat(msg_len - 4)))
+        } else {
+            ItemResult::ok()
+        };
+        result
+            .categories
+            .entry(cat.into())
+            .or_default()
+            .insert(item, r);
+    }
+    let spec = DebuggerReportSpec::of("node-check", node, &result);
+    let names = |c: &BTreeMap<String, BTreeMap<String, ItemResult>>| {
+        c.values()
+            .flat_map(|i| i.keys().cloned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(&spec.categories),
+        names(&result.categories),
+        "the report lists them all"
+    );
+    NodeReport::new(report_name("node-check", node), spec)
+}
+
+/// The bytes of item names and messages `r` holds outside `full`.
+fn held_outside_full(r: &NodeReport) -> usize {
+    let failures = r.first_failures().iter().chain(
+        ["disk", "net", "mem", "svc"]
+            .into_iter()
+            .filter_map(|c| r.first_failure(c).flatten()),
+    );
+    failures
+        .map(|f| f.category.len() + f.item.len() + f.message.len())
+        .sum()
+}
+
+#[test]
+fn a_busy_nodes_report_is_kept_as_a_bounded_value_and_a_few_failures() {
+    for msg_len in [160, 400, 2000] {
+        let r = busy("n1", msg_len);
+        assert!(r.full.len() <= MAX_VALUE_BYTES, "{}", r.full.len());
+        let v = NodeSummary::from_yaml(&r.full).unwrap();
+        assert_eq!(
+            v.report.as_deref(),
+            Some(r.name.as_str()),
+            "names the whole"
+        );
+        assert_eq!(v.failed_count(), 30, "counts every failure");
+        assert_eq!(r.healthy_items(), 120);
+        let failed: u32 = ["disk", "net", "mem", "svc"]
+            .into_iter()
+            .map(|c| r.failed_in(c))
+            .sum();
+        assert_eq!(failed, 30);
+        // The first three failures and the first of each category with any.
+        assert_eq!(r.first_failures().len(), FIRST_FAILURES);
+        let most = 5 * (2 * 48 + FIRST_MESSAGE_LIMIT + " [cut]".len());
+        assert!(held_outside_full(&r) <= most, "{}", held_outside_full(&r));
+    }
+}
+
+#[test]
+fn a_kept_report_holds_no_healthy_item_name_beyond_its_value() {
+    let r = busy("n1", 160);
+    let healthy: Vec<String> = (0..150)
+        .filter(|i| i % 5 != 0)
+        .map(|i| format!("{:-<48}", format!("script-{}/item-{i:03}", i % 10)))
+        .collect();
+    let v = NodeSummary::from_yaml(&r.full).unwrap();
+    let listed = v.categories.values().flat_map(|items| items.keys());
+    assert!(
+        listed.clone().all(|k| !healthy.contains(k)),
+        "the bounded value folds them: {:?}",
+        listed.collect::<Vec<_>>()
+    );
+    let debug = format!(
+        "{:?}",
+        NodeReport {
+            full: String::new(),
+            ..r
+        }
+    );
+    for name in &healthy {
+        assert!(!debug.contains(name.as_str()), "{name} is kept");
+    }
 }
 
 /// [`cluster`], each report with a scripts hash, as runners write them.
@@ -156,7 +265,7 @@ fn healthy_nodes_shrink_first_and_failed_nodes_keep_their_first_items_then_name_
     let failed_room: usize = reports
         .iter()
         .filter(|(_, r)| r.spec.failed_items > 0)
-        .map(|(n, r)| 2 * n.len() + r.summary().to_yaml().len() + 16)
+        .map(|(n, r)| 2 * n.len() + r.full.len() + 16)
         .sum();
     let healthy_short = 30 * (2 * 45 + 120 + 16);
     let (data, level) = summary_data_within(&reports, FIXED_BYTES + failed_room + healthy_short);
