@@ -10,9 +10,10 @@
 #   kube-combo.yaml          the install manifest (config/default), images pinned by digest
 #   kube-combo-VERSION.tgz   the Helm chart, as `helm package` makes it, values pinned by digest
 #   kubectl-combo            the kubectl plugin (Linux x86-64, from the operator image)
+#   kubectl_complete-combo   kubectl's completion of `kubectl combo` (1.26+), beside it on the PATH
 #   kubectl-combo-linux-amd64.tar.gz, combo.yaml
-#                            the plugin as krew installs it: the archive (the binary
-#                            and LICENSE) and krew's Plugin manifest with its sha256
+#                            the plugin as krew installs it: the archive (the binary,
+#                            kubectl_complete-combo and LICENSE) and krew's Plugin manifest with its sha256
 #                            and URL (--url), checked by deploy/krew-check.sh
 #   LICENSE                  the Apache License 2.0, also in the chart and the archive
 #   samples/                 the example Debuggers and Pingers of config/samples
@@ -147,7 +148,9 @@ cp "$repo"/config/samples/*.yaml "$out/samples/"
 # The plugin for krew: an archive of the binary and krew's Plugin manifest.
 krew_archive=kubectl-combo-linux-amd64.tar.gz
 cp "$repo/LICENSE" "$out/LICENSE"
-tar -C "$out" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -czf "$out/$krew_archive" kubectl-combo LICENSE
+install -m 0755 "$repo/deploy/kubectl_complete-combo" "$out/kubectl_complete-combo"
+tar -C "$out" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -czf "$out/$krew_archive" \
+    kubectl-combo kubectl_complete-combo LICENSE
 url=${url:-file://$(cd "$out" && pwd)}
 home=$(awk '$1 == "home:" {print $2}' "$repo/deploy/helm/kube-combo/Chart.yaml")
 cat >"$out/combo.yaml" <<EOF
@@ -183,7 +186,7 @@ spec:
       bin: kubectl-combo
 EOF
 "$repo/deploy/krew-check.sh" "$out/combo.yaml" "$out/$krew_archive" "$version" || die "combo.yaml: not a manifest krew takes"
-(cd "$out" && sha256sum kube-combo.yaml "kube-combo-$version.tgz" kubectl-combo "$krew_archive" combo.yaml \
+(cd "$out" && sha256sum kube-combo.yaml "kube-combo-$version.tgz" kubectl-combo kubectl_complete-combo "$krew_archive" combo.yaml \
     LICENSE images.txt samples/*.yaml >SHA256SUMS)
 echo "release $version in $out:"
 sed 's/^/  /' "$out/images.txt"

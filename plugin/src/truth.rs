@@ -117,8 +117,8 @@ pub fn pace_seconds(data: &BTreeMap<String, String>) -> usize {
 
 /// Why the operator does not write `dbg`'s summary while the Debugger is
 /// as it is, when it does not: the summary is named as its scripts
-/// ConfigMap, which a summary would replace (docs/operator.md, "Whatever
-/// the condition"). Any other condition (`ConfigMapNotFound`,
+/// ConfigMap, which a summary would replace
+/// (docs/operator.md, "Reports, summary and status"). Any other condition (`ConfigMapNotFound`,
 /// `PingerNotFound`, an `InvalidSpec` of another field) leaves the writes
 /// going.
 pub fn held(dbg: &Debugger) -> Option<String> {

@@ -1,13 +1,15 @@
 //! Summary and status come from the same reports whatever the Debugger's
 //! condition: a Debugger whose scripts ConfigMap is gone, or whose spec is
 //! invalid, keeps its summary on the status's run, and a summary the
-//! operator may not write says at its top that it is stale and why. The
+//! operator may not write says at its top that it is stale and why; a
+//! shortened value's omitted row counts its failures, and the plugin's
+//! `-o json` answers and exit codes hold against the API server. The
 //! reports are written here, as runners would, so the runs are exactly
 //! those the test means on any cluster.
 
 use std::time::Duration;
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context as _, Result};
 use combo_api::report::report_name;
 use combo_api::summary::{ItemResult, NodeSummary};
 use combo_api::{Debugger, DebuggerReport, DebuggerReportSpec};
@@ -18,6 +20,37 @@ use kube::{Api, Client};
 use serde_json::json;
 
 use crate::helpers::{wait_invalid, wait_ready, WAIT};
+
+/// The value: a script printed more err items than fit, so the
+/// result lists `listed` failures and a row `(<omitted> failed items
+/// omitted)` for the rest.
+async fn shortened_report(
+    c: &Client,
+    ns: &str,
+    dbg: &str,
+    run_at: &str,
+    listed: usize,
+    omitted: u32,
+) -> Result<()> {
+    let mut result = NodeSummary {
+        run_at: run_at.into(),
+        finished_at: run_at.into(),
+        ..NodeSummary::default()
+    };
+    let disk = result.categories.entry("disk".into()).or_default();
+    for i in 0..listed {
+        disk.insert(format!("bad{i:03}"), ItemResult::err("broken"));
+    }
+    disk.insert(
+        format!("({omitted} failed items omitted)"),
+        ItemResult::err(combo_api::summary::OMITTED),
+    );
+    let name = report_name(dbg, NODE);
+    let api = Api::<DebuggerReport>::namespaced(c.clone(), ns);
+    let r = DebuggerReport::new(&name, DebuggerReportSpec::of(dbg, NODE, &result));
+    api.create(&PostParams::default(), &r).await?;
+    Ok(())
+}
 
 const NODE: &str = "sim-report-node";
 
@@ -169,6 +202,95 @@ async fn a_summary_the_operator_may_not_write_says_it_is_stale_and_why() -> Resu
             && top.starts_with("STALE: this summary shows run 20260201T060000Z")
             && top.contains("status has run 20260201T120000Z on 1 node(s), 1 failed")
             && top.contains("InvalidSpec"),
+        "exit {code:?}: {out}{err}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_plugins_json_answers_and_exit_codes_hold_against_the_api_server() -> Result<()> {
+    let (ns, c) = crate::helpers::setup("truth-answers").await;
+    let ns = ns.name.as_str();
+    // A summary shortened by its report: 147 failures listed, 229 left out.
+    apply_yaml(ns, &DebuggerBuilder::new("short").scripts("absent").yaml())?;
+    wait_ready(&c, ns, "short", "False", "ConfigMapNotFound").await?;
+    let t1 = "2026-03-01T06:00:00Z";
+    shortened_report(&c, ns, "short", t1, 147, 229).await?;
+    agree(&c, ns, "short", "short-summary", t1, 376).await?;
+    let (code, out, err) = combo(&["summary", "short", "-n", ns, "-o", "json"]);
+    ensure!(code == Some(0), "exit {code:?}: {out}{err}");
+    ensure!(
+        !err.contains("STALE"),
+        "the omitted row counts its failures: {err}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).context("summary -o json")?;
+    ensure!(
+        doc["namespace"] == ns
+            && doc["debugger"] == "short"
+            && doc["configMap"] == "short-summary"
+            && doc["stale"].is_null(),
+        "{doc}"
+    );
+    let node = &doc["nodes"][0];
+    ensure!(
+        node["node"] == NODE
+            && node["run"] == "20260301T060000Z"
+            && node["failedItems"] == 376
+            && node["items"]
+                .as_array()
+                .is_some_and(|i| !i.is_empty() && i.iter().all(|i| i["state"] == "failed")),
+        "{node}"
+    );
+    let (code, out, err) = combo(&["status", "-n", ns, "-o", "json"]);
+    ensure!(code == Some(0), "exit {code:?}: {out}{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).context("status -o json")?;
+    let short = doc["debuggers"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["name"] == "short"))
+        .context("short in status -o json")?;
+    ensure!(
+        short["failedItems"] == 376
+            && short["completedNodes"] == 1
+            && short["lastRunAt"] == t1
+            && short["ready"]["reason"] == "ConfigMapNotFound",
+        "{short}"
+    );
+    let (code, out, _) = combo(&["status", "-n", ns, "-o", "yaml"]);
+    ensure!(
+        code == Some(0) && out.starts_with("debuggers:\n"),
+        "exit {code:?}: {out}"
+    );
+
+    // A Debugger that selects no node: run --wait answers at once, exit 5,
+    // not after its 10 minutes.
+    apply_yaml(
+        ns,
+        &DebuggerBuilder::new("nowhere")
+            .selector("kubecombo.io/no-such-node", "x")
+            .yaml(),
+    )?;
+    wait_ready(&c, ns, "nowhere", "False", "NoNodesSelected").await?;
+    let started = std::time::Instant::now();
+    let (code, out, err) = combo(&["run", "nowhere", "-n", ns, "--wait"]);
+    ensure!(
+        code == Some(5) && err.contains("selects no node"),
+        "exit {code:?}: {out}{err}"
+    );
+    ensure!(
+        started.elapsed() < Duration::from_secs(60),
+        "run --wait waited {:?}",
+        started.elapsed()
+    );
+
+    // A namespace that does not exist, and a flag without the one it needs.
+    let (code, out, err) = combo(&["status", "-n", "kube-combo-does-not-exist"]);
+    ensure!(
+        code == Some(3) && err.contains("no namespace \"kube-combo-does-not-exist\""),
+        "exit {code:?}: {out}{err}"
+    );
+    let (code, out, err) = combo(&["run", "nowhere", "-n", ns, "--timeout", "5"]);
+    ensure!(
+        code == Some(2) && err.contains("--wait"),
         "exit {code:?}: {out}{err}"
     );
     Ok(())
