@@ -16,6 +16,10 @@
 //! ConfigMap's size; updates of the Debugger seen by one watcher, times N
 //! (each runner watches its Debugger); keys lost.
 //!
+//! `COMBO_BENCH_BUSY=1` hands each node the result of a busy node instead
+//! (see [`busy_result`]): 150 items, 30 of them failed with kernel lines
+//! of 160 bytes, every one listed in its report.
+//!
 //! Baseline (`COMBO_BENCH_BASELINE=1`): the same N results written as the
 //! runners wrote them before the reports existed: each node server-side
 //! applies its own key of one shared ConfigMap (field manager
@@ -69,6 +73,34 @@ fn result(node: usize) -> NodeSummary {
     add("net", "default-route".into(), ItemResult::ok());
     add("mem", "available".into(), ItemResult::ok());
     add("svc", "kubelet".into(), ItemResult::ok());
+    s
+}
+
+/// A busy node's result: 150 items with names of about 40 bytes over the
+/// four categories, 30 of them failed with kernel lines of 160 bytes.
+fn busy_result(node: usize) -> NodeSummary {
+    let mut s = NodeSummary {
+        run_at: RUN_AT.into(),
+        finished_at: "2026-11-22T06:00:04Z".into(),
+        ..Default::default()
+    };
+    for i in 0..150 {
+        let cat = ["disk", "net", "mem", "svc"][i % 4];
+        let item = format!("check-{:02}/a-longer-item-name-number-{i:03}", i % 15);
+        let r = if i % 5 == 0 {
+            let mut line = format!(
+                "[{node:>7}.{i:06}] blk_update_request: I/O error, dev nvme{i}n1, sector 1953525168 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0"
+            );
+            while line.len() < 160 {
+                line.push_str(" (more)");
+            }
+            line.truncate(160);
+            ItemResult::err(line)
+        } else {
+            ItemResult::ok()
+        };
+        s.categories.entry(cat.into()).or_default().insert(item, r);
+    }
     s
 }
 
@@ -268,7 +300,13 @@ fn operator_peak_rss() -> Option<u64> {
 /// writer; with a non-zero `arrival`, the results are handed to the
 /// writers one after another over that time (reports arriving over
 /// `arrival` plus the writers' spread) instead of all at once.
-async fn reports(client: &kube::Client, n: usize, limit: Duration, arrival: Duration) {
+async fn reports(
+    client: &kube::Client,
+    n: usize,
+    limit: Duration,
+    arrival: Duration,
+    result: fn(usize) -> NodeSummary,
+) {
     let ns = cluster::Ns::new(client, "reports-bench").await;
     let dbgs: Api<Debugger> = Api::namespaced(client.clone(), &ns.name);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
@@ -466,7 +504,12 @@ async fn main() {
     let limit = Duration::from_secs(env("COMBO_BENCH_LIMIT", 600));
     let client = cluster::admin_client().await;
     let arrival = Duration::from_secs(env("COMBO_BENCH_ARRIVAL", 0));
-    reports(&client, n, limit, arrival).await;
+    let result = if env("COMBO_BENCH_BUSY", 0) == 1 {
+        busy_result
+    } else {
+        result
+    };
+    reports(&client, n, limit, arrival, result).await;
     if env("COMBO_BENCH_BASELINE", 0) == 1 {
         shared_configmap(&client, n, limit).await;
     }

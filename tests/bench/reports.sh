@@ -12,7 +12,9 @@
 #
 # Environment: BASELINE_UP_TO (1000), LIMIT seconds per measurement (600),
 # COMBO_BENCH_ARRIVAL (seconds over which the results are handed to the
-# writers; 0, the default, hands them over at once),
+# writers; 0, the default, hands them over at once), COMBO_BENCH_BUSY (1: each
+# node's result is a busy node's, 150 items with 30 failures of 160 bytes,
+# instead of six items with one failure),
 # RSS_STEP (1000), RSS_MAX (10000; 0 skips), WORK (a scratch directory).
 # Run it inside the sandbox that owns the cluster, e.g.
 #   /work/sandbox.sh run NAME tests/bench/reports.sh
