@@ -346,6 +346,33 @@ impl Victoria {
         parse_label_values(&body, label)
     }
 
+    /// The series of an instant query's answer: each one's labels and value.
+    pub fn vector(
+        &self,
+        query: &str,
+    ) -> Result<Vec<(std::collections::BTreeMap<String, String>, f64)>> {
+        let body = self.storage.get("/api/v1/query", &[("query", query)])?;
+        let answer: serde_json::Value = serde_json::from_str(&body)?;
+        if answer["status"] != "success" {
+            bail!("query {query}: {answer}");
+        }
+        answer["data"]["result"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|series| {
+                let labels = series["metric"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect();
+                let value = series["value"][1].as_str().context("a sample value")?;
+                Ok((labels, value.parse()?))
+            })
+            .collect()
+    }
+
     /// vmagent's view of its targets (`/api/v1/targets`), for messages.
     pub fn targets(&self) -> Result<String> {
         self.agent.get("/api/v1/targets", &[])
