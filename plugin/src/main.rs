@@ -19,9 +19,11 @@ async fn main() -> ExitCode {
             // One line, whatever RUST_BACKTRACE says: a user of kubectl
             // reads a message, not a trace; --debug shows the whole chain.
             let quiet = e.downcast_ref::<Exit>().is_some_and(|x| x.said.is_empty());
-            if debug {
+            if quiet {
+                // The answer on stdout said it all (items failed).
+            } else if debug {
                 eprintln!("{BIN}: {e:?}");
-            } else if !quiet {
+            } else {
                 eprintln!("{}", combo_api::cli::error_line(BIN, e.as_ref()));
             }
             ExitCode::from(errors::exit_status(&e))
