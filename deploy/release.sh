@@ -127,7 +127,7 @@ for i in "${all[@]}"; do
         /^[^ #]/ { top = $1 }
         top == "image:" && /^  [a-z]+:/ { cur = $1 }
         top == "image:" && cur == n ":" && /^    repository:/ { $0 = "    repository: " repo }
-        top == "image:" && cur == n ":" && /^    tag:/ { $0 = "    tag: " tag }
+        top == "image:" && cur == n ":" && /^    tag:/ { $0 = "    tag: \"" tag "\"" }
         top == "image:" && cur == n ":" && /^    digest:/ { $0 = "    digest: \"" digest "\"" }
         { print }' "$work/kube-combo/values.yaml" >"$work/values.yaml"
     mv "$work/values.yaml" "$work/kube-combo/values.yaml"
