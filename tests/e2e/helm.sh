@@ -181,7 +181,7 @@ install_right_values() {
                 fail "full-values.yaml: the Deployment lacks a value: $(jq -c '.spec.strategy, .spec.template.spec.containers[0].args' <<<"$d")"
             [[ $(kubectl get serviceaccount -n "$n" combo-ci.sa -o jsonpath='{.metadata.labels.team}') == infra ]] ||
                 fail "full-values.yaml: the ServiceAccount has no label team=infra"
-            kubectl get lease -n "$n" combo-ci >/dev/null || fail "full-values.yaml: no Lease combo-ci (extraArgs)"
+            wait_until 60 "the Lease combo-ci of full-values.yaml's extraArgs" kubectl get lease -n "$n" combo-ci
         fi
         "$helm" uninstall "$n" -n "$n" --wait --timeout 180s >/dev/null || fail "helm uninstall $n"
         kubectl delete namespace "$n" --timeout=180s >/dev/null
