@@ -80,9 +80,24 @@ async fn pod_debugger_runs_one_pod_on_the_named_node() -> Result<()> {
         .node_name(&node)
         .categories(&[Category::Mem]);
     apply_yaml(&ns.name, &one.yaml())?;
+    eventually::<Pod>(&c, &ns.name, "one").await?;
+    // The scheduler binds it, through the node affinity on the node's
+    // name (docs/operator.md, "What a Debugger becomes").
+    wait_for(WAIT, "pod one scheduled", || async {
+        let pod = get::<Pod>(&c, &ns.name, "one").await?;
+        Ok(pod.and_then(|p| p.spec?.node_name).is_some())
+    })
+    .await?;
     let pod: Pod = eventually(&c, &ns.name, "one").await?;
     let spec = pod.spec.unwrap();
     assert_eq!(spec.node_name.as_deref(), Some(node.as_str()));
+    let affinity = serde_json::to_string(&spec.affinity).unwrap();
+    assert!(
+        affinity.contains(&format!(
+            r#"{{"key":"metadata.name","operator":"In","values":["{node}"]}}"#
+        )),
+        "{affinity}"
+    );
     assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
     assert_eq!(spec.containers.len(), 1);
     Ok(())
