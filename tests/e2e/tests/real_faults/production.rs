@@ -8,11 +8,13 @@
 use std::collections::BTreeSet;
 
 use anyhow::{bail, Context as _, Result};
+use combo_api::report::report_name;
+use combo_api::{DebuggerReport, NodeSummary};
 use combo_e2e::*;
 use combo_testkit::suite::Case;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::ListParams;
-use kube::Api;
+use kube::{Api, Client};
 
 use crate::busy::{
     container_cpu_seconds, CpuSampler, OomKilledPod, Sleepers, Storage, StubResolver,
@@ -124,30 +126,48 @@ fn must_be_ok() -> Vec<(&'static str, String)> {
     items
 }
 
-/// The items of [`must_be_ok`] on node `first` in `run`: those not ok, and
-/// those not seen because the report folded its healthy items
-/// ("(N healthy items omitted)"; see
-/// docs/runner.md, "Reports: the summary ConfigMap").
-/// A folded item was not red (failures and skips are kept before healthy
-/// items are folded), but it is not counted as checked.
-fn not_ok(first: &str, run: &Run) -> (Vec<String>, Vec<String>) {
+/// The items of [`must_be_ok`] that are not ok in `report`, node `first`'s
+/// DebuggerReport of the run. The report lists every item of a node of
+/// this size (docs/runner.md, "Reports: the summary ConfigMap"), so an
+/// item it lacks was not checked, folded into "(N healthy items omitted)"
+/// or not: only the summary ConfigMap's value folds.
+fn not_ok(first: &str, report: &NodeSummary) -> Vec<String> {
     let mut not_ok = Vec::new();
-    let mut unseen = Vec::new();
     for (category, item) in must_be_ok() {
-        let s = &run[first];
-        let v = verdict(s, category, &item);
-        let folded = s
-            .categories
-            .get(category)
-            .is_some_and(|c| c.keys().any(|k| k.ends_with("healthy items omitted)")));
+        let v = verdict(report, category, &item);
         println!("{AREA}: {first} {category}/{item}: {v}");
-        if v == "absent" && folded {
-            unseen.push(format!("{first} {category}/{item}"));
+        if v == "absent" {
+            let folded = report
+                .categories
+                .get(category)
+                .is_some_and(|c| c.keys().any(|k| k.ends_with("items omitted)")));
+            let how = if folded { ", folded in the report" } else { "" };
+            not_ok.push(format!(
+                "{first} {category}/{item}: absent from its report{how}, not checked"
+            ));
         } else if v != "ok" {
             not_ok.push(format!("{first} {category}/{item}: {v}, not ok"));
         }
     }
-    (not_ok, unseen)
+    not_ok
+}
+
+/// Node `node`'s DebuggerReport of the run `run` shows for it, as a
+/// summary value: the whole result, not the ConfigMap's shortened value.
+async fn report_of(c: &Client, ns: &str, node: &str, run: &Run) -> Result<NodeSummary> {
+    let run_at = &run
+        .get(node)
+        .context("the node is not in the summary")?
+        .run_at;
+    let reports: Api<DebuggerReport> = Api::namespaced(c.clone(), ns);
+    let r = reports
+        .get(&report_name(NAME, node))
+        .await
+        .with_context(|| format!("the report of {node}"))?;
+    if &r.spec.run_at != run_at {
+        bail!("{node}'s report is of run {}, not {run_at}", r.spec.run_at);
+    }
+    Ok(r.spec.summary())
 }
 
 /// The items ok in `before` and skipped or absent in `after`, on any node:
@@ -215,24 +235,21 @@ struct Judged {
     /// Red items that told the truth about this machine (the real nodes
     /// share it), with why.
     excused: Vec<String>,
-    /// Items of [`must_be_ok`] the report folded out of sight.
-    unseen: Vec<String>,
 }
 
 /// Faults named, and every `err` that is not one of them or an item of
 /// container or pod storage (a false red), with what each node said; an
-/// item of [`must_be_ok`] that is red or skipped on the first node is
-/// missed.
+/// item of [`must_be_ok`] that is red, skipped or absent in the first
+/// node's `report` is missed.
 fn judge(
     want: &BTreeSet<(String, String, String)>,
     first: &str,
+    report: &NodeSummary,
     red: &Run,
     cpu: &CpuSampler,
 ) -> Judged {
-    let (missed, unseen) = not_ok(first, red);
     let mut j = Judged {
-        missed,
-        unseen,
+        missed: not_ok(first, report),
         ..Judged::default()
     };
     for (node, category, item) in want {
@@ -323,9 +340,16 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
 
     // The busy node alone: no err anywhere, and what it touches named ok.
     let busy = run(&c, &ns.name, NAME).await?;
-    let on_busy = judge(&BTreeSet::new(), &nodes[0], &busy, &cpu_sampler);
+    let busy_report = report_of(&c, &ns.name, &nodes[0], &busy).await?;
+    let on_busy = judge(
+        &BTreeSet::new(),
+        &nodes[0],
+        &busy_report,
+        &busy,
+        &cpu_sampler,
+    );
     let lost = lost(&healthy, &busy);
-    let busy_not_ok: Vec<&String> = on_busy.missed.iter().chain(&on_busy.unseen).collect();
+    let busy_not_ok = &on_busy.missed;
     Case::new(AREA, "busy node items named ok", must_be_ok().len() as u64)
         .done((must_be_ok().len() - busy_not_ok.len()) as u64, 0);
     Case::new(AREA, "busy node items kept", 1).done(u64::from(lost.is_empty()), lost.len() as u64);
@@ -362,12 +386,13 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
         .join(", ");
 
     let want = expected(&nodes);
-    let j = judge(&want, &nodes[0], &red, &cpu_sampler);
+    let red_report = report_of(&c, &ns.name, &nodes[0], &red).await?;
+    let j = judge(&want, &nodes[0], &red_report, &red, &cpu_sampler);
     Case::new(AREA, "faults named", want.len() as u64).done(j.named, 0);
     Case::new(AREA, "runs without a false red", 1).done(u64::from(j.false_red.is_empty()), 0);
     let excused: Vec<&String> = on_busy.excused.iter().chain(&j.excused).collect();
     let line = format!(
-        "production node: faults named {} of {}{}, false red {}, excused {}{}, lost {}, not seen {}{} (folded in the report), CPU {cpu:.1} s (the first node's runner container, the whole run; costliest scripts, each alone: {costliest})",
+        "production node: faults named {} of {}{}, false red {}, excused {}{}, lost {}, CPU {cpu:.1} s (the first node's runner container, the whole run; costliest scripts, each alone: {costliest})",
         j.named,
         want.len(),
         if fault_kmsg().len() < FAULT_KMSG.len() {
@@ -379,8 +404,6 @@ async fn a_busy_node_names_each_fault_and_nothing_else() -> Result<()> {
         excused.len(),
         joined(&excused),
         lost.len(),
-        j.unseen.len(),
-        joined(&j.unseen.iter().collect::<Vec<_>>()),
     );
     println!("{line}");
     // The suite report prints it as it is (tests/suite-report.sh).
