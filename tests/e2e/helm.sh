@@ -156,7 +156,7 @@ check_chart() {
     passed
 }
 
-# Each right values file of the chart's ci/ (operator/tests/chart.rs renders
+# Each right values file of the chart's ci/ (operator/tests/chart/ renders
 # them and refuses the wrong values it generates) installs an operator that
 # becomes Ready, watching a namespace of its own; the values reach it.
 install_right_values() {
