@@ -16,8 +16,8 @@ use combo_api::report::ItemCounts;
 use combo_api::summary::{ItemResult, NodeSummary, FIRST_MESSAGE_LIMIT};
 use combo_api::DebuggerReportSpec;
 
-/// Largest size of one node's value (docs/runner.md, "Reports: the
-/// summary ConfigMap").
+/// Largest size of one node's value
+/// (docs/runner.md, "Reports: the summary ConfigMap").
 pub use combo_api::summary::MAX_SUMMARY_BYTES as MAX_VALUE_BYTES;
 
 /// Largest size of a summary ConfigMap as stored, metadata included.
@@ -218,9 +218,9 @@ pub enum Level {
 }
 
 /// `result` as the value of report `name`'s node: whole when it fits in
-/// [`MAX_VALUE_BYTES`], else bounded (folded, docs/runner.md, "Reports:
-/// the summary ConfigMap") with `report` naming the report that lists
-/// every item.
+/// [`MAX_VALUE_BYTES`], else bounded and folded
+/// (docs/runner.md, "Reports: the summary ConfigMap"), with `report`
+/// naming the report that lists every item.
 fn full_value(name: &str, result: &NodeSummary) -> String {
     let mut full = result.to_yaml();
     if full.len() > MAX_VALUE_BYTES {
