@@ -9,6 +9,7 @@ mod support;
 
 use std::time::Duration;
 
+use combo_api::report::MAX_REPORT_RESULT_BYTES;
 use combo_api::summary::{CUT_MARKER, SHORTEST_MESSAGE};
 use combo_api::{Category, NodeSummary, RunId};
 use combo_runner::publish::{apply_body, Owner};
@@ -180,13 +181,20 @@ async fn the_report_counts_every_err_line_and_keeps_the_output_item() {
         .unwrap()
         .starts_with("1 err, "));
     let yaml = serde_yaml::to_string(&spec["categories"]).unwrap();
-    assert!(yaml.len() <= 3072, "{}", yaml.len());
+    assert!(yaml.len() <= MAX_REPORT_RESULT_BYTES, "{}", yaml.len());
 }
 
 #[tokio::test]
 async fn other_failures_keep_their_whole_message_beside_a_large_script() {
     let t = Tree::new("untaken-room");
+    // Three scripts of 1,000 healthy items each are more than a report
+    // holds (MAX_REPORT_RESULT_BYTES), so the healthy items fold.
     t.script("disk/big.sh", &flood("ok", 1001, ""));
+    for k in 1..3 {
+        let more =
+            format!("i=1\nwhile [ $i -le 1000 ]; do echo \"ok more{k}-$i\"; i=$((i+1)); done\n");
+        t.script(&format!("disk/big{k}.sh"), &more);
+    }
     let msg = "something broke on real-node-1: /dev/sdb1 is 97% full, 1.2 GiB left of 40 GiB";
     for i in 0..7 {
         t.script(
@@ -198,7 +206,7 @@ async fn other_failures_keep_their_whole_message_beside_a_large_script() {
     let spec = report_spec(&report);
     let disk = spec["categories"]["disk"].as_object().unwrap();
     assert!(
-        disk.contains_key("(1000 healthy items omitted)"),
+        disk.contains_key("(3000 healthy items omitted)"),
         "{:?}",
         disk.keys().collect::<Vec<_>>()
     );
