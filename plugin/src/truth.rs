@@ -103,9 +103,9 @@ fn behind(shown: Option<Shown>, status: Shown) -> bool {
 /// Bytes of summary per second the operator writes while reports keep
 /// changing it: a write lands at most `max(2 s, size ÷ 16 KiB/s)` after
 /// the report it shows (docs/operator.md, "Summary writes").
-const PACE_BYTES_PER_SECOND: usize = 16 * 1024;
+pub const PACE_BYTES_PER_SECOND: usize = 16 * 1024;
 /// The least time between two writes of a summary, whatever its size.
-const PACE_WINDOW_SECONDS: usize = 2;
+pub const PACE_WINDOW_SECONDS: usize = 2;
 
 /// Seconds within which the operator writes a summary of `data`'s size
 /// after the report it is behind on: [`PACE_WINDOW_SECONDS`], or longer
