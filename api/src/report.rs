@@ -38,6 +38,11 @@ pub struct DebuggerReportSpec {
     pub node: String,
     /// Scheduled time of the run (RFC 3339, UTC).
     pub run_at: String,
+    /// When the node started the run (RFC 3339, UTC), present only when that
+    /// is not `runAt`: a run-now request, or a pod that was not there at the
+    /// scheduled time.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub started_at: String,
     /// When the node finished the run (RFC 3339, UTC).
     #[serde(default)]
     pub finished_at: String,
@@ -168,6 +173,7 @@ impl DebuggerReportSpec {
             debugger: debugger.to_string(),
             node: node.to_string(),
             run_at: bounded.run_at,
+            started_at: bounded.started_at,
             finished_at: bounded.finished_at,
             scripts: bounded.scripts,
             failed_items: result.failed_count() as u32,
@@ -180,6 +186,7 @@ impl DebuggerReportSpec {
     pub fn summary(&self) -> NodeSummary {
         NodeSummary {
             run_at: self.run_at.clone(),
+            started_at: self.started_at.clone(),
             finished_at: self.finished_at.clone(),
             scripts: self.scripts.clone(),
             categories: self.categories.clone(),

@@ -15,6 +15,11 @@ mod bound;
 pub struct NodeSummary {
     /// Scheduled time of the run (RFC 3339, UTC).
     pub run_at: String,
+    /// When the node started the run (RFC 3339, UTC), present only when that
+    /// is not `runAt`: a run-now request, or a pod that was not there at the
+    /// scheduled time.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub started_at: String,
     /// When the run finished (RFC 3339, UTC).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub finished_at: String,

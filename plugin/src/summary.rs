@@ -43,6 +43,9 @@ pub struct NodeView {
     pub run_at: String,
     /// Its run id (`20261122T060000Z`).
     pub run: String,
+    /// When the node started the run (RFC 3339), empty when the value
+    /// does not say.
+    pub started_at: String,
     /// When the run finished (RFC 3339), empty when the value does not say.
     pub finished_at: String,
     /// The scripts hash, empty when the value has none.
@@ -107,6 +110,7 @@ fn node_view(node: &str, value: &str, all: bool) -> NodeView {
                 node: node.to_string(),
                 run_at: String::new(),
                 run: String::new(),
+                started_at: String::new(),
                 finished_at: String::new(),
                 scripts: String::new(),
                 failed_items: 0,
@@ -140,6 +144,7 @@ fn node_view(node: &str, value: &str, all: bool) -> NodeView {
         node: node.to_string(),
         run: run_id_of(&s.run_at),
         run_at: s.run_at.clone(),
+        started_at: s.started_at.clone(),
         finished_at: s.finished_at.clone(),
         scripts: s.scripts.clone(),
         failed_items: s.failed_count() as u32,
@@ -532,6 +537,7 @@ mod tests {
                 "runAt",
                 "scripts",
                 "skippedItems",
+                "startedAt",
                 "unreadable"
             ]
         );

@@ -288,6 +288,7 @@ mod tests {
         };
         Report {
             run_id: RunId::at(t),
+            started_at: t,
             finished_at: t,
             scripts_hash: String::new(),
             scripts: vec![ScriptRun {

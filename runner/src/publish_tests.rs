@@ -116,6 +116,7 @@ fn the_report_of_a_busy_node_lists_every_item_and_its_kernel_lines() {
         .collect();
     let report = crate::run::Report {
         run_id: RunId::at(t),
+        started_at: t,
         finished_at: t,
         scripts_hash: String::new(),
         scripts,
@@ -165,6 +166,7 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
     for (category, lone_item) in [(Category::Svc, "systemd"), (Category::Net, "zz-route")] {
         let report = crate::run::Report {
             run_id: RunId::at(t),
+            started_at: t,
             finished_at: t,
             scripts_hash: String::new(),
             scripts: vec![many(Category::Net, "counters"), lone(category, lone_item)],

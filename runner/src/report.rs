@@ -37,8 +37,15 @@ pub fn summary(report: &Report) -> NodeSummary {
             }
         }
     }
+    let run_at = report.run_id.rfc3339();
+    // Only a start after the scheduled second is written: a punctual run's
+    // value keeps the summary's usual shape (docs/runner.md).
+    let started_at = Some(report.started_at.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .filter(|s| *s != run_at)
+        .unwrap_or_default();
     let mut summary = NodeSummary {
-        run_at: report.run_id.rfc3339(),
+        run_at,
+        started_at,
         finished_at: report
             .finished_at
             .to_rfc3339_opts(SecondsFormat::Secs, true),
@@ -165,6 +172,7 @@ mod tests {
             .to_utc();
         Report {
             run_id: RunId::at(t),
+            started_at: t + chrono::Duration::seconds(3),
             finished_at: t + chrono::Duration::seconds(7),
             scripts_hash: "0a1b2c3d4e5f".into(),
             scripts: vec![
@@ -195,11 +203,20 @@ mod tests {
         let yaml = summary(&report()).to_yaml();
         assert_eq!(
             yaml,
-            "runAt: 2026-11-22T06:00:00Z\nfinishedAt: 2026-11-22T06:00:07Z\n\
+            "runAt: 2026-11-22T06:00:00Z\nstartedAt: 2026-11-22T06:00:03Z\nfinishedAt: 2026-11-22T06:00:07Z\n\
              scripts: 0a1b2c3d4e5f\n\
              disk:\n  sdb1:\n    err: disk full (97% used)\n  sdb2: {}\n\
              net:\n  eth0: {}\n  eth2:\n    err: link down\n"
         );
+    }
+
+    #[test]
+    fn a_run_that_started_on_time_has_no_started_at() {
+        let mut on_time = report();
+        on_time.started_at = on_time.run_id.0 + chrono::Duration::milliseconds(400);
+        let s = summary(&on_time);
+        assert_eq!(s.started_at, "");
+        assert!(!s.to_yaml().contains("startedAt"));
     }
 
     #[test]

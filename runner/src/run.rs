@@ -73,6 +73,9 @@ impl ScriptRun {
 pub struct Report {
     /// The run.
     pub run_id: RunId,
+    /// When the run started: its scheduled time, or later when the
+    /// runner was not there at that time (docs/runner.md, "Run now").
+    pub started_at: DateTime<Utc>,
     /// When the last script ended.
     pub finished_at: DateTime<Utc>,
     /// Every script, sorted by category and path.
@@ -85,6 +88,7 @@ pub struct Report {
 /// Runs every script of `cfg.categories` for `run_id`. Scripts are read from
 /// disk now, so edits since the last run count.
 pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report> {
+    let started_at = Utc::now();
     let scripts = discover::discover(&cfg.scripts, &cfg.categories)?;
     let scripts_hash = crate::scripts_hash::scripts_hash(&cfg.scripts, &scripts);
     let previous = cfg.state.as_ref().and_then(StateRoot::previous_run);
@@ -150,6 +154,7 @@ pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report>
     }
     Ok(Report {
         run_id,
+        started_at,
         finished_at: Utc::now(),
         scripts: runs,
         scripts_hash,

@@ -343,6 +343,7 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
     let counted = |keep: usize, cut: Option<usize>| {
         let mut v = NodeSummary {
             run_at: spec.run_at.clone(),
+            started_at: spec.started_at.clone(),
             finished_at: spec.finished_at.clone(),
             scripts: spec.scripts.clone(),
             healthy_items: Some(r.healthy_items()),

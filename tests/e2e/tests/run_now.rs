@@ -88,6 +88,23 @@ async fn kubectl_combo_run_runs_once_everywhere_and_the_cron_schedule_goes_on() 
             "{node}: the report does not record the request: {:?}",
             r.annotations()
         );
+        // The run records when it really started: not before the request's
+        // time, not after it finished (absent: in the request's second).
+        let at = |s: &str| RunId::from_rfc3339(s).map(|id| id.0);
+        let started = if r.spec.started_at.is_empty() {
+            at(&r.spec.run_at)
+        } else {
+            at(&r.spec.started_at)
+        };
+        let (started, run_at, finished) = (
+            started.context("startedAt")?,
+            at(&r.spec.run_at).context("runAt")?,
+            at(&r.spec.finished_at).context("finishedAt")?,
+        );
+        ensure!(
+            run_at <= started && started <= finished,
+            "{node}: started {started}, outside {run_at}..{finished}"
+        );
     }
 
     // The next cron fire still runs on every node, within a minute of the
