@@ -87,6 +87,11 @@ pub struct DebuggerSpec {
     #[serde(default)]
     pub node_name: String,
 
+    /// PriorityClass of the pods (both workload types), such as
+    /// `system-node-critical`; empty: the cluster's default priority.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub priority_class_name: String,
+
     /// Add the pinger container, following the Pinger named in `pinger`.
     #[serde(default)]
     pub enable_pinger: bool,

@@ -223,6 +223,12 @@ pub fn check(name: &str, spec: &DebuggerSpec, found: Found) -> Result<RunAt, Rej
             spec.node_name
         ));
     }
+    if let Some(why) = name_problem(&spec.priority_class_name) {
+        problems.push(format!(
+            "priorityClassName {:?} is not a PriorityClass name: {why}",
+            spec.priority_class_name
+        ));
+    }
     if spec.enable_pinger && spec.pinger.is_empty() {
         problems.push(
             "enablePinger is true but pinger is empty; name a Pinger of the Debugger's namespace"

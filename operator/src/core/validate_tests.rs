@@ -191,6 +191,24 @@ fn config_map_names_must_be_valid_kubernetes_names() {
 }
 
 #[test]
+fn a_priority_class_name_must_be_a_valid_name() {
+    let class = |name: &str| {
+        debugger("ops", "a")
+            .spec_with(|s| s.priority_class_name = name.into())
+            .build()
+    };
+    assert!(verdict(&class("system-node-critical"), Found::default()).is_ok());
+    let err = verdict(&class("Node_Critical"), Found::default()).unwrap_err();
+    assert_eq!(err.reason(), "InvalidSpec");
+    assert!(
+        err.to_string().starts_with(
+            "priorityClassName \"Node_Critical\" is not a PriorityClass name: it contains 'N'"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn image_pull_secret_names_must_be_valid_secret_names_named_by_their_index() {
     let secrets = |names: &[&str]| debugger("ops", "a").image_pull_secrets(names).build();
     assert!(verdict(&secrets(&["regcred", "ghcr.io-pull"]), Found::default()).is_ok());

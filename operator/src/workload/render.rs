@@ -228,6 +228,8 @@ pub fn pod_spec(dbg: &Debugger, images: &Images) -> PodSpec {
             ..PodSecurityContext::default()
         }),
         node_selector: (!spec.selector.is_empty()).then(|| spec.selector.clone()),
+        priority_class_name: (!spec.priority_class_name.is_empty())
+            .then(|| spec.priority_class_name.clone()),
         tolerations: crate::workload::tolerations::tolerations(dbg),
         // A node named as affinity: spec.nodeName would bind the pod to a
         // name no kubelet may ever answer for, and such a pod cannot be

@@ -62,12 +62,22 @@ fn scheduling_fields_reach_the_pod_spec_of_both_types() {
             .selector("kubernetes.io/os", "linux")
             .tolerations(vec![tol.clone()])
             .affinity(aff.clone())
+            .spec_with(|s| s.priority_class_name = "system-node-critical".into())
             .build();
         let spec = rendered_pod_spec(&d, None, &images());
         assert_eq!(spec.node_selector.unwrap()["kubernetes.io/os"], "linux");
         assert_eq!(spec.tolerations, Some(vec![tol.clone()]));
         assert_eq!(spec.affinity, Some(aff.clone()));
+        assert_eq!(
+            spec.priority_class_name.as_deref(),
+            Some("system-node-critical")
+        );
     }
+    let plain = rendered_pod_spec(&debugger("ops", "node-check").build(), None, &images());
+    assert_eq!(
+        plain.priority_class_name, None,
+        "no field: no priority class"
+    );
 }
 
 #[test]
