@@ -7,26 +7,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::scripts::{klog_append, run_full, scripts_dir, state, up};
+use support::scripts::{default_scripts, klog_append, run_full, scripts_dir, state, up};
 use support::Tree;
-
-/// Every default script, as `<category>/<file>`.
-fn all_scripts() -> Vec<String> {
-    let mut v = Vec::new();
-    for cat in ["disk", "net", "mem", "svc"] {
-        for e in std::fs::read_dir(scripts_dir().join(cat))
-            .unwrap()
-            .flatten()
-        {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".sh") {
-                v.push(format!("{cat}/{name}"));
-            }
-        }
-    }
-    v.sort();
-    v
-}
 
 /// Copies the default scripts `rels` (and lib/common.sh) into `t`/scripts.
 fn copy_scripts(t: &Tree, rels: &[&str]) -> PathBuf {
@@ -75,7 +57,7 @@ fn every_script_runs_against_this_machine() {
     let mut failed = Vec::new();
     // Twice: the first run records the baselines, the second judges.
     for round in 0..2 {
-        for rel in all_scripts() {
+        for rel in default_scripts() {
             let st = state(&t, &rel.replace('/', "_"));
             let env = [
                 ("NET_RESOLV_CONF", conf.to_str().unwrap()),

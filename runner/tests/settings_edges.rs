@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use combo_api::settings::{check, Setting, SETTINGS};
-use support::scripts::{scripts_dir, state, CLEARED};
+use support::scripts::{default_scripts, scripts_dir, state, CLEARED};
 use support::Tree;
 
 /// What a shell, `[`, `test`, `expr` or awk print for a number they cannot read.
@@ -28,21 +28,13 @@ const NUMBER_COMPLAINTS: [&str; 8] = [
 
 /// Every default script, as `<category>/<file>`, with its text.
 fn scripts() -> Vec<(String, String)> {
-    let mut v = Vec::new();
-    for cat in ["disk", "net", "mem", "svc"] {
-        for e in std::fs::read_dir(scripts_dir().join(cat))
-            .unwrap()
-            .flatten()
-        {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".sh") {
-                let text = std::fs::read_to_string(e.path()).unwrap();
-                v.push((format!("{cat}/{name}"), text));
-            }
-        }
-    }
-    v.sort();
-    v
+    default_scripts()
+        .into_iter()
+        .map(|rel| {
+            let text = std::fs::read_to_string(scripts_dir().join(&rel)).unwrap();
+            (rel, text)
+        })
+        .collect()
 }
 
 /// The settings each script reads: those its text names, and those only

@@ -13,6 +13,24 @@ pub fn scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts")
 }
 
+/// Every default script, as `<category>/<file>`, sorted.
+pub fn default_scripts() -> Vec<String> {
+    let mut v = Vec::new();
+    for cat in ["disk", "net", "mem", "svc"] {
+        for e in std::fs::read_dir(scripts_dir().join(cat))
+            .unwrap()
+            .flatten()
+        {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".sh") {
+                v.push(format!("{cat}/{name}"));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
 /// Every default script that reads the kernel log.
 pub const KLOG_SCRIPTS: [&str; 5] = [
     "disk/ioerrors.sh",
