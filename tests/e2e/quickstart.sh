@@ -53,8 +53,8 @@ in_part() { # what part-text pattern
 # The runs `kubectl combo run --wait` saw finish, in order: the README's
 # steps', the fault's, the cleared fault's.
 mapfile -t runs < <(grep -E '^run [0-9TZ]+ finished on ' "$out" | sed -E 's/^run [0-9TZ]+ //; s/;.*//')
-want=('finished on 2 node(s): 0 failed item(s)' 'finished on 2 node(s): 1 failed item(s)'
-    'finished on 2 node(s): 0 failed item(s)')
+want=('finished on 2 node(s): 0 failed items' 'finished on 2 node(s): 1 failed item(s)'
+    'finished on 2 node(s): 0 failed items')
 [[ ${runs[*]} == "${want[*]}" ]] ||
     problems+=("the runs --wait saw finish: $(printf '[%s] ' "${runs[@]}"), not: the first (the README's steps) with 0 failed items, the fault's with 1, the cleared fault's with 0")
 ! grep -Eq '^NODE +RUN +CATEGORY' <<<"$healthy" ||

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Result;
 use combo_api::report::{report_name, MAX_REPORT_RESULT_BYTES};
+use combo_api::summary::MAX_SUMMARY_BYTES;
 use combo_api::{Category, Debugger, DebuggerReport};
 use combo_e2e::{apply_yaml, client, install_operator, kubectl, namespace, nodes, wait_for};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -95,11 +96,12 @@ async fn an_oversized_result_is_cut_with_a_marker_and_every_failure_counted() ->
     let ns = namespace("reports-big").await;
     let c = client().await;
     install_operator();
-    // 300 failed items with long messages, far over the 4 KiB of a report,
-    // and nothing else: only the custom category runs.
+    // 1000 failed items (the most a script's lines give) with long
+    // messages, far over what a report holds (MAX_REPORT_RESULT_BYTES), and
+    // nothing else: only the custom category runs.
     let many = r#"#!/bin/sh
 i=0
-while [ $i -lt 300 ]; do
+while [ $i -lt 1000 ]; do
   echo "err part$i this item failed with a long explanation of what went wrong on $NODE_NAME, number $i"
   i=$((i + 1))
 done
@@ -123,7 +125,7 @@ done
     let reports: Api<DebuggerReport> = Api::namespaced(c.clone(), &ns.name);
     for node in nodes() {
         let r = reports.get(&report_name("big", &node)).await?;
-        assert_eq!(r.spec.failed_items, 300, "{node}: every failure counted");
+        assert_eq!(r.spec.failed_items, 1000, "{node}: every failure counted");
         let listed = r.spec.summary();
         assert!(listed.to_yaml().len() <= MAX_REPORT_RESULT_BYTES);
         assert!(
@@ -139,12 +141,19 @@ done
         let mut stored = r.clone();
         stored.metadata.managed_fields = None;
         let size = serde_json::to_vec(&stored)?.len();
-        assert!(size < 4096, "{node}: report is {size} bytes");
-        // The summary value is the report's result, in the same format.
-        assert_eq!(values[&node], listed);
+        assert!(size < 32 * 1024, "{node}: report is {size} bytes");
+        // The summary value, in the same format, is bounded on its own and
+        // names the report that lists more, every failure counted.
+        let value = &values[&node];
+        assert!(value.to_yaml().len() <= MAX_SUMMARY_BYTES, "{node}: value");
+        assert_eq!(value.failed_count(), 1000, "{node}: the value's count");
+        assert_eq!(
+            value.report.as_deref(),
+            Some(report_name("big", &node).as_str())
+        );
     }
     let dbgs: Api<Debugger> = Api::namespaced(c.clone(), &ns.name);
-    let total = 300 * nodes().len() as i32;
+    let total = 1000 * nodes().len() as i32;
     wait_for(WAIT, "the status counts every failure", || async {
         let st = dbgs.get("big").await?.status.unwrap_or_default();
         Ok(st.last_run_at.as_deref() == Some(run_at.as_str()) && st.failed_items == total)

@@ -30,7 +30,7 @@ async fn the_own_check_sample_runs_on_every_node_and_its_items_are_in_the_summar
     let nodes = workload_nodes();
     ensure!(
         out.contains(&format!(
-            "finished on {} node(s): 0 failed item(s)",
+            "finished on {} node(s): 0 failed items",
             nodes.len()
         )),
         "{out}"
