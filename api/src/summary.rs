@@ -213,15 +213,17 @@ pub fn failures_of(item: &str, r: &ItemResult) -> u32 {
     if let Some(n) = omitted_failures(item) {
         return n.max(1);
     }
-    let untaken = item
-        .rsplit_once('/')
+    untaken_failures(item, msg).map_or(1, |n| n.max(1))
+}
+
+/// The `err` lines past the runner's limit that the item `item` with err
+/// message `msg` stands for, when it is a script's `<script>/output` item
+/// saying so (see [`untaken_message`]); `None` for any other item.
+pub fn untaken_failures(item: &str, msg: &str) -> Option<u32> {
+    item.rsplit_once('/')
         .filter(|(_, name)| *name == OUTPUT_ITEM)
         .and_then(|_| msg.split_once(" err, "))
-        .and_then(|(n, _)| n.parse::<u32>().ok());
-    match untaken {
-        Some(n) => n.max(1),
-        None => 1,
-    }
+        .and_then(|(n, _)| n.parse::<u32>().ok())
 }
 
 /// `N` of the item `(N failed items omitted)` that a shortened value

@@ -470,3 +470,53 @@ fn an_omitted_row_counts_the_failures_it_stands_for() {
     assert!(bounded.failed().count() < 300, "some were left out");
     assert_eq!(bounded.failed_count(), whole.failed_count());
 }
+
+/// A value of one category holding `n` failed items `fail-<i>` and the
+/// items given.
+fn failing(n: usize, more: &[(&str, ItemResult)]) -> NodeSummary {
+    let mut s = NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        ..NodeSummary::default()
+    };
+    let items = s.categories.entry("custom".into()).or_default();
+    for i in 0..n {
+        items.insert(
+            format!("fail-{i:04}"),
+            ItemResult::err(format!("failure number {i} of a long list")),
+        );
+    }
+    for (item, r) in more {
+        items.insert((*item).into(), r.clone());
+    }
+    s
+}
+
+#[test]
+fn bounding_again_adds_the_dropped_failures_to_the_omitted_row_already_there() {
+    let once = failing(400, &[]).bounded(8000);
+    assert_eq!(once.failed_count(), 400);
+    assert!(once.categories["custom"]
+        .keys()
+        .any(|k| omitted_failures(k).is_some()));
+    let twice = once.bounded(2000);
+    assert!(twice.to_yaml().len() <= 2000);
+    assert_eq!(
+        twice.failed_count(),
+        400,
+        "{:?}",
+        twice.categories["custom"].keys().collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_scripts_output_item_for_one_untaken_err_line_outlasts_the_listed_failures() {
+    let late = ItemResult::err(untaken_message(1, 0, 18999, 1000));
+    let s = failing(300, &[("late/output", late)]).bounded(3000);
+    assert!(s.to_yaml().len() <= 3000);
+    assert!(
+        s.categories["custom"].contains_key("late/output"),
+        "{:?}",
+        s.categories["custom"].keys().collect::<Vec<_>>()
+    );
+    assert_eq!(s.failed_count(), 301);
+}

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    cut, failures_of, ItemResult, NodeSummary, Verdict, FIRST_MESSAGE_LIMIT, OMITTED,
-    SHORTEST_MESSAGE, SKIP_REASON_LIMIT,
+    cut, failures_of, omitted_failures, untaken_failures, ItemResult, NodeSummary, Verdict,
+    FIRST_MESSAGE_LIMIT, OMITTED, SHORTEST_MESSAGE, SKIP_REASON_LIMIT,
 };
 
 impl NodeSummary {
@@ -111,9 +111,16 @@ impl NodeSummary {
                 if r.err.is_none() || !s.categories[c].contains_key(i) {
                     continue;
                 }
-                // An item standing for many failures ranks as the first of
+                // A shortened summary's own omitted row is never dropped:
+                // the failures dropped now are added to it.
+                if omitted_failures(i).is_some() {
+                    continue;
+                }
+                // An item standing for many failures, or for a script's
+                // err lines past the runner's limit, ranks as the first of
                 // a group of its own: its count goes last.
-                if failures_of(i, r) > 1 {
+                let untaken = r.err.as_deref().and_then(|m| untaken_failures(i, m));
+                if failures_of(i, r) > 1 || untaken.is_some() {
                     order.push((0, order.len(), c.clone(), i.clone()));
                     continue;
                 }
@@ -131,7 +138,13 @@ impl NodeSummary {
             for (_, _, cat, item) in &order[..k] {
                 let items = d.categories.get_mut(cat).expect("the item's category");
                 let gone = items.remove(item).unwrap_or_default();
-                let n = omitted.entry(cat).or_insert(0);
+                let n = omitted.entry(cat).or_insert_with(|| {
+                    items
+                        .keys()
+                        .filter_map(|k| omitted_failures(k))
+                        .map(|n| n as usize)
+                        .sum()
+                });
                 items.retain(|k, _| !k.ends_with("failed items omitted)"));
                 *n += (failures_of(item, &gone) as usize).max(1);
                 items.insert(
