@@ -130,6 +130,8 @@ fn the_schema_refuses_each_wrong_value_by_name_and_takes_the_right_ones() {
             "/workloadImagePullSecrets/0",
         ),
         ("resources: {limits: {cpu: [1]}}", "/resources/limits/cpu"),
+        // A number: helm's server-side apply is refused with "expected string".
+        ("resources: {limits: {cpu: 1}}", "/resources/limits/cpu"),
         (
             "resources: {requests: {memory: 64MB}}",
             "/resources/requests/memory",
