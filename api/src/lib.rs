@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod debugger;
 pub mod hash;
+pub mod history;
 pub mod http;
 pub mod keys;
 pub mod peers;

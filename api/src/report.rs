@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hash::fnv1a_hex;
+use crate::history::History;
 use crate::summary::{ItemResult, NodeSummary};
 
 /// One node's result of the latest run of a Debugger.
@@ -65,6 +66,11 @@ pub struct DebuggerReportSpec {
     #[serde(default, deserialize_with = "null_items_are_healthy")]
     #[schemars(schema_with = "nullable_items")]
     pub categories: BTreeMap<String, BTreeMap<String, ItemResult>>,
+    /// The node's verdict of each item over its last 20 runs, for items
+    /// that failed in one of them (docs/reference.md, "DebuggerReport
+    /// history"). Absent from a runner that does not keep one.
+    #[serde(default, skip_serializing_if = "History::is_empty")]
+    pub history: History,
 }
 
 type Items = BTreeMap<String, BTreeMap<String, ItemResult>>;
@@ -179,7 +185,14 @@ impl DebuggerReportSpec {
             failed_items: result.failed_count() as u32,
             skipped_items: result.skipped().count() as u32,
             categories: bounded.categories,
+            history: History::default(),
         }
+    }
+
+    /// The spec with `history` as its history.
+    pub fn with_history(mut self, history: History) -> DebuggerReportSpec {
+        self.history = history;
+        self
     }
 
     /// The result as a summary value, in the summary ConfigMap's format.
