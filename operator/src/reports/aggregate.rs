@@ -77,6 +77,11 @@ pub struct NodeReport {
     /// The run-now request the node ran last (its report's annotation
     /// `kubecombo.io/run-now-done`).
     run_now: Option<Box<str>>,
+    /// Per category the report lists, its consecutive latest runs with a
+    /// failed item and without one, from the report's history; empty when
+    /// the report has none. The history itself is not kept (up to 6 KiB
+    /// a node).
+    streaks: Box<[(Box<str>, u32, u32)]>,
 }
 
 impl NodeReport {
@@ -94,6 +99,19 @@ impl NodeReport {
             .map(|(cat, c)| (cat.to_string(), c))
             .collect();
         let healthy = spec.healthy_items();
+        let history = std::mem::take(&mut spec.history);
+        let streaks = if history.is_empty() {
+            Box::default()
+        } else {
+            result
+                .categories
+                .keys()
+                .map(|cat| {
+                    let (fail, ok) = history.category_streaks(cat);
+                    (cat.as_str().into(), fail as u32, ok as u32)
+                })
+                .collect()
+        };
         spec.categories.clear();
         let categories = result
             .categories
@@ -118,7 +136,18 @@ impl NodeReport {
             counts,
             healthy,
             run_now: None,
+            streaks,
         }
+    }
+
+    /// Consecutive latest runs of the node with a failed item of
+    /// `category`, and without one (one of the two is 0), as the report's
+    /// history counts them; `None` when the report has no history.
+    pub fn category_streaks(&self, category: &str) -> Option<(u32, u32)> {
+        self.streaks
+            .iter()
+            .find(|(cat, _, _)| &**cat == category)
+            .map(|(_, fail, ok)| (*fail, *ok))
     }
 
     /// The report, recording that its node ran the run-now request
