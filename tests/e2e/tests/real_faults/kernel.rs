@@ -1,8 +1,8 @@
 //! Faults that the kernel itself meets and logs, made on this machine (the
 //! real nodes share its kernel and its log): an ext4 error, an XFS
 //! shutdown, block I/O errors of a loop device whose backing file sits on a
-//! full filesystem, and a hung task blocked on a FUSE daemon that never
-//! answers. Each maker waits until the kernel has written its lines; what
+//! full filesystem, a hung task blocked on a FUSE daemon that never
+//! answers, and the OOM killer at the memory limit of a QoS class's cgroup. Each maker waits until the kernel has written its lines; what
 //! it made is undone when its [`Made`] drops (each loop device stays
 //! attached until then, so that every fault names a device of its own),
 //! and on every error path, so nothing stays mounted, attached, blocked or
@@ -359,6 +359,108 @@ pub fn hung_task() -> Result<Made> {
     })
 }
 
+/// A memory cgroup named as the kubelet names a QoS class's
+/// (`.../kubepods/besteffort`), with a 16 MiB limit, and a pod's cgroup
+/// under it; both removed when dropped, after the victim in it is gone.
+struct QosCgroups {
+    /// The hierarchy's mount (`/sys/fs/cgroup/memory`, or `/sys/fs/cgroup`
+    /// for cgroup v2).
+    root: String,
+    /// The cgroups made, deepest last, as paths under `root`.
+    made: Vec<String>,
+    victim: Option<std::process::Child>,
+}
+
+impl QosCgroups {
+    const PATH: [&'static str; 4] = ["kc-kernel-oom", "kubepods", "besteffort", "pod-kc-oom"];
+
+    fn make() -> Result<QosCgroups> {
+        let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+        let root = if v2 {
+            "/sys/fs/cgroup"
+        } else {
+            "/sys/fs/cgroup/memory"
+        };
+        let mut q = QosCgroups {
+            root: root.to_string(),
+            made: Vec::new(),
+            victim: None,
+        };
+        let mut path = String::new();
+        for part in Self::PATH {
+            if v2 {
+                // Each level hands the memory controller to its children.
+                std::fs::write(format!("{root}{path}/cgroup.subtree_control"), "+memory")
+                    .with_context(|| format!("enabling memory in {root}{path}"))?;
+            }
+            path = format!("{path}/{part}");
+            std::fs::create_dir(format!("{root}{path}"))
+                .with_context(|| format!("creating {root}{path}"))?;
+            q.made.push(path.clone());
+        }
+        let limit = if v2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        };
+        std::fs::write(format!("{root}{}/{limit}", q.qos()), "16M")?;
+        Ok(q)
+    }
+
+    /// The QoS class's cgroup, as the kernel names it.
+    fn qos(&self) -> &str {
+        &self.made[2]
+    }
+
+    fn pod(&self) -> &str {
+        &self.made[3]
+    }
+}
+
+impl Drop for QosCgroups {
+    fn drop(&mut self) {
+        if let Some(v) = &mut self.victim {
+            let _ = v.kill();
+            let _ = v.wait();
+        }
+        for path in self.made.iter().rev() {
+            let _ = std::fs::remove_dir(format!("{}{path}", self.root));
+        }
+    }
+}
+
+/// The pods of a QoS class together past their memory: the kernel's OOM
+/// killer at the limit of a cgroup named as the kubelet names a QoS class's
+/// (`.../kubepods/besteffort`, limit 16 MiB), killing a process of a pod's
+/// cgroup under it that wants 64 MiB. A node-level fault, unlike a
+/// container at its own limit.
+pub fn qos_class_oom() -> Result<Made> {
+    let mut q = QosCgroups::make()?;
+    let procs = format!("{}{}/cgroup.procs", q.root, q.pod());
+    let script = format!("echo $$ > {procs} && exec perl -e '$x = \"k\" x (64 << 20); sleep 600'");
+    let child = Command::new("bash")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .spawn()?;
+    let pid = child.id();
+    q.victim = Some(child);
+    let qos = q.qos().to_string();
+    wait_for_kernel_line(&[
+        "oom-kill:constraint=CONSTRAINT_MEMCG",
+        &format!("oom_memcg={qos},"),
+        &format!("pid={pid},"),
+    ])?;
+    wait_for_kernel_line(&[
+        "Memory cgroup out of memory: Killed process",
+        &format!("{pid} (perl)"),
+    ])?;
+    Ok(Made {
+        what: "QoS class OOM",
+        item: "oom-kills".to_string(),
+        _undo: Box::new(q),
+    })
+}
+
 const AREA: &str = "real kernel faults";
 
 /// A function that makes one fault and says what names it.
@@ -375,7 +477,7 @@ spec:
   memory: 256Mi
   enableSys: true
   enablePinger: false
-  categories: [disk, svc]
+  categories: [disk, mem, svc]
   scriptTimeoutSeconds: 60
 "#;
 
@@ -396,11 +498,12 @@ async fn faults_the_kernel_itself_logs_are_named_by_the_next_run() -> Result<()>
     // The first run records the kernel log's position.
     crate::run(&c, &ns.name, "kernel").await?;
 
-    let makers: [(&str, Maker); 4] = [
+    let makers: [(&str, Maker); 5] = [
         ("ext4 error", ext4_error),
         ("XFS shutdown", xfs_shutdown),
         ("block I/O errors", full_backing_io_errors),
         ("hung task", hung_task),
+        ("QoS class OOM", qos_class_oom),
     ];
     let case = Case::new(AREA, "named", (makers.len() * nodes.len()) as u64);
     let mut made = Vec::new();
@@ -417,11 +520,17 @@ async fn faults_the_kernel_itself_logs_are_named_by_the_next_run() -> Result<()>
     let red = crate::run(&c, &ns.name, "kernel").await?;
     let mut named = 0u64;
     for (what, item) in &made {
-        let category = if item == "hung-tasks" { "svc" } else { "disk" };
+        let category = match item.as_str() {
+            "hung-tasks" => "svc",
+            "oom-kills" => "mem",
+            _ => "disk",
+        };
         for node in &nodes {
             let v = crate::verdict(&red[node], category, item);
             println!("{AREA}: {node} {what}: {category}/{item}: {v}");
-            if v.starts_with("err") {
+            // The OOM is the pods' together, not a container's own limit.
+            let told = item != "oom-kills" || v.contains("QoS class");
+            if v.starts_with("err") && told {
                 named += 1;
             } else {
                 problems.push(format!("{node} {what}: {category}/{item} is {v}"));
