@@ -66,6 +66,22 @@ pub enum Command {
         #[arg(short, long, value_enum)]
         output: Option<Output>,
     },
+    /// Each node's verdicts of its failing items over its last 20 runs,
+    /// from its DebuggerReport: NODE, ITEM, LAST-RUNS, FAILING, FLIPS.
+    History {
+        /// The Debugger.
+        debugger: String,
+        /// Only this node.
+        #[arg(long)]
+        node: Option<String>,
+        /// One item's verdict run by run instead: `<category>/<item>`, or an
+        /// item's name in any category.
+        #[arg(long)]
+        item: Option<String>,
+        /// Print the histories as json or yaml instead of the table.
+        #[arg(short, long, value_enum)]
+        output: Option<Output>,
+    },
     /// Run the inspection now on every node, keeping spec.runAt: sets the
     /// annotation kubecombo.io/run-now to the current time.
     Run {
@@ -266,6 +282,21 @@ mod tests {
         assert!(parse(&["summary", "d", "-A"]).is_err());
         assert!(parse(&["summary", "d", "-o", "yaml"]).is_ok());
         assert!(parse(&["mesh", "d", "-o", "json"]).is_ok());
+        let a = parse(&[
+            "history",
+            "d",
+            "--item",
+            "disk/sdb1",
+            "--node",
+            "n",
+            "-o",
+            "yaml",
+        ]);
+        assert!(matches!(
+            a.unwrap().command,
+            Command::History { node: Some(n), item: Some(i), output: Some(Output::Yaml), .. }
+                if n == "n" && i == "disk/sdb1"
+        ));
         let err = parse(&["summary", "d", "-o", "wide"]).unwrap_err();
         assert!(err.to_string().contains("json, yaml"), "{err}");
         assert!(

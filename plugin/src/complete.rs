@@ -4,10 +4,11 @@
 //! from a plugin's `kubectl_complete-combo` (kubectl 1.26+): one word per
 //! line, `word<TAB>description`, then `:<directive>`. What follows which
 //! words is pure ([`candidates`]); [`answer`] adds the names it reads from
-//! the cluster.
+//! the cluster: Debuggers, namespaces, and the nodes of a Debugger's
+//! reports.
 
 use clap::CommandFactory;
-use combo_api::{Category, Debugger};
+use combo_api::{keys, Category, Debugger, DebuggerReport};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::ListParams;
 use kube::{Api, Client};
@@ -44,6 +45,8 @@ pub enum Wanted {
     Context,
     /// A file name.
     File,
+    /// A node that reported a run of this Debugger (`--node`).
+    Node(String),
 }
 
 /// The words (with descriptions) that may complete the last of `words`
@@ -56,6 +59,7 @@ pub fn candidates(words: &[String]) -> (Vec<(String, String)>, Wanted) {
     };
     let mut sub: Option<&clap::Command> = None;
     let mut positionals = 0;
+    let mut debugger: Option<&str> = None;
     let mut value_of: Option<clap::Arg> = None;
     for w in prior {
         let cmd = sub.unwrap_or(&root);
@@ -70,7 +74,13 @@ pub fn candidates(words: &[String]) -> (Vec<(String, String)>, Wanted) {
         }
         match sub {
             None => sub = cmd.find_subcommand(w),
-            Some(_) => positionals += 1,
+            Some(s) => {
+                let arg = s.get_positionals().nth(positionals);
+                if arg.is_some_and(|a| a.get_id() == "debugger") {
+                    debugger = Some(w.as_str());
+                }
+                positionals += 1;
+            }
         }
     }
     let starts = |w: &str| w.starts_with(typed);
@@ -80,6 +90,7 @@ pub fn candidates(words: &[String]) -> (Vec<(String, String)>, Wanted) {
             "namespace" => Wanted::Namespace,
             "context" => Wanted::Context,
             "kubeconfig" | "html" => Wanted::File,
+            "node" => debugger.map_or(Wanted::Words, |d| Wanted::Node(d.to_string())),
             _ => Wanted::Words,
         };
         let mut values: Vec<(String, String)> = arg
@@ -169,9 +180,9 @@ fn help_of(help: Option<&clap::builder::StyledStr>) -> String {
 }
 
 /// The `__complete` answer for `words`: [`candidates`], the names of
-/// Debuggers (in `ns`, else the client's namespace), namespaces or
-/// contexts read when they are wanted (nothing when they cannot be),
-/// then the directive line.
+/// Debuggers (in `ns`, else the client's namespace), namespaces,
+/// contexts or the nodes of a Debugger's reports read when they are
+/// wanted (nothing when they cannot be), then the directive line.
 pub async fn answer(client: Option<Client>, ns: Option<String>, words: &[String]) -> String {
     let (mut words_out, wanted) = candidates(words);
     let typed = words.last().map(String::as_str).unwrap_or_default();
@@ -184,6 +195,17 @@ pub async fn answer(client: Option<Client>, ns: Option<String>, words: &[String]
         (Wanted::Namespace, Some(c)) => {
             let api = Api::<Namespace>::all(c);
             names_of(api.list_metadata(&ListParams::default()).await.ok())
+        }
+        (Wanted::Node(debugger), Some(c)) => {
+            let ns = ns.unwrap_or_else(|| c.default_namespace().to_string());
+            let api = Api::<DebuggerReport>::namespaced(c, &ns);
+            let lp = ListParams::default().labels(&keys::debugger_selector(debugger));
+            // A report is named `<debugger>.<node>` (docs/reference.md, "Names").
+            let prefix = format!("{debugger}.");
+            names_of(api.list_metadata(&lp).await.ok())
+                .into_iter()
+                .filter_map(|n| n.strip_prefix(&prefix).map(str::to_string))
+                .collect()
         }
         (Wanted::Context, _) => kube::config::Kubeconfig::read()
             .map(|k| k.contexts.into_iter().map(|c| c.name).collect())
@@ -251,7 +273,15 @@ mod tests {
     #[test]
     fn the_first_word_is_a_command_and_the_hidden_one_is_not_offered() {
         let all = names(&[""]);
-        for c in ["summary", "run", "errlog", "mesh", "status", "completion"] {
+        for c in [
+            "summary",
+            "history",
+            "run",
+            "errlog",
+            "mesh",
+            "status",
+            "completion",
+        ] {
             assert!(all.contains(&c.to_string()), "{c}: {all:?}");
         }
         assert!(!all.iter().any(|w| w == "__complete"));
@@ -289,6 +319,27 @@ mod tests {
         assert_eq!(names(&["run", "d", "--w"]), ["--wait"]);
         assert_eq!(names(&["completion", ""]), ["bash", "zsh"]);
         assert!(names(&["summary", "d", ""]).is_empty(), "one Debugger only");
+        assert_eq!(candidates(&words(&["history", ""])).1, Wanted::Debugger);
+        assert_eq!(
+            candidates(&words(&["history", "d", "--node", ""])).1,
+            Wanted::Node("d".into())
+        );
+        assert_eq!(
+            candidates(&words(&[
+                "-n",
+                "ops",
+                "errlog",
+                "d",
+                "--category",
+                "disk",
+                "--node",
+                ""
+            ]))
+            .1,
+            Wanted::Node("d".into())
+        );
+        assert_eq!(names(&["history", "d", "--i"]), ["--item"]);
+        assert_eq!(names(&["history", "d", "-o", "y"]), ["yaml"]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod errors;
 pub mod output;
 // The subcommands.
 pub mod errlog;
+pub mod history;
 pub mod mesh;
 pub mod run_now;
 pub mod status;

@@ -7,7 +7,7 @@ use anyhow::Result;
 use kubectl_combo::cli::{Args, Command, BIN};
 use kubectl_combo::cluster::Target;
 use kubectl_combo::errors::{self, Exit};
-use kubectl_combo::{complete, errlog, mesh, run_now, status, summary};
+use kubectl_combo::{complete, errlog, history, mesh, run_now, status, summary};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -61,6 +61,15 @@ async fn dispatch(args: Args) -> Result<()> {
             all,
             output,
         } => summary::run(client, &ns, &debugger, all, output).await,
+        Command::History {
+            debugger,
+            node,
+            item,
+            output,
+        } => {
+            let (node, item) = (node.as_deref(), item.as_deref());
+            history::run(client, &ns, &debugger, node, item, output).await
+        }
         Command::Run {
             debugger,
             wait,

@@ -1,6 +1,8 @@
 //! `kubectl combo summary`: the table of a Debugger's summary ConfigMap,
-//! NODE, RUN, CATEGORY, ITEM, ERROR, its failed items only unless `--all`.
-//! The rows are pure; [`run`] reads the Debugger and its summary.
+//! NODE, RUN, CATEGORY, ITEM, ERROR, its failed items only unless `--all`,
+//! a failed item's error followed by how many runs it has failed for, from
+//! its node's report history ([`crate::history`]).
+//! The rows are pure; [`run`] reads the Debugger, its summary and reports.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +16,7 @@ use serde::Serialize;
 
 use crate::cli::Output;
 use crate::cluster::{api_error, debugger};
+use crate::history::{self, Nodes};
 use crate::{output, scripts, table, truth};
 
 /// `kubectl combo summary -o json|yaml`: the summary of one Debugger
@@ -76,11 +79,15 @@ pub struct ItemView {
     /// The err message of a failed item, the reason of a skipped one,
     /// else null.
     pub message: Option<String>,
+    /// Of a failed item, its consecutive failed runs up to this one among
+    /// the last 20 its node's report history lists; null for other items
+    /// and when the history does not tell.
+    pub failing_runs: Option<u32>,
 }
 
 /// The [`View`] of Debugger `ns/name`'s summary `data` (ConfigMap
 /// `config_map`), `stale` as [`truth::stale`] says: failed items only
-/// unless `all`.
+/// unless `all`, each with its streak in the history of `reports`.
 pub fn view(
     ns: &str,
     name: &str,
@@ -88,10 +95,11 @@ pub fn view(
     data: &BTreeMap<String, String>,
     stale: Option<String>,
     all: bool,
+    reports: &Nodes,
 ) -> View {
     let nodes = data
         .iter()
-        .map(|(node, value)| node_view(node, value, all))
+        .map(|(node, value)| node_view(node, value, all, reports))
         .collect();
     View {
         namespace: ns.to_string(),
@@ -102,7 +110,7 @@ pub fn view(
     }
 }
 
-fn node_view(node: &str, value: &str, all: bool) -> NodeView {
+fn node_view(node: &str, value: &str, all: bool, reports: &Nodes) -> NodeView {
     let s = match NodeSummary::from_yaml(value) {
         Ok(s) => s,
         Err(e) => {
@@ -130,11 +138,16 @@ fn node_view(node: &str, value: &str, all: bool) -> NodeView {
                 Verdict::Healthy => ("healthy", None),
             };
             if all || state == "failed" {
+                let failing_runs = (state == "failed")
+                    .then(|| history::streak_of(reports, node, &s.run_at, category, item))
+                    .flatten()
+                    .map(|streak| streak.runs as u32);
                 items.push(ItemView {
                     category: category.clone(),
                     item: item.clone(),
                     state,
                     message,
+                    failing_runs,
                 });
             }
         }
@@ -167,12 +180,18 @@ pub fn run_id_of(run_at: &str) -> String {
 /// node's scripts hash after RUN ([`SUMMARY_ALL_HEADER`]), and a node
 /// without any item gets a row `(no items)`, so each node's hash shows.
 /// Values that do not parse are shown as one row with the parse error.
-pub fn summary_rows(data: &BTreeMap<String, String>, all: bool) -> Vec<Vec<String>> {
+/// A failed item's error ends with `failing for N runs` when the node's
+/// history in `reports` shows more than one.
+pub fn summary_rows(
+    data: &BTreeMap<String, String>,
+    all: bool,
+    reports: &Nodes,
+) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for (node, value) in data {
         let first = rows.len();
         let parsed = NodeSummary::from_yaml(value);
-        node_rows(&mut rows, node, &parsed, all);
+        node_rows(&mut rows, node, &parsed, all, reports);
         if all {
             let scripts = parsed.as_ref().map(scripts::shown);
             let scripts = scripts.unwrap_or_else(|_| "-".into());
@@ -201,6 +220,7 @@ fn node_rows(
     node: &str,
     parsed: &Result<NodeSummary, serde_yaml::Error>,
     all: bool,
+    reports: &Nodes,
 ) {
     let summary = match parsed {
         Ok(s) => s,
@@ -222,7 +242,12 @@ fn node_rows(
                 continue;
             }
             let error = match (&result.err, result.skip_reason()) {
-                (Some(e), _) => e.clone(),
+                (Some(e), _) => {
+                    match history::failing_for(reports, node, &summary.run_at, category, item) {
+                        Some(streak) => format!("{e}   {streak}"),
+                        None => e.clone(),
+                    }
+                }
                 (None, Some(why)) => format!("(skipped: {why})"),
                 (None, None) => "-".into(),
             };
@@ -309,14 +334,15 @@ pub async fn run(
 ) -> Result<()> {
     let dbg = debugger(client.clone(), ns, name).await?;
     let cm_name = dbg.spec.summary_name(name);
-    let data = summary_data(client, ns, &dbg).await?;
+    let data = summary_data(client.clone(), ns, &dbg).await?;
+    let reports = failing_reports(&client, ns, name, &data).await;
     // At the top: a summary behind the status's run says so.
     let stale = truth::stale(&dbg, &data);
     if let Some(stale) = &stale {
         eprintln!("{stale}");
     }
     if let Some(format) = format {
-        let v = view(ns, name, &cm_name, &data, stale, all);
+        let v = view(ns, name, &cm_name, &data, stale, all, &reports);
         print!("{}", output::document(format, &v));
         return Ok(());
     }
@@ -324,7 +350,7 @@ pub async fn run(
     if let Some(differ) = scripts::differ_in_summary(&data) {
         eprintln!("{differ}");
     }
-    let rows = summary_rows(&data, all);
+    let rows = summary_rows(&data, all, &reports);
     if rows.is_empty() {
         eprintln!(
             "no {}items in ConfigMap {ns}/{cm_name}",
@@ -345,6 +371,30 @@ pub async fn run(
         );
     }
     Ok(())
+}
+
+/// The reports of the nodes of `data` with a failed item, for their
+/// histories: one paged list, none when no item failed. The history only
+/// adds to the summary, so a list that fails (no right to read reports)
+/// leaves it out.
+async fn failing_reports(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    data: &BTreeMap<String, String>,
+) -> Nodes {
+    let failing: std::collections::BTreeSet<String> = data
+        .iter()
+        .filter(|(_, v)| NodeSummary::from_yaml(v).is_ok_and(|s| s.failed().next().is_some()))
+        .map(|(node, _)| node.clone())
+        .collect();
+    if failing.is_empty() {
+        return Nodes::new();
+    }
+    match history::reports(client, ns, name, Some(&failing)).await {
+        Ok(reports) => history::nodes_of(&reports),
+        Err(_) => Nodes::new(),
+    }
 }
 
 /// The summary ConfigMap's data of `dbg`: an error when the Debugger has no
@@ -403,7 +453,7 @@ mod tests {
 
     #[test]
     fn summary_shows_failed_items_only_unless_all() {
-        let failed = summary_rows(&data(), false);
+        let failed = summary_rows(&data(), false, &Nodes::new());
         assert_eq!(
             failed,
             vec![vec![
@@ -414,7 +464,7 @@ mod tests {
                 "disk full".into()
             ]]
         );
-        let all = summary_rows(&data(), true);
+        let all = summary_rows(&data(), true, &Nodes::new());
         assert_eq!(all.len(), 3);
         assert!(all.iter().any(|r| r[0] == "node-2" && r[5] == "-"));
     }
@@ -435,7 +485,7 @@ mod tests {
                 "runAt: \"2026-11-22T06:00:00Z\"\nnet:\n  eth0: {}\n".to_string(),
             ),
         ]);
-        let all = summary_rows(&data, true);
+        let all = summary_rows(&data, true, &Nodes::new());
         let shown: Vec<String> = all.iter().map(|r| r[..4].join(" ")).collect();
         assert_eq!(
             shown,
@@ -452,7 +502,7 @@ mod tests {
             out.starts_with("NODE     RUN                SCRIPTS        CATEGORY"),
             "{out}"
         );
-        let failed = summary_rows(&data, false);
+        let failed = summary_rows(&data, false, &Nodes::new());
         assert_eq!(failed.len(), 1);
         assert_eq!(
             failed[0].len(),
@@ -473,12 +523,12 @@ mod tests {
                 "runAt: \"2026-11-22T06:00:00Z\"\nhealthyItems: 12\n".to_string(),
             ),
         ]);
-        let failed = summary_rows(&data, false);
+        let failed = summary_rows(&data, false, &Nodes::new());
         assert_eq!(failed.len(), 2, "{failed:?}");
         assert_eq!(failed[0][3], "sdb1");
         assert_eq!(failed[1][3], "(4 more failed)");
         assert_eq!(failed[1][4], "kubectl get dbgr dbg.node-1 -o yaml");
-        let all = summary_rows(&data, true);
+        let all = summary_rows(&data, true, &Nodes::new());
         assert!(all
             .iter()
             .any(|r| r[0] == "node-2" && r[4] == "(12 healthy)"));
@@ -492,10 +542,10 @@ mod tests {
                 .to_string(),
         )]);
         assert!(
-            summary_rows(&data, false).is_empty(),
+            summary_rows(&data, false, &Nodes::new()).is_empty(),
             "a skip is no failure"
         );
-        let all = summary_rows(&data, true);
+        let all = summary_rows(&data, true, &Nodes::new());
         assert!(
             all.iter()
                 .any(|r| r[4] == "smart" && r[5] == "(skipped: no smartctl in the image)"),
@@ -513,7 +563,15 @@ mod tests {
             "runAt: \"2026-11-22T06:00:00Z\"\nfinishedAt: \"2026-11-22T06:00:07Z\"\nscripts: 0a1b\ndisk:\n  sda: {err: full}\n  (229 failed items omitted): {err: omitted}\n  smart: {skip: no smartctl}\n".into(),
         );
         d.insert("node-4".into(), "- not a summary".into());
-        let v = view("ops", "check", "check-summary", &d, None, false);
+        let v = view(
+            "ops",
+            "check",
+            "check-summary",
+            &d,
+            None,
+            false,
+            &Nodes::new(),
+        );
         let json = serde_json::to_value(&v).unwrap();
         let keys = |o: &serde_json::Value| {
             let mut k: Vec<String> = o.as_object().unwrap().keys().cloned().collect();
@@ -547,7 +605,7 @@ mod tests {
         assert_eq!(node3["items"].as_array().unwrap().len(), 2, "failed only");
         assert_eq!(
             keys(&node3["items"][0]),
-            ["category", "item", "message", "state"]
+            ["category", "failingRuns", "item", "message", "state"]
         );
         assert_eq!(node3["items"][1]["item"], "sda");
         assert_eq!(node3["items"][1]["state"], "failed");
@@ -561,6 +619,7 @@ mod tests {
             &d,
             Some("STALE: x".into()),
             true,
+            &Nodes::new(),
         );
         let states: Vec<&str> = all.nodes[2].items.iter().map(|i| i.state).collect();
         assert_eq!(states, ["failed", "failed", "skipped"]);
@@ -568,8 +627,65 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_item_failing_for_runs_says_so_after_its_error_and_in_json() {
+        // node-1's disk/sdb1 failed in its last 3 runs (the summary's is
+        // the last); node-2 has no history.
+        let mut h = combo_api::history::History::default();
+        for (at, failed) in [("03", false), ("04", true), ("05", true), ("06", true)] {
+            let mut run = NodeSummary {
+                run_at: format!("2026-11-22T{at}:00:00Z"),
+                ..NodeSummary::default()
+            };
+            let r = if failed {
+                combo_api::ItemResult::err("disk full")
+            } else {
+                combo_api::ItemResult::ok()
+            };
+            run.categories
+                .entry("disk".into())
+                .or_default()
+                .insert("sdb1".into(), r);
+            h = h.next(&run);
+        }
+        let reports = Nodes::from([(
+            "node-1".to_string(),
+            history::Reported {
+                history: h,
+                ..Default::default()
+            },
+        )]);
+        let rows = summary_rows(&data(), false, &reports);
+        assert_eq!(rows[0][4], "disk full   failing for 3 runs");
+        let all = summary_rows(&data(), true, &reports);
+        let healthy: Vec<&Vec<String>> = all.iter().filter(|r| r[4] == "sdb2").collect();
+        assert_eq!(healthy[0][5], "-", "only a failed item's line grows");
+        let v = view(
+            "ops",
+            "check",
+            "check-summary",
+            &data(),
+            None,
+            true,
+            &reports,
+        );
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(json["nodes"][0]["items"][0]["failingRuns"], 3);
+        assert!(json["nodes"][0]["items"][1]["failingRuns"].is_null());
+        // A summary of a run the history does not list says nothing.
+        let mut stale = data();
+        stale.insert(
+            "node-1".into(),
+            "runAt: \"2026-11-22T07:00:00Z\"\ndisk:\n  sdb1: {err: \"disk full\"}\n".into(),
+        );
+        assert_eq!(summary_rows(&stale, false, &reports)[0][4], "disk full");
+    }
+
+    #[test]
     fn table_aligns_columns_under_the_header() {
-        let out = table(&SUMMARY_HEADER, &summary_rows(&data(), false));
+        let out = table(
+            &SUMMARY_HEADER,
+            &summary_rows(&data(), false, &Nodes::new()),
+        );
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("NODE     RUN"), "{out}");

@@ -2,20 +2,25 @@
 //! the runners write one report each, the operator alone writes the
 //! summary ConfigMap and status from them, removes what nodes that left
 //! reported, and takes over a summary written by runners of an earlier
-//! version; the workload account can write reports but no ConfigMap.
+//! version; the workload account can write reports but no ConfigMap; and
+//! the plugin reads a report's history of runs.
 
 use std::collections::BTreeSet;
 
 use anyhow::Result;
-use combo_api::report::{report_name, MAX_REPORT_RESULT_BYTES};
+use combo_api::history::History;
+use combo_api::report::{node_label_value, report_name, MAX_REPORT_RESULT_BYTES};
 use combo_api::summary::MAX_SUMMARY_BYTES;
-use combo_api::{Category, Debugger, DebuggerReport};
-use combo_e2e::{apply_yaml, client, install_operator, kubectl, namespace, nodes, wait_for};
+use combo_api::NodeSummary;
+use combo_api::{keys, Category, Debugger, DebuggerReport, DebuggerReportSpec, ItemResult};
+use combo_e2e::{
+    apply_yaml, client, install_operator, kubectl, kubectl_combo, namespace, nodes, wait_for,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 
-use combo_e2e::fixtures::ConfigMapBuilder;
+use combo_e2e::fixtures::{ConfigMapBuilder, DebuggerBuilder};
 use combo_e2e::runs::*;
 use combo_e2e::{set_run_at, summaries};
 
@@ -238,5 +243,175 @@ async fn a_summary_written_by_runners_of_an_earlier_version_is_taken_over() -> R
         Ok(keys == want && managers == ["combo-operator"])
     })
     .await?;
+    Ok(())
+}
+
+/// `runAt` of run `i` of the history test.
+fn hist_run(i: usize) -> String {
+    format!("2026-04-01T{:02}:00:00Z", 6 + i)
+}
+
+/// Writes the report of `node` for Debugger `dbg` as its runner would
+/// after five runs in which disk item `sdb1` had the verdicts of
+/// `verdicts` (`o` healthy, `x` failed), the history carried from run to
+/// run; the report is that of the last run.
+async fn report_with_history(
+    c: &Client,
+    ns: &str,
+    dbg: &str,
+    node: &str,
+    verdicts: &str,
+) -> Result<()> {
+    let mut history = History::default();
+    let mut result = NodeSummary::default();
+    for (i, v) in verdicts.chars().enumerate() {
+        result = NodeSummary {
+            run_at: hist_run(i),
+            finished_at: hist_run(i),
+            ..NodeSummary::default()
+        };
+        let disk = result.categories.entry("disk".into()).or_default();
+        disk.insert("sda".into(), ItemResult::ok());
+        let sdb1 = match v {
+            'x' => ItemResult::err("disk full (97% used)"),
+            _ => ItemResult::ok(),
+        };
+        disk.insert("sdb1".into(), sdb1);
+        history = history.next(&result);
+    }
+    let name = report_name(dbg, node);
+    let spec = DebuggerReportSpec::of(dbg, node, &result).with_history(history);
+    let mut r = DebuggerReport::new(&name, spec);
+    r.metadata.labels = Some(
+        [
+            (keys::LABEL_DEBUGGER.to_string(), dbg.to_string()),
+            (keys::LABEL_NODE.to_string(), node_label_value(node)),
+        ]
+        .into(),
+    );
+    Api::<DebuggerReport>::namespaced(c.clone(), ns)
+        .create(&PostParams::default(), &r)
+        .await?;
+    Ok(())
+}
+
+/// `kubectl combo ARGS`: exit code, stdout, stderr.
+fn combo(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = kubectl_combo(args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn kubectl_combo_history_shows_where_a_failure_started_and_cleared_and_summary_counts_its_runs(
+) -> Result<()> {
+    let ns = namespace("reports-history").await;
+    let (c, ns) = (client().await, ns.name.as_str());
+    install_operator();
+    // Only the reports written here: their nodes are names, and the
+    // Debugger's pods could not start anyway (its scripts ConfigMap does
+    // not exist). Both are of the same last run, so neither is taken for
+    // a node that left.
+    apply_yaml(ns, &DebuggerBuilder::new("hist").scripts("absent").yaml())?;
+    let (a, b) = ("history-node-a", "history-node-b");
+    report_with_history(&c, ns, "hist", a, "oxxxo").await?;
+    report_with_history(&c, ns, "hist", b, "ooxxx").await?;
+    let last = hist_run(4);
+    wait_for(WAIT, "the summary holds both nodes' last run", || async {
+        let s = combo_e2e::summaries(&c, ns, "hist-summary").await?;
+        Ok([a, b]
+            .iter()
+            .all(|n| s.get(*n).is_some_and(|v| v.run_at == last)))
+    })
+    .await?;
+
+    // The timeline: a row per node and item that failed in the window.
+    let (code, out, err) = combo(&["history", "hist", "-n", ns]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let cells = |node: &str| -> Vec<&str> {
+        out.lines()
+            .find(|l| l.starts_with(node) && l.contains("disk/sdb1"))
+            .map(|l| l.split_whitespace().collect())
+            .unwrap_or_default()
+    };
+    assert!(
+        cells(a).starts_with(&[a, "disk/sdb1", "oxxxo", "no"]),
+        "{out}"
+    );
+    assert!(
+        cells(b).starts_with(&[b, "disk/sdb1", "ooxxx", "for"]),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("for 3 runs since {}", hist_run(2))),
+        "{out}"
+    );
+
+    // One item on one node, run by run: where it started and cleared.
+    let (code, out, err) = combo(&["history", "hist", "-n", ns, "--node", a, "--item", "sdb1"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let at = |run: usize| {
+        out.lines()
+            .find(|l| l.contains(&hist_run(run)))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        at(1).contains("failed") && at(1).ends_with("started failing"),
+        "{out}"
+    );
+    assert!(
+        at(2).contains("failed") && !at(2).contains("started"),
+        "{out}"
+    );
+    assert!(
+        at(4).contains("healthy") && at(4).ends_with("cleared"),
+        "{out}"
+    );
+    assert!(!out.contains(b), "--node {a} only: {out}");
+
+    // The summary: the failed item of node b says for how many runs.
+    let (code, out, err) = combo(&["summary", "hist", "-n", ns]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let line = out.lines().find(|l| l.starts_with(b)).unwrap_or_default();
+    assert!(
+        line.contains("disk full (97% used)") && line.ends_with("failing for 3 runs"),
+        "{out}"
+    );
+    assert!(!out.contains(a), "node a's item is healthy now: {out}");
+    let (_, out, _) = combo(&["summary", "hist", "-n", ns, "-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out)?;
+    let node_b = doc["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["node"] == b))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(node_b["items"][0]["failingRuns"], 3, "{doc}");
+
+    // As data, and what it cannot find.
+    let (code, out, _) = combo(&["history", "hist", "-n", ns, "-o", "json"]);
+    assert_eq!(code, Some(0));
+    let doc: serde_json::Value = serde_json::from_str(&out)?;
+    assert_eq!(
+        doc["nodes"][b]["items"]["disk/sdb1"]["failingSince"],
+        hist_run(2),
+        "{doc}"
+    );
+    assert_eq!(doc["nodes"][a]["runs"].as_array().map(Vec::len), Some(5));
+    let (code, _, err) = combo(&["history", "hist", "-n", ns, "--node", "nosuch"]);
+    assert!(
+        code == Some(3) && err.contains(a) && err.contains(b),
+        "{err}"
+    );
+    let (code, _, err) = combo(&["history", "hist", "-n", ns, "--item", "sdz"]);
+    assert!(code == Some(3) && err.contains("disk/sdb1"), "{err}");
+    let (code, _, err) = combo(&["history", "nosuch", "-n", ns]);
+    assert!(
+        code == Some(3) && err.contains("no Debugger \"nosuch\""),
+        "{err}"
+    );
     Ok(())
 }
