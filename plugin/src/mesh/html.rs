@@ -1,13 +1,16 @@
-//! The page `kubectl combo mesh --html` writes: one HTML file with its CSS inline and no external resource, a
-//! list of the failing paths and a heat map of prober node (rows) by target
-//! (columns). Pure.
+//! The page `kubectl combo mesh --html` writes: one HTML file with its CSS inline and no external resource, the
+//! faults of [`super::classify`] with what is under each, a list of the
+//! failing paths and a heat map of prober node (rows) by target (columns).
+//! Pure.
 //!
 //! docs/pinger.md#the-mesh-view
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::classify::{classify, Fault};
 use super::paths::{ms, Health, Path};
+use super::view::{lines, Nets};
 
 /// Escapes text for HTML content and attribute values.
 pub fn escape(s: &str) -> String {
@@ -28,8 +31,22 @@ thead th{position:sticky;top:0;background:#fff}";
 
 /// The page for Debugger `title`: `paths` as given by
 /// [`super::paths::paths`], `silent` the pingers that did not answer
-/// (`node: why`), `tally` the closing line of the text output.
+/// (`node: why`), `tally` the closing line of the text output; the faults
+/// classified from `paths`, without the nodes' `net` items.
 pub fn page(title: &str, paths: &[Path], silent: &[String], tally: &str) -> String {
+    page_of(title, paths, &classify(paths), &Nets::new(), silent, tally)
+}
+
+/// [`page`] with `faults` as [`classify`] gave them and each node-side
+/// fault's `net` items from `nets`.
+pub fn page_of(
+    title: &str,
+    paths: &[Path],
+    faults: &[Fault],
+    nets: &Nets,
+    silent: &[String],
+    tally: &str,
+) -> String {
     let mut out = String::new();
     let title = escape(title);
     let _ = write!(
@@ -39,6 +56,7 @@ pub fn page(title: &str, paths: &[Path], silent: &[String], tally: &str) -> Stri
 <h1>Mesh of {title}</h1>\n<p id=\"tally\">{}</p>\n",
         escape(tally)
     );
+    fault_list(&mut out, paths, faults, nets);
     failing_list(&mut out, paths);
     if !silent.is_empty() {
         out.push_str("<h2>Pingers that did not answer</h2>\n<ul id=\"silent\">");
@@ -50,6 +68,29 @@ pub fn page(title: &str, paths: &[Path], silent: &[String], tally: &str) -> Stri
     heat_map(&mut out, paths);
     out.push_str("</body></html>\n");
     out
+}
+
+/// Each fault with the lines under it, node-side faults first.
+fn fault_list(out: &mut String, paths: &[Path], faults: &[Fault], nets: &Nets) {
+    out.push_str("<h2>Faults</h2>\n");
+    if faults.is_empty() {
+        out.push_str("<p id=\"faults\">none</p>\n");
+        return;
+    }
+    out.push_str("<ul id=\"faults\">");
+    for f in faults {
+        let (head, under) = lines(paths, f, nets);
+        let _ = write!(out, "<li data-fault=\"{}\">{}", f.word(), escape(&head));
+        if !under.is_empty() {
+            out.push_str("<ul>");
+            for line in under {
+                let _ = write!(out, "<li>{}</li>", escape(&line));
+            }
+            out.push_str("</ul>");
+        }
+        out.push_str("</li>");
+    }
+    out.push_str("</ul>\n");
 }
 
 fn failing_list(out: &mut String, paths: &[Path]) {
@@ -152,6 +193,36 @@ mod tests {
             "<td class=\"Failing\" title=\"node-1 \u{2192} node-3 (icmp): FAIL, loss 100.0%, rtt avg - max -\">100</td>"
         ));
         assert!(html.contains("<li>node-2: timed out</li>"));
+    }
+
+    #[test]
+    fn the_page_names_a_node_side_fault_once_with_its_net_items_under_it() {
+        use crate::mesh::net::{net_of, Reports};
+        let mut p = paths(&data::probers(), &data::answers());
+        // node-1 loses node-2 as well: both its peers; node-3 still
+        // reaches it, with some loss.
+        p.iter_mut()
+            .filter(|p| p.prober == "node-1")
+            .for_each(|p| p.health = Health::Failing);
+        let faults = classify(&p);
+        let reports: Reports = Ok(Default::default());
+        let nets = Nets::from([("node-1".to_string(), net_of(&reports, "mesh", "node-1"))]);
+        let html = page_of("ops/mesh", &p, &faults, &nets, &[], "2 failing");
+        assert!(
+            html.contains(
+                "<ul id=\"faults\"><li data-fault=\"node-side\">node-side fault at node-1: \
+                 2 failing paths; as prober 2 of 2 targets fail, as target 0 of 1 probers fail\
+                 <ul><li>lost: node-3 [10.0.0.3] (icmp), node-2 (icmp)</li>\
+                 <li>net: no report</li></ul></li></ul>"
+            ),
+            "{html}"
+        );
+        assert!(html.find("id=\"faults\"") < html.find("id=\"failing\""));
+        let healthy: Vec<Path> = p
+            .into_iter()
+            .filter(|p| p.health != Health::Failing)
+            .collect();
+        assert!(page("ops/mesh", &healthy, &[], "ok").contains("<p id=\"faults\">none</p>"));
     }
 
     #[test]

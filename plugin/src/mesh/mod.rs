@@ -1,12 +1,18 @@
 //! `kubectl combo mesh` (docs/pinger.md, "The mesh view"): the paths of a
 //! Debugger's pingers, prober node to target, with loss and RTT of their
-//! last minutes, failing paths first. [`paths`] (the table) and [`html`]
-//! (the page) are pure, [`gather`] asks the pingers; [`run`] reads the
-//! Debugger, its Pinger and its pods, then prints.
+//! last minutes, failing paths first, and what they say together: a node,
+//! a target or a path at fault. [`paths`] (the table), [`classify`] (the
+//! faults), [`view`] (the document and the faults' lines) and [`html`]
+//! (the page) are pure; [`gather`] asks the pingers and [`net`] reads the
+//! reports of the nodes at fault; [`run`] reads the Debugger, its Pinger
+//! and its pods, then prints.
 
+pub mod classify;
 pub mod gather;
 pub mod html;
+pub mod net;
 pub mod paths;
+pub mod view;
 
 use std::path::PathBuf;
 
@@ -16,112 +22,23 @@ use combo_api::Pinger;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client};
 
-use serde::Serialize;
-
 use crate::cli::Output;
 use crate::cluster::{api_error, debugger, debugger_pods};
 use crate::errors::NotFound;
 use crate::{output, table};
+use classify::Fault;
 use paths::{Path, Prober};
-
-/// `kubectl combo mesh -o json|yaml`: the paths of one Debugger's pingers
-/// (docs/reference.md, "`kubectl-combo`", field names).
-#[derive(Serialize, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct View {
-    /// The Debugger's namespace.
-    pub namespace: String,
-    /// The Debugger.
-    pub debugger: String,
-    /// The window the pingers' numbers are of, in seconds.
-    pub window_seconds: u64,
-    /// Pingers asked.
-    pub asked: usize,
-    /// Pingers that answered.
-    pub answered: usize,
-    /// The failing and lossy paths, every path with `--all`, worst first.
-    pub paths: Vec<PathView>,
-    /// The pingers that did not answer: `node (pod POD): why`.
-    pub silent: Vec<String>,
-}
-
-/// One path in a [`View`].
-#[derive(Serialize, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct PathView {
-    /// The prober's node.
-    pub prober: String,
-    /// The target: a node of the Debugger (`peer` true) or the target as
-    /// the pinger labels it.
-    pub target: String,
-    /// Whether the target is a node of the Debugger.
-    pub peer: bool,
-    /// The address probed of a dual-stack peer, else null.
-    pub address: Option<String>,
-    /// `icmp`, `tcp`, `udp` or `dns`.
-    pub kind: String,
-    /// `FAIL`, `lossy`, `ok` or `idle`.
-    pub state: &'static str,
-    /// Probes sent in the window.
-    pub sent: u64,
-    /// Lost probes, in percent of those sent.
-    pub loss_percent: f64,
-    /// Average RTT of the answered probes in ms, else null.
-    pub rtt_avg_ms: Option<f64>,
-    /// Largest RTT of the answered probes in ms, else null.
-    pub rtt_max_ms: Option<f64>,
-}
-
-/// The [`View`] of `paths` (failing and lossy ones, or all with `all`).
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the parts of one answer, each named"
-)]
-pub fn view(
-    ns: &str,
-    name: &str,
-    paths: &[Path],
-    all: bool,
-    window_seconds: u64,
-    asked: usize,
-    answered: usize,
-    silent: &[String],
-) -> View {
-    let paths = paths
-        .iter()
-        .filter(|p| all || matches!(p.health, paths::Health::Failing | paths::Health::Lossy))
-        .map(|p| PathView {
-            prober: p.prober.clone(),
-            target: p.target.clone(),
-            peer: p.peer,
-            address: p.address.clone(),
-            kind: p.kind.clone(),
-            state: p.health.word(),
-            sent: p.sent,
-            loss_percent: p.loss,
-            rtt_avg_ms: p.rtt_avg_ms,
-            rtt_max_ms: p.rtt_max_ms,
-        })
-        .collect();
-    View {
-        namespace: ns.to_string(),
-        debugger: name.to_string(),
-        window_seconds,
-        asked,
-        answered,
-        paths,
-        silent: silent.to_vec(),
-    }
-}
+pub use view::{view, FaultView, Nets, PathView, View};
 
 /// Pingers without a summary named on stderr; the others are counted.
 const SILENT_NAMED: usize = 10;
 
 /// The paths of Debugger `ns/name`'s pingers (docs/pinger.md#the-mesh-view):
 /// one read of the Debugger and of its Pinger, one list of its
-/// pods, then one proxy GET per pod (bounded by [`gather::LIMITS`]); with
+/// pods, then one proxy GET per pod (bounded by [`gather::LIMITS`]), and
+/// when a node is at fault one paged list of the Debugger's reports; with
 /// `page_file`, the page written there too; with `format`, the [`View`]
-/// as one document instead of the table.
+/// as one document instead of the faults and the table.
 pub async fn run(
     client: Client,
     ns: &str,
@@ -136,6 +53,8 @@ pub async fn run(
     let gathered = gather::gather(&client, ns, port, &probers, gather::LIMITS).await;
     let (answers, silent) = answered(gathered, &probers);
     let paths = paths::paths(&probers, &answers);
+    let faults = classify::classify(&paths);
+    let nets = nets(&client, ns, name, &faults).await;
     let window = answers
         .first()
         .map_or(combo_api::recent::WINDOW_MINUTES * 60, |(_, r)| {
@@ -144,22 +63,24 @@ pub async fn run(
     let tally = paths::tally(&paths, window, answers.len(), probers.len());
     match format {
         Some(format) => {
+            let counts = (probers.len(), answers.len());
             let v = view(
-                ns,
-                name,
+                (ns, name),
                 &paths,
+                &faults,
+                &nets,
                 all,
                 window,
-                probers.len(),
-                answers.len(),
+                counts,
                 &silent,
             );
             print!("{}", output::document(format, &v));
         }
-        None => print(&paths, all, &tally, &silent),
+        None => print(&paths, &faults, &nets, all, &tally, &silent),
     }
     if let Some(file) = page_file {
-        let page = html::page(&format!("{ns}/{name}"), &paths, &silent, &tally);
+        let title = format!("{ns}/{name}");
+        let page = html::page_of(&title, &paths, &faults, &nets, &silent, &tally);
         std::fs::write(&file, page).with_context(|| format!("writing {}", file.display()))?;
         eprintln!("wrote {}", file.display());
     }
@@ -167,6 +88,26 @@ pub async fn run(
         bail!("no pinger of Debugger {ns}/{name} answered (pods/proxy on port {port}; see the lines above)");
     }
     Ok(())
+}
+
+/// The `net` of each node-side fault's node, from one paged list of the
+/// Debugger's reports; no request without a node-side fault.
+async fn nets(client: &Client, ns: &str, name: &str, faults: &[Fault]) -> Nets {
+    let nodes: Vec<&str> = faults
+        .iter()
+        .filter_map(|f| match f {
+            Fault::Node { node, .. } => Some(node.as_str()),
+            _ => None,
+        })
+        .collect();
+    if nodes.is_empty() {
+        return Nets::new();
+    }
+    let reports = net::reports(client, ns, name).await;
+    nodes
+        .into_iter()
+        .map(|node| (node.to_string(), net::net_of(&reports, name, node)))
+        .collect()
 }
 
 /// The Pinger of Debugger `ns/name`, when it runs one whose pingers serve
@@ -240,9 +181,11 @@ fn answered(
     (answers, silent)
 }
 
-/// The table (failing and lossy paths, or all with `all`) and `tally` on
-/// stdout; the first pingers without a summary on stderr.
-fn print(paths: &[Path], all: bool, tally: &str, silent: &[String]) {
+/// The faults, each with the lines under it, then the table (failing and
+/// lossy paths, or all with `all`) and `tally` on stdout; the first
+/// pingers without a summary on stderr.
+fn print(paths: &[Path], faults: &[Fault], nets: &Nets, all: bool, tally: &str, silent: &[String]) {
+    print!("{}", view::text(paths, faults, nets));
     let rows = paths::rows(paths, all);
     if !rows.is_empty() {
         print!("{}", table(&paths::HEADER, &rows));
@@ -296,59 +239,6 @@ mod tests {
         let mut unscheduled = pod("ds-3", "node-3", "Running", &["10.0.0.3"]);
         unscheduled.spec = None;
         assert_eq!(prober_of(unscheduled), None);
-    }
-
-    #[test]
-    fn the_json_view_lists_failing_paths_with_the_documented_fields() {
-        use crate::mesh::paths::tests as data;
-        let p = paths::paths(&data::probers(), &data::answers());
-        let silent = vec!["node-2 (pod ds-2): timed out".to_string()];
-        let v = view("ops", "mesh", &p, false, 300, 3, 2, &silent);
-        assert!(!v.paths.is_empty());
-        assert!(v
-            .paths
-            .iter()
-            .all(|p| p.state == "FAIL" || p.state == "lossy"));
-        assert!(
-            view("ops", "mesh", &p, true, 300, 3, 2, &silent)
-                .paths
-                .len()
-                > v.paths.len()
-        );
-        let json = serde_json::to_value(&v).unwrap();
-        let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
-        keys.sort();
-        assert_eq!(
-            keys,
-            [
-                "answered",
-                "asked",
-                "debugger",
-                "namespace",
-                "paths",
-                "silent",
-                "windowSeconds"
-            ]
-        );
-        let mut keys: Vec<&String> = json["paths"][0].as_object().unwrap().keys().collect();
-        keys.sort();
-        assert_eq!(
-            keys,
-            [
-                "address",
-                "kind",
-                "lossPercent",
-                "peer",
-                "prober",
-                "rttAvgMs",
-                "rttMaxMs",
-                "sent",
-                "state",
-                "target"
-            ]
-        );
-        assert_eq!(json["paths"][0]["state"], "FAIL");
-        assert_eq!(json["silent"][0], "node-2 (pod ds-2): timed out");
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! `kubectl combo mesh` on real nodes: a link cut between two of them with
 //! nftables is the first failing path of the table and of the HTML page as
-//! headless Chromium renders it (docs/testing.md#the-mesh-page-in-chromium).
-//! Real nodes only: the simulated nodes' pods serve no pod proxy.
+//! headless Chromium renders it (docs/testing.md#the-mesh-page-in-chromium);
+//! a node whose pod drops all its traffic is one node-side fault and a
+//! closed port one target fault ([`faults`]). Real nodes only: the
+//! simulated nodes' pods serve no pod proxy.
+
+#[path = "mesh/faults.rs"]
+mod faults;
 
 use std::path::Path;
 use std::time::Duration;
