@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::cli::Args;
 use crate::errlog::{self, Layout};
-use crate::publish::{self, Pending, Publisher};
+use crate::publish::{self, Kept, Pending, Publisher};
 use crate::report;
 use crate::run::{self, RunConfig};
 use crate::schedule::{self, Decision, History};
@@ -219,7 +219,8 @@ fn decision(
 
 impl Scheduler {
     async fn run(mut self) {
-        let mut history = History::default();
+        // What the node ran and its verdicts: from its report, then memory.
+        let mut kept = Kept::default();
         // (runAt text, when first seen) for cron catch-up.
         let mut seen: Option<(String, DateTime<Utc>)> = None;
         let mut said = Said::default();
@@ -239,22 +240,22 @@ impl Scheduler {
                 tidied = tidy_node_data(&self.args, &dbg);
             }
             if !read_back {
-                history = self.read_history().await;
+                kept = self.read_kept().await;
                 read_back = true;
             }
-            match decision(&dbg, Utc::now(), &mut seen, history, &mut said) {
+            match decision(&dbg, Utc::now(), &mut seen, kept.ran, &mut said) {
                 Decision::Run(run_id) => {
                     said.idle = None;
-                    history.completed = Some(run_id);
-                    history.ran_since_start = true;
-                    self.run_once(&dbg, run_id, history).await;
+                    kept.ran.completed = Some(run_id);
+                    kept.ran.ran_since_start = true;
+                    self.run_once(&dbg, run_id, &mut kept).await;
                 }
                 Decision::RunNow(run_id) => {
                     said.idle = None;
                     tracing::info!(run_id = %run_id, "run-now request");
-                    history.run_now = Some(run_id);
-                    history.ran_since_start = true;
-                    self.run_once(&dbg, run_id, history).await;
+                    kept.ran.run_now = Some(run_id);
+                    kept.ran.ran_since_start = true;
+                    self.run_once(&dbg, run_id, &mut kept).await;
                 }
                 Decision::Wait(at) => {
                     let pause = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
@@ -277,12 +278,12 @@ impl Scheduler {
         }
     }
 
-    /// What this node has run, from its report; retried while the API
-    /// server does not answer.
-    async fn read_history(&self) -> History {
+    /// What this node's report keeps, what it ran and its item verdicts;
+    /// retried while the API server does not answer, then nothing.
+    async fn read_kept(&self) -> Kept {
         for attempt in 1..=8 {
-            match self.publisher.read_history(&self.id.debugger).await {
-                Ok(h) => return h,
+            match self.publisher.read_kept(&self.id.debugger).await {
+                Ok(kept) => return kept,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read this node's report");
                     let pause = combo_api::retry::doubling(
@@ -294,12 +295,12 @@ impl Scheduler {
                 }
             }
         }
-        History::default()
+        Kept::default()
     }
 
-    /// Runs `run_id` and sends its report, which records `history`, what
-    /// this node has run with it.
-    async fn run_once(&self, dbg: &Debugger, run_id: RunId, history: History) {
+    /// Runs `run_id` and sends its report, with `kept.ran` (what this node
+    /// has run with it) and the verdicts after it, which `kept` keeps.
+    async fn run_once(&self, dbg: &Debugger, run_id: RunId, kept: &mut Kept) {
         let spec = &dbg.spec;
         let cfg = RunConfig {
             scripts: self.args.scripts.clone(),
@@ -335,6 +336,10 @@ impl Scheduler {
         let summary: NodeSummary = report::summary(&report);
         let failed = summary.failed_count();
         crate::runlog::log(run_id, &summary, report.scripts.len());
+        // From the whole result, so items the report folds keep their verdicts;
+        // kept even if the write fails: a newer result that replaces an unwritten
+        // one still counts this run (docs/reference.md, "DebuggerReport history").
+        kept.verdicts = kept.verdicts.next(&summary);
         let Some(owner) = publish::Owner::of(dbg) else {
             tracing::error!("the Debugger has no uid; the result is not reported");
             return;
@@ -347,7 +352,7 @@ impl Scheduler {
                 .status
                 .as_ref()
                 .map_or(0, |s| s.desired_pods.max(0) as u32),
-            history,
+            history: kept.clone(),
         });
         if failed > 0 {
             let publisher = self.publisher.clone();
@@ -400,3 +405,7 @@ mod tests;
 #[cfg(test)]
 #[path = "cluster_run_now_tests.rs"]
 mod run_now_tests;
+
+#[cfg(test)]
+#[path = "cluster_history_tests.rs"]
+mod history_tests;

@@ -9,7 +9,7 @@ use serde_json::json;
 
 /// A stand-in API server holding `debugger` and this node's `report`,
 /// taking every report written.
-fn holding_with_report(
+pub(super) fn holding_with_report(
     debugger: serde_json::Value,
     report: serde_json::Value,
 ) -> (Client, StandIn) {
@@ -75,6 +75,11 @@ async fn a_run_now_request_runs_once_and_its_report_records_it_beside_the_last_s
     assert_eq!(
         a["kubecombo.io/scheduled-run"], "2026-01-01T00:00:00Z",
         "the last run of runAt is kept"
+    );
+    assert_eq!(
+        body["spec"]["history"],
+        json!({"runs": [asked], "items": {}}),
+        "the request's run is a run of the history, its id its runAt"
     );
 }
 

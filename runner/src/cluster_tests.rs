@@ -151,7 +151,7 @@ async fn malformed_debuggers_and_reports_are_errors_and_the_next_good_one_runs()
 
 /// A stand-in API server holding `debugger`, whose watch stays quiet,
 /// with no report of this node yet, taking every report written.
-fn holding(debugger: serde_json::Value) -> (Client, StandIn) {
+pub(super) fn holding(debugger: serde_json::Value) -> (Client, StandIn) {
     StandIn::answering(move |r| {
         let (method, uri) = (r.method.as_str(), r.uri.as_str());
         if uri.contains("/debuggers?") && uri.contains("watch=true") {

@@ -1,10 +1,18 @@
 //! Writing results to the cluster: this node's DebuggerReport (server-side
 //! apply, field manager `combo-runner/<node>`), read back after a restart,
 //! and the `InspectionFailed` Event on the runner's own pod.
+//!
+//! Two things the report keeps for its runner are both a kind of history:
+//! what this node has run ([`History`], for the schedule, in annotations)
+//! and the verdict of each item over its last runs ([`Verdicts`],
+//! `spec.history`). Together they are [`Kept`].
 
 use std::time::Duration;
 
 use combo_api::hash::fnv1a;
+/// The item verdicts of a node's last runs; [`History`] here is what the
+/// node has run.
+pub use combo_api::history::History as Verdicts;
 use combo_api::report::{node_label_value, report_name};
 use combo_api::{keys, Debugger, DebuggerReport, DebuggerReportSpec, NodeSummary, RunId};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
@@ -105,25 +113,72 @@ impl Owner {
     }
 }
 
+/// What this node's report keeps for its runner from run to run, read
+/// back after a restart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// What this node has run, in the report's annotations (see
+    /// [`history_of`]).
+    pub ran: History,
+    /// The verdicts of its items, the report's `spec.history`, with the
+    /// run of the result they are written with already in them
+    /// (docs/reference.md, "DebuggerReport history").
+    pub verdicts: Verdicts,
+}
+
+impl Kept {
+    /// What `report` keeps: what the node ran and its verdicts.
+    pub fn of(report: DebuggerReport) -> Kept {
+        Kept {
+            ran: history_of(&report),
+            verdicts: report.spec.history,
+        }
+    }
+}
+
+/// What the node ran, without verdicts: what a report that keeps no item
+/// history records.
+impl From<&History> for Kept {
+    fn from(ran: &History) -> Kept {
+        Kept {
+            ran: *ran,
+            verdicts: Verdicts::default(),
+        }
+    }
+}
+
+/// A copy, so that [`apply_body`] takes a [`Kept`] or a [`History`].
+impl From<&Kept> for Kept {
+    fn from(kept: &Kept) -> Kept {
+        kept.clone()
+    }
+}
+
 /// The server-side apply body of `node`'s report: its name, labels, owner
 /// and `result`, cut to fit keeping one failure of every script in
 /// `sources` before a second of any (see [`DebuggerReportSpec::of_by`]),
-/// and in its annotations what `history` says this node has run
-/// ([`keys::ANNOTATION_SCHEDULED_RUN`], [`keys::ANNOTATION_RUN_NOW_DONE`]).
-/// With nothing else in it, the runner owns no other field.
+/// `kept.verdicts` as its `spec.history`, and in its annotations what
+/// `kept.ran` says this node has run ([`keys::ANNOTATION_SCHEDULED_RUN`],
+/// [`keys::ANNOTATION_RUN_NOW_DONE`]); `kept` may be a [`History`] alone,
+/// for a body without verdicts. With nothing else in it, the runner owns no
+/// other field.
 pub fn apply_body(
     namespace: &str,
     node: &str,
     owner: &Owner,
     result: &NodeSummary,
     sources: &Sources,
-    history: &History,
+    kept: impl Into<Kept>,
 ) -> serde_json::Value {
-    let spec = DebuggerReportSpec::of_by(&owner.name, node, result, |c, i| sources.get(c, i));
+    let kept = kept.into();
+    // Verdicts without a run are left out of the body (the spec skips an
+    // empty history), so a report that never had one keeps none.
+    let spec = DebuggerReportSpec::of_by(&owner.name, node, result, |c, i| sources.get(c, i))
+        .with_history(kept.verdicts);
     let mut annotations = serde_json::Map::new();
     for (key, run) in [
-        (keys::ANNOTATION_SCHEDULED_RUN, history.completed),
-        (keys::ANNOTATION_RUN_NOW_DONE, history.run_now),
+        (keys::ANNOTATION_SCHEDULED_RUN, kept.ran.completed),
+        (keys::ANNOTATION_RUN_NOW_DONE, kept.ran.run_now),
     ] {
         if let Some(run) = run {
             annotations.insert(key.into(), run.rfc3339().into());
@@ -233,27 +288,27 @@ impl Publisher {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    /// Reads what this node has run for Debugger `debugger` from its
-    /// report (see [`history_of`]); nothing without a report.
-    pub async fn read_history(&self, debugger: &str) -> Result<History, kube::Error> {
+    /// Reads what this node's report for Debugger `debugger` keeps (see
+    /// [`Kept::of`]); nothing without a report.
+    pub async fn read_kept(&self, debugger: &str) -> Result<Kept, kube::Error> {
         Ok(self
             .reports()
             .get_opt(&report_name(debugger, &self.node))
             .await?
-            .map(|r| history_of(&r))
+            .map(Kept::of)
             .unwrap_or_default())
     }
 
     /// Applies this node's report of `result`, whose failed items came
-    /// from `sources`, for `owner`, recording `history`.
+    /// from `sources`, for `owner`, recording `kept`.
     pub async fn apply(
         &self,
         owner: &Owner,
         result: &NodeSummary,
         sources: &Sources,
-        history: &History,
+        kept: &Kept,
     ) -> Result<(), kube::Error> {
-        let body = apply_body(&self.namespace, &self.node, owner, result, sources, history);
+        let body = apply_body(&self.namespace, &self.node, owner, result, sources, kept);
         let pp = PatchParams::apply(&keys::field_manager_runner(&self.node)).force();
         self.reports()
             .patch(
@@ -329,9 +384,10 @@ pub struct Pending {
     pub sources: Sources,
     /// How many pods the Debugger has (sizes the write spread).
     pub nodes: u32,
-    /// What this node has run with this result, kept in the report's
-    /// annotations for a restarted runner.
-    pub history: History,
+    /// What this node has run with this result and its item verdicts
+    /// after it, kept in the report for the next run and a restarted
+    /// runner.
+    pub history: Kept,
 }
 
 #[cfg(test)]

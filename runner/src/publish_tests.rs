@@ -10,8 +10,8 @@ fn owner() -> Owner {
 }
 
 /// The apply body of node-1's report in `ops`, owned by [`owner`].
-fn node_1_body(result: &NodeSummary, sources: &Sources, history: &History) -> serde_json::Value {
-    apply_body("ops", "node-1", &owner(), result, sources, history)
+fn node_1_body(result: &NodeSummary, sources: &Sources, kept: &Kept) -> serde_json::Value {
+    apply_body("ops", "node-1", &owner(), result, sources, kept)
 }
 
 #[test]
@@ -26,7 +26,7 @@ fn the_apply_body_is_this_nodes_report_owned_by_its_debugger() {
         .entry("disk".into())
         .or_default()
         .insert("sda".into(), ItemResult::err("full"));
-    let b = node_1_body(&result, &Sources::default(), &History::default());
+    let b = node_1_body(&result, &Sources::default(), &Kept::default());
     assert_eq!(b["apiVersion"], "kubecombo.io/v1");
     assert_eq!(b["kind"], "DebuggerReport");
     assert_eq!(b["metadata"]["name"], "dbg.node-1");
@@ -43,6 +43,124 @@ fn the_apply_body_is_this_nodes_report_owned_by_its_debugger() {
     assert_eq!(b["spec"]["failedItems"], 1);
     assert_eq!(b["spec"]["categories"]["disk"]["sda"]["err"], "full");
     assert_eq!(b.as_object().unwrap().len(), 4, "nothing else: {b}");
+}
+
+/// A result of run `run_at` with these items of `disk`, failed with an err.
+fn disk_run(run_at: &str, items: &[(&str, Option<&str>)]) -> NodeSummary {
+    let mut result = NodeSummary {
+        run_at: run_at.into(),
+        ..Default::default()
+    };
+    let disk = result.categories.entry("disk".into()).or_default();
+    for (item, err) in items {
+        let r = err.map_or_else(ItemResult::ok, ItemResult::err);
+        disk.insert(item.to_string(), r);
+    }
+    result
+}
+
+#[test]
+fn the_apply_body_carries_the_verdicts_of_each_item_that_failed_in_spec_history() {
+    let first = disk_run("2026-11-22T06:00:00Z", &[("sda", None), ("sdb", None)]);
+    let second = disk_run(
+        "2026-11-22T07:00:00Z",
+        &[("sda", Some("full")), ("sdb", None)],
+    );
+    let verdicts = Verdicts::default().next(&first).next(&second);
+    let kept = Kept {
+        verdicts,
+        ..Kept::default()
+    };
+    let b = node_1_body(&second, &Sources::default(), &kept);
+    let h = &b["spec"]["history"];
+    assert_eq!(
+        h["runs"],
+        serde_json::json!(["2026-11-22T06:00:00Z", "2026-11-22T07:00:00Z"])
+    );
+    assert_eq!(
+        h["items"],
+        serde_json::json!({"disk/sda": {"verdicts": "ox", "failingSince": "2026-11-22T07:00:00Z"}}),
+        "only the item that failed, oldest run first"
+    );
+    assert!(h.get("omitted").is_none(), "nothing left out: {h}");
+    fits_the_crd(&b["spec"]);
+    // Read back, the report keeps the same verdicts for the next run.
+    let back: DebuggerReport = serde_json::from_value(b).unwrap();
+    assert_eq!(Kept::of(back).verdicts, kept.verdicts);
+}
+
+#[test]
+fn a_history_of_healthy_runs_is_written_and_one_of_no_run_is_left_out() {
+    let healthy = disk_run("2026-11-22T06:00:00Z", &[("sda", None)]);
+    let kept = Kept {
+        verdicts: Verdicts::default().next(&healthy),
+        ..Kept::default()
+    };
+    let b = node_1_body(&healthy, &Sources::default(), &kept);
+    assert_eq!(
+        b["spec"]["history"],
+        serde_json::json!({"runs": ["2026-11-22T06:00:00Z"], "items": {}})
+    );
+    fits_the_crd(&b["spec"]);
+    let none = node_1_body(&healthy, &Sources::default(), &Kept::default());
+    assert!(none["spec"].get("history").is_none(), "{none}");
+    fits_the_crd(&none["spec"]);
+}
+
+/// Asserts that `value` has the shape `schema` (an OpenAPI schema of a
+/// CRD) asks for: types, known properties, required ones, minimums.
+fn fits(schema: &serde_yaml::Value, value: &serde_json::Value, at: &str) {
+    let str_of = |k: &str| schema.get(k).and_then(|v| v.as_str());
+    match (str_of("type"), value) {
+        (Some("object"), serde_json::Value::Object(fields)) => {
+            for required in schema
+                .get("required")
+                .and_then(|r| r.as_sequence())
+                .into_iter()
+                .flatten()
+            {
+                let name = required.as_str().unwrap();
+                assert!(fields.contains_key(name), "{at}.{name} is required");
+            }
+            for (name, v) in fields {
+                let sub = schema
+                    .get("properties")
+                    .and_then(|p| p.get(name.as_str()))
+                    .or_else(|| schema.get("additionalProperties"))
+                    .unwrap_or_else(|| panic!("{at}.{name} is not in the CRD"));
+                fits(sub, v, &format!("{at}.{name}"));
+            }
+        }
+        (Some("array"), serde_json::Value::Array(items)) => {
+            for (i, v) in items.iter().enumerate() {
+                fits(&schema["items"], v, &format!("{at}[{i}]"));
+            }
+        }
+        (Some("string"), serde_json::Value::String(_)) => {}
+        (Some("integer"), serde_json::Value::Number(n)) => {
+            let min = schema.get("minimum").and_then(|m| m.as_f64());
+            assert!(n.is_u64() || min.is_none(), "{at} is below its minimum");
+        }
+        (None, _) => {}
+        (t, v) => panic!("{at} is {v}, the CRD asks for {t:?}"),
+    }
+}
+
+/// Asserts that `spec`'s history fits the DebuggerReport CRD's schema.
+fn fits_the_crd(spec: &serde_json::Value) {
+    let crd: serde_yaml::Value = serde_yaml::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../config/crd/kubecombo.io_debuggerreports.yaml"
+    )))
+    .unwrap();
+    let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert_eq!(
+        schema["properties"]["history"]["type"].as_str(),
+        Some("object")
+    );
+    if let Some(history) = spec.get("history") {
+        fits(&schema["properties"]["history"], history, "spec.history");
+    }
 }
 
 /// A run of `script` in `category` with these failed items.
@@ -122,7 +240,7 @@ fn the_report_of_a_busy_node_lists_every_item_and_its_kernel_lines() {
         scripts,
     };
     let summary = crate::report::summary(&report);
-    let b = node_1_body(&summary, &Sources::of(&report), &History::default());
+    let b = node_1_body(&summary, &Sources::of(&report), &Kept::default());
     let spec: DebuggerReportSpec = serde_json::from_value(b["spec"].clone()).unwrap();
     assert_eq!(
         spec.categories, summary.categories,
@@ -172,7 +290,7 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
             scripts: vec![many(Category::Net, "counters"), lone(category, lone_item)],
         };
         let summary = crate::report::summary(&report);
-        let b = node_1_body(&summary, &Sources::of(&report), &History::default());
+        let b = node_1_body(&summary, &Sources::of(&report), &Kept::default());
         let cat = category.as_str();
         assert_eq!(
             b["spec"]["categories"][cat][lone_item]["err"], "timeout after 60s",
@@ -243,7 +361,11 @@ fn the_report_records_what_the_node_ran_in_its_annotations_and_reads_it_back() {
         run_at: "2026-11-22T07:10:00Z".into(),
         ..Default::default()
     };
-    let b = node_1_body(&result, &Sources::default(), &history);
+    let kept = Kept {
+        ran: history,
+        ..Kept::default()
+    };
+    let b = node_1_body(&result, &Sources::default(), &kept);
     let a = &b["metadata"]["annotations"];
     assert_eq!(a["kubecombo.io/scheduled-run"], "2026-11-20T00:00:00Z");
     assert_eq!(a["kubecombo.io/run-now-done"], "2026-11-22T07:10:00Z");
@@ -255,7 +377,7 @@ fn the_report_records_what_the_node_ran_in_its_annotations_and_reads_it_back() {
             ..history
         }
     );
-    let none = node_1_body(&result, &Sources::default(), &History::default());
+    let none = node_1_body(&result, &Sources::default(), &Kept::default());
     assert_eq!(none["metadata"]["annotations"], serde_json::json!({}));
 }
 
@@ -342,7 +464,7 @@ fn pending(at: &str) -> Pending {
         },
         sources: Sources::default(),
         nodes: 3,
-        history: History::default(),
+        history: Kept::default(),
     }
 }
 
