@@ -44,7 +44,7 @@ pub struct ItemHistory {
     pub failing_since: String,
 }
 
-/// A node's verdicts per item over its last [`HISTORY_RUNS`] runs.
+/// A node's verdicts per item over its last 20 runs.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct History {
@@ -55,7 +55,7 @@ pub struct History {
     /// listed run.
     #[serde(default)]
     pub items: BTreeMap<String, ItemHistory>,
-    /// Items left out to keep the history within [`MAX_HISTORY_BYTES`].
+    /// Items left out to keep the history within its bound of 6 KiB.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u32,
 }

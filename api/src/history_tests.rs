@@ -29,8 +29,14 @@ fn lists_only_items_that_failed_and_aligns_their_verdicts() {
     h = h.next(&run(&t(0), &[("disk", "a", None), ("disk", "b", None)]));
     assert!(h.items.is_empty());
     assert_eq!(h.runs, vec![t(0)]);
-    h = h.next(&run(&t(1), &[("disk", "a", Some("full")), ("disk", "b", None)]));
-    h = h.next(&run(&t(2), &[("disk", "a", Some("full")), ("disk", "b", None)]));
+    h = h.next(&run(
+        &t(1),
+        &[("disk", "a", Some("full")), ("disk", "b", None)],
+    ));
+    h = h.next(&run(
+        &t(2),
+        &[("disk", "a", Some("full")), ("disk", "b", None)],
+    ));
     assert_eq!(h.verdicts("disk/a"), "oxx");
     assert_eq!(h.verdicts("disk/b"), "ooo");
     assert_eq!(h.items["disk/a"].failing_since, t(1));
@@ -95,9 +101,13 @@ fn category_streaks_count_runs_with_any_failed_item() {
 #[test]
 fn stand_ins_are_not_items_and_a_big_history_is_bounded() {
     let mut h = History::default();
-    let names: Vec<String> = (0..400).map(|i| format!("item-with-a-long-name-{i:03}")).collect();
-    let mut items: Vec<(&str, &str, Option<&str>)> =
-        names.iter().map(|n| ("disk", n.as_str(), Some("e"))).collect();
+    let names: Vec<String> = (0..400)
+        .map(|i| format!("item-with-a-long-name-{i:03}"))
+        .collect();
+    let mut items: Vec<(&str, &str, Option<&str>)> = names
+        .iter()
+        .map(|n| ("disk", n.as_str(), Some("e")))
+        .collect();
     items.push(("disk", "(7 failed items omitted)", Some("e")));
     h = h.next(&run(&t(0), &items));
     assert!(h.size() <= MAX_HISTORY_BYTES);
@@ -111,9 +121,13 @@ fn stand_ins_are_not_items_and_a_big_history_is_bounded() {
 #[test]
 fn bounding_drops_recovered_items_before_failing_ones() {
     let mut h = History::default();
-    let names: Vec<String> = (0..200).map(|i| format!("an-item-name-of-some-length-{i:03}")).collect();
-    let all: Vec<(&str, &str, Option<&str>)> =
-        names.iter().map(|n| ("net", n.as_str(), Some("e"))).collect();
+    let names: Vec<String> = (0..200)
+        .map(|i| format!("an-item-name-of-some-length-{i:03}"))
+        .collect();
+    let all: Vec<(&str, &str, Option<&str>)> = names
+        .iter()
+        .map(|n| ("net", n.as_str(), Some("e")))
+        .collect();
     h = h.next(&run(&t(0), &all));
     let failing: Vec<(&str, &str, Option<&str>)> = vec![("net", names[199].as_str(), Some("e"))];
     h = h.next(&run(&t(1), &failing));
