@@ -2,7 +2,7 @@
 //! Debugger's pingers, prober node to target, with loss and RTT of their
 //! last minutes, failing paths first, and what they say together: a node,
 //! a target or a path at fault. [`paths`] (the table), [`classify`] (the
-//! faults), [`view`](self::view) (the document and the faults' lines) and [`html`]
+//! faults), [`view`](mod@self::view) (the document and the faults' lines) and [`html`]
 //! (the page) are pure; [`gather`] asks the pingers and [`net`] reads the
 //! reports of the nodes at fault; [`run`] reads the Debugger, its Pinger
 //! and its pods, then prints.
