@@ -30,7 +30,8 @@ import json, re, sys
 dash = json.load(open(sys.argv[1]))
 ours = {"combo_pinger_target_up", "combo_pinger_probes_total",
         "combo_pinger_rtt_seconds_bucket",
-        "combo_operator_debugger_failing_nodes"}
+        "combo_operator_debugger_failing_nodes",
+        "combo_operator_node_problem"}
 print("groups:\n  - name: dashboard\n    rules:")
 for n, panel in enumerate(dash["panels"]):
     for t in panel["targets"]:

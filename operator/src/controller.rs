@@ -173,6 +173,8 @@ async fn controller(
     let ns = &args.namespace;
     let (main, store) = triggers::debuggers(&client, ns, &watches, &metrics);
     let (caches, triggers) = triggers::watch(&client, ns, &watches);
+    // Driven here too: only the leader writes Events on Nodes.
+    let node_events = crate::node_events::start(client.clone(), &caches.reports, metrics.clone());
     let peer_lists = crate::pinger::peer_writes::run(
         client.clone(),
         triggers::api::<Pod>(&client, ns),
@@ -229,6 +231,7 @@ async fn controller(
         () = retire => {}
         () = peer_lists => {}
         () = nodes => {}
+        () = node_events => {}
     }
     // Another replica reports the results from now on.
     held.metrics.results().clear();

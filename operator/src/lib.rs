@@ -11,6 +11,7 @@
 //! * [`marks`]: node conditions and taints;
 //! * [`pinger`]: Pingers, peers and the mesh;
 //! * [`summary`]: the summary ConfigMap;
+//! * [`node_events`]: Events on the Node of the items that fail and recover;
 //! * [`workload`]: what a Debugger becomes (Pod or DaemonSet, RBAC);
 //! * [`state`]: what outlives a reconcile (context, caches, pacing);
 //! * [`metrics`]: the operator's and the results' metrics;
@@ -26,6 +27,7 @@ pub mod leader;
 
 pub mod debugger;
 pub mod marks;
+pub mod node_events;
 pub mod pinger;
 pub mod summary;
 pub mod workload;

@@ -4,12 +4,40 @@ use std::sync::Arc;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use crate::core::by_kind::ByKind;
 use crate::metrics::results::ResultMetrics;
 use crate::watch::health::WatchErrors;
+
+/// How a write of an Event on a Node ended, the `result` of
+/// `combo_operator_node_event_writes_total`
+/// (docs/operator.md, "Events on the Node").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventWrite {
+    /// The Event was created.
+    Created,
+    /// The Event was there and was patched.
+    Patched,
+    /// The API server refused the write or did not answer.
+    Failed,
+}
+
+impl EventWrite {
+    /// Every result, each with a series from the start.
+    pub const ALL: [EventWrite; 3] = [EventWrite::Created, EventWrite::Patched, EventWrite::Failed];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            EventWrite::Created => "created",
+            EventWrite::Patched => "patched",
+            EventWrite::Failed => "failed",
+        }
+    }
+}
 
 /// The operator's metrics and the registry that serves them.
 pub struct Metrics {
@@ -21,6 +49,8 @@ pub struct Metrics {
     peer_lists: Counter,
     watch_errors: WatchErrors,
     results: Arc<ResultMetrics>,
+    node_event_writes: Family<Vec<(&'static str, &'static str)>, Counter>,
+    node_events_dropped: Counter,
 }
 
 impl Default for Metrics {
@@ -61,6 +91,23 @@ impl Default for Metrics {
             watch_errors.family(),
         );
         sub.register_collector(Box::new(results.clone()));
+        let node_event_writes = Family::default();
+        // Every result has a series from the start, for rate() to see its
+        // first count.
+        for w in EventWrite::ALL {
+            let _ = node_event_writes.get_or_create(&vec![("result", w.label())]);
+        }
+        let node_events_dropped = Counter::default();
+        sub.register(
+            "node_event_writes",
+            "Writes of Events on Nodes, by result (docs/operator.md, \"Events on the Node\")",
+            node_event_writes.clone(),
+        );
+        sub.register(
+            "node_events_dropped",
+            "Events on Nodes dropped unsent because the queue was full",
+            node_events_dropped.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -70,6 +117,8 @@ impl Default for Metrics {
             peer_lists,
             watch_errors,
             results,
+            node_event_writes,
+            node_events_dropped,
         }
     }
 }
@@ -99,6 +148,29 @@ impl Metrics {
     /// Counts one peer list applied to a pod.
     pub fn peer_list_written(&self) {
         self.peer_lists.inc();
+    }
+
+    /// Counts one write of an Event on a Node.
+    pub fn node_event_written(&self, result: EventWrite) {
+        self.node_event_writes
+            .get_or_create(&vec![("result", result.label())])
+            .inc();
+    }
+
+    /// How many writes of Events on Nodes ended with `result`.
+    pub fn node_event_writes(&self, result: EventWrite) -> u64 {
+        let labels = vec![("result", result.label())];
+        self.node_event_writes.get(&labels).map_or(0, |c| c.get())
+    }
+
+    /// Counts `n` Events on Nodes dropped unsent.
+    pub fn node_events_dropped(&self, n: u64) {
+        self.node_events_dropped.inc_by(n);
+    }
+
+    /// How many Events on Nodes were dropped unsent.
+    pub fn node_events_dropped_count(&self) -> u64 {
+        self.node_events_dropped.get()
     }
 
     /// The Debuggers' results (docs/operator.md#results-as-metrics).

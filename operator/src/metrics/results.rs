@@ -9,11 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
-use combo_api::{Debugger, RunAt};
+use combo_api::{Category, Debugger, RunAt};
 use kube::runtime::watcher;
 use kube::ResourceExt;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
@@ -40,8 +41,22 @@ struct Entry {
 #[derive(Debug, Default)]
 struct State {
     debuggers: BTreeMap<Key, Entry>,
+    /// Per Debugger, the items of each category (in [`Category::all`]'s
+    /// order) that turned failing, over the runs its nodes reported;
+    /// written out for the Debuggers in `debuggers`, and dropped with them.
+    transitions: BTreeMap<Key, [u64; CATEGORIES]>,
     /// The Debuggers a re-list of the watch has shown so far.
     listing: Option<BTreeSet<Key>>,
+}
+
+/// How many categories there are.
+const CATEGORIES: usize = 5;
+
+impl State {
+    fn retain(&mut self, keep: impl Fn(&Key) -> bool) {
+        self.debuggers.retain(|k, _| keep(k));
+        self.transitions.retain(|k, _| keep(k));
+    }
 }
 
 /// The results of every Debugger this replica reconciles, written out as
@@ -89,15 +104,26 @@ impl ResultMetrics {
         self.set(dbg, results, schedule, since);
     }
 
+    /// Counts `n` items of `category` that turned failing in one run of a
+    /// node of Debugger `name` in `ns` (each run once: the caller tells a
+    /// run seen again, docs/operator.md#results-as-metrics).
+    pub fn turned_failing(&self, ns: &str, name: &str, category: Category, n: u64) {
+        let mut state = self.state();
+        let key = (ns.to_string(), name.to_string());
+        let counts = state.transitions.entry(key).or_default();
+        counts[category_index(category)] += n;
+    }
+
     /// Removes every series of `dbg`.
     pub fn forget(&self, dbg: &Debugger) {
-        self.state().debuggers.remove(&key(dbg));
+        let key = key(dbg);
+        self.state().retain(|k| *k != key);
     }
 
     /// Removes every series (this replica stopped reconciling).
     pub fn clear(&self) {
         let mut state = self.state();
-        state.debuggers.clear();
+        state.retain(|_| false);
         state.listing = None;
     }
 
@@ -107,7 +133,8 @@ impl ResultMetrics {
         let mut state = self.state();
         match event {
             watcher::Event::Delete(d) => {
-                state.debuggers.remove(&key(d));
+                let gone = key(d);
+                state.retain(|k| *k != gone);
             }
             watcher::Event::Apply(_) => {}
             watcher::Event::Init => state.listing = Some(BTreeSet::new()),
@@ -119,7 +146,7 @@ impl ResultMetrics {
             }
             watcher::Event::InitDone => {
                 if let Some(listed) = state.listing.take() {
-                    state.debuggers.retain(|k, _| listed.contains(k));
+                    state.retain(|k| listed.contains(k));
                 }
             }
         }
@@ -210,8 +237,57 @@ impl ResultMetrics {
                 })
             })
         });
-        gauge(encoder, NODE_FAILED_ITEMS, per_node)
+        gauge(encoder, NODE_FAILED_ITEMS, per_node)?;
+        let per_item = state.debuggers.iter().flat_map(|((ns, name), e)| {
+            e.results.categories.iter().flat_map(move |(cat, r)| {
+                r.failing.keys().flat_map(move |node| {
+                    let of = [ns.as_str(), name.as_str(), node.as_str(), *cat];
+                    let (named, more) = r.problems_of(node);
+                    let items = named.iter().map(move |i| (item_labels(of, i), 1));
+                    let other = (more > 0).then(|| (item_labels(of, OTHER_ITEMS), i64::from(more)));
+                    items.chain(other)
+                })
+            })
+        });
+        gauge(encoder, NODE_PROBLEM, per_item)?;
+        let transitions = state.debuggers.iter().flat_map(|(k, e)| {
+            let counts = state.transitions.get(k);
+            e.results.categories.keys().map(move |cat| {
+                let labels = vec![
+                    ("namespace", k.0.as_str()),
+                    ("debugger", k.1.as_str()),
+                    ("category", *cat),
+                ];
+                let i = cat.parse().map_or(0, category_index);
+                (labels, counts.map_or(0, |c| c[i]))
+            })
+        });
+        counter(encoder, NODE_PROBLEM_TRANSITIONS, transitions)
     }
+}
+
+/// The `item` of the series that counts a node's failing items of a
+/// category past those named.
+pub const OTHER_ITEMS: &str = "(other)";
+
+/// The labels of one item's series: `of` is its namespace, Debugger,
+/// node and category.
+fn item_labels<'a>([ns, name, node, cat]: [&'a str; 4], item: &'a str) -> Labels<'a> {
+    vec![
+        ("namespace", ns),
+        ("debugger", name),
+        ("node", node),
+        ("category", cat),
+        ("item", item),
+    ]
+}
+
+/// The place of `category` in [`Category::all`].
+fn category_index(category: Category) -> usize {
+    Category::all()
+        .iter()
+        .position(|c| *c == category)
+        .unwrap_or_default()
 }
 
 impl Collector for ResultMetrics {
@@ -250,6 +326,14 @@ const NODE_FAILED_ITEMS: Descriptor = (
     "node_failed_items",
     "Failed items of a category in a node's latest report; only while there are some.",
 );
+const NODE_PROBLEM: Descriptor = (
+    "node_problem",
+    "1 while the item fails in the node's latest report; item \"(other)\": how many more of the category fail.",
+);
+const NODE_PROBLEM_TRANSITIONS: Descriptor = (
+    "node_problem_transitions",
+    "Items of the category that turned failing, counted once per node and run.",
+);
 
 /// Writes one gauge family; nothing when it has no series, since an
 /// empty family would still print its descriptor.
@@ -265,6 +349,23 @@ fn gauge<'a>(
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (labels, value) in series {
         ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+/// Writes one counter family, as [`gauge`] does.
+fn counter<'a>(
+    encoder: &mut DescriptorEncoder,
+    (name, help): Descriptor,
+    series: impl IntoIterator<Item = (Labels<'a>, u64)>,
+) -> std::fmt::Result {
+    let mut series = series.into_iter().peekable();
+    if series.peek().is_none() {
+        return Ok(());
+    }
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, value) in series {
+        ConstCounter::new(value).encode(family.encode_family(&labels)?)?;
     }
     Ok(())
 }

@@ -151,3 +151,88 @@ fn a_deleted_debugger_loses_every_series_and_a_relist_drops_those_gone() {
     m.results().clear();
     assert!(!m.encode().contains("combo_operator_debugger_"));
 }
+
+/// The results of one node, `node-1`, failing `failing` disk items
+/// (`sd00`, ...), among 3 healthy ones.
+fn failing_disks(failing: usize) -> Results {
+    let mut result = combo_api::NodeSummary {
+        run_at: "2026-11-22T06:00:00Z".into(),
+        ..Default::default()
+    };
+    let disk = result.categories.entry("disk".into()).or_default();
+    for i in 0..failing {
+        disk.insert(format!("sd{i:02}"), combo_api::ItemResult::err("i/o error"));
+    }
+    for i in 0..3 {
+        disk.insert(format!("ok{i}"), combo_api::ItemResult::ok());
+    }
+    let spec = combo_api::DebuggerReportSpec::of("node-check", "node-1", &result);
+    let report = crate::reports::aggregate::NodeReport::new("node-check.node-1".into(), spec);
+    crate::reports::results::of([&report], &Category::all())
+}
+
+#[test]
+fn a_node_has_a_series_per_failing_item_up_to_five_and_one_for_the_rest() {
+    let m = Metrics::default();
+    let d = debugger("ops", "node-check").build();
+    m.results().set(&d, failing_disks(12), None, now());
+    let problems = series(&m.encode(), "combo_operator_node_problem");
+    let labels = |item: &str| {
+        format!(
+            r#"combo_operator_node_problem{{namespace="ops",debugger="node-check",node="node-1",category="disk",item="{item}"}}"#
+        )
+    };
+    let mut want: Vec<String> = (0..5)
+        .map(|i| format!("{} 1", labels(&format!("sd{i:02}"))))
+        .collect();
+    want.push(format!("{} 7", labels("(other)")));
+    assert_eq!(problems, want, "5 named, the other 7 in one");
+
+    m.results().set(&d, failing_disks(2), None, now());
+    let problems = series(&m.encode(), "combo_operator_node_problem");
+    assert_eq!(
+        problems,
+        [
+            format!("{} 1", labels("sd00")),
+            format!("{} 1", labels("sd01"))
+        ],
+        "no (other) when all are named, no series of a healthy item"
+    );
+
+    m.results().set(&d, failing_disks(0), None, now());
+    assert!(
+        series(&m.encode(), "combo_operator_node_problem").is_empty(),
+        "the series go when the items heal"
+    );
+}
+
+#[test]
+fn transitions_are_counted_per_category_and_go_with_the_debugger() {
+    let m = Metrics::default();
+    let d = debugger("ops", "node-check").build();
+    m.results()
+        .turned_failing("ops", "node-check", Category::Disk, 2);
+    assert!(
+        series(&m.encode(), "combo_operator_node_problem_transitions_total").is_empty(),
+        "exported once the Debugger is reconciled"
+    );
+    m.results().set(&d, failing_disks(2), None, now());
+    m.results()
+        .turned_failing("ops", "node-check", Category::Disk, 1);
+    let counted = series(&m.encode(), "combo_operator_node_problem_transitions_total");
+    assert_eq!(
+        counted.len(),
+        5,
+        "one per category the Debugger runs: {counted:?}"
+    );
+    assert!(counted.contains(
+        &r#"combo_operator_node_problem_transitions_total{namespace="ops",debugger="node-check",category="disk"} 3"#.to_string()
+    ));
+    assert!(counted.contains(
+        &r#"combo_operator_node_problem_transitions_total{namespace="ops",debugger="node-check",category="net"} 0"#.to_string()
+    ));
+    m.results().observe(&watcher::Event::Delete(d.clone()));
+    m.results().set(&d, failing_disks(0), None, now());
+    let counted = series(&m.encode(), "combo_operator_node_problem_transitions_total");
+    assert!(counted.iter().all(|l| l.ends_with(" 0")), "{counted:?}");
+}

@@ -13,8 +13,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use combo_api::report::ItemCounts;
-use combo_api::summary::{ItemResult, NodeSummary, FIRST_MESSAGE_LIMIT};
+use combo_api::summary::{ItemResult, NodeSummary};
 use combo_api::DebuggerReportSpec;
+
+mod category;
+pub use category::{CategoryReport, Failure, PROBLEMS_PER_CATEGORY};
 
 /// Largest size of one node's value
 /// (docs/runner.md, "Reports: the summary ConfigMap").
@@ -33,18 +36,6 @@ pub const FIRST_FAILURES: usize = 3;
 /// Messages are cut to this many bytes from [`Level::FirstFailure`] on.
 const SHORT_MESSAGE: usize = 64;
 
-/// A failed item as the operator keeps it, its message cut to
-/// [`FIRST_MESSAGE_LIMIT`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    /// Its category.
-    pub category: Box<str>,
-    /// Its name.
-    pub item: Box<str>,
-    /// Its err message.
-    pub message: Box<str>,
-}
-
 /// One node's report, as the operator keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeReport {
@@ -54,9 +45,11 @@ pub struct NodeReport {
     /// them as far as a value holds them.
     pub spec: DebuggerReportSpec,
     /// The report's categories in name order, each with its first failed
-    /// item (a named one before a `(N failed items omitted)`), if any:
-    /// what the node conditions read.
-    categories: Box<[(Box<str>, Option<Failure>)]>,
+    /// item (what the node conditions read), its first failing items by
+    /// name (what the per-item metric shows) and its streaks from the
+    /// report's history (the history itself is not kept: up to 6 KiB a
+    /// node).
+    categories: Box<[CategoryReport]>,
     /// The report's first [`FIRST_FAILURES`] failed items, in order: what
     /// a shortened value lists. Past these and `categories`, the items are
     /// kept only in `full`: a report lists up to 150 items of a node, and
@@ -77,11 +70,6 @@ pub struct NodeReport {
     /// The run-now request the node ran last (its report's annotation
     /// `kubecombo.io/run-now-done`).
     run_now: Option<Box<str>>,
-    /// Per category the report lists, its consecutive latest runs with a
-    /// failed item and without one, from the report's history; empty when
-    /// the report has none. The history itself is not kept (up to 6 KiB
-    /// a node).
-    streaks: Box<[(Box<str>, u32, u32)]>,
 }
 
 impl NodeReport {
@@ -91,7 +79,11 @@ impl NodeReport {
     pub fn new(name: String, mut spec: DebuggerReportSpec) -> NodeReport {
         let result = spec.summary();
         let full = full_value(&name, &result);
-        let first_failures = result.failed().take(FIRST_FAILURES).map(failure).collect();
+        let first_failures = result
+            .failed()
+            .take(FIRST_FAILURES)
+            .map(category::failure)
+            .collect();
         let counts = spec
             .category_counts()
             .into_iter()
@@ -100,32 +92,11 @@ impl NodeReport {
             .collect();
         let healthy = spec.healthy_items();
         let history = std::mem::take(&mut spec.history);
-        let streaks = if history.is_empty() {
-            Box::default()
-        } else {
-            result
-                .categories
-                .keys()
-                .map(|cat| {
-                    let (fail, ok) = history.category_streaks(cat);
-                    (cat.as_str().into(), fail as u32, ok as u32)
-                })
-                .collect()
-        };
         spec.categories.clear();
         let categories = result
             .categories
             .iter()
-            .map(|(cat, items)| {
-                let failed = items
-                    .iter()
-                    .filter_map(|(i, r)| Some((cat.as_str(), i.as_str(), r.err.as_deref()?)));
-                let first = failed
-                    .clone()
-                    .find(|(_, i, _)| !is_stand_in(i))
-                    .or_else(|| failed.clone().next());
-                (cat.as_str().into(), first.map(failure))
-            })
+            .map(|(cat, items)| CategoryReport::of(cat, items, &history))
             .collect();
         NodeReport {
             name,
@@ -136,7 +107,6 @@ impl NodeReport {
             counts,
             healthy,
             run_now: None,
-            streaks,
         }
     }
 
@@ -144,10 +114,24 @@ impl NodeReport {
     /// `category`, and without one (one of the two is 0), as the report's
     /// history counts them; `None` when the report has no history.
     pub fn category_streaks(&self, category: &str) -> Option<(u32, u32)> {
-        self.streaks
-            .iter()
-            .find(|(cat, _, _)| &**cat == category)
-            .map(|(_, fail, ok)| (*fail, *ok))
+        self.category(category)?.streaks
+    }
+
+    fn category(&self, name: &str) -> Option<&CategoryReport> {
+        self.categories.iter().find(|c| &*c.name == name)
+    }
+
+    /// The first [`PROBLEMS_PER_CATEGORY`] failing items of `category` by
+    /// name, and how many more of its items fail (those the report left
+    /// out counted): what `combo_operator_node_problem` shows.
+    pub fn problems(&self, category: &str) -> (Arc<[Box<str>]>, u32) {
+        let failing = self
+            .category(category)
+            .map_or_else(|| Arc::from([]), |c| c.failing.clone());
+        let more = self
+            .failed_in(category)
+            .saturating_sub(failing.len() as u32);
+        (failing, more)
     }
 
     /// The report, recording that its node ran the run-now request
@@ -181,10 +165,7 @@ impl NodeReport {
     /// `(N failed items omitted)`), `Some(None)` when none of its items
     /// failed, `None` when the report has no such category.
     pub fn first_failure(&self, category: &str) -> Option<Option<&Failure>> {
-        self.categories
-            .iter()
-            .find(|(cat, _)| &**cat == category)
-            .map(|(_, first)| first.as_ref())
+        self.category(category).map(|c| c.first.as_ref())
     }
 
     /// The report's first [`FIRST_FAILURES`] failed items, in order.
@@ -265,22 +246,6 @@ fn full_value(name: &str, result: &NodeSummary) -> String {
     }
     full.shrink_to_fit();
     full
-}
-
-/// A failed item (category, item, message) as the operator keeps it.
-fn failure((category, item, message): (&str, &str, &str)) -> Failure {
-    let mut message = message.to_string();
-    combo_api::summary::cut(&mut message, FIRST_MESSAGE_LIMIT);
-    Failure {
-        category: category.into(),
-        item: item.into(),
-        message: message.into(),
-    }
-}
-
-/// Whether `item` is the `(N failed items omitted)` of a cut report.
-fn is_stand_in(item: &str) -> bool {
-    item.starts_with('(') && item.ends_with(" failed items omitted)")
 }
 
 /// Stored size of `data` as a ConfigMap (an estimate that errs high).

@@ -4,6 +4,7 @@ use super::*;
 use crate::core::status::RunSummary;
 use crate::reports::runs::{departed, run_summary, script_sets};
 use combo_api::report::report_name;
+use combo_api::summary::FIRST_MESSAGE_LIMIT;
 
 const RUN: &str = "2026-11-22T06:00:00Z";
 
@@ -413,4 +414,41 @@ fn the_run_summary_lists_the_script_sets_of_the_newest_run_only() {
         .collect();
     assert_eq!(shown, [("aaa", 2), ("bbb", 1)]);
     assert_eq!(runs.completed_nodes, 3);
+}
+
+#[test]
+fn a_category_keeps_its_first_failing_items_by_name_and_counts_the_rest() {
+    let mut disk = BTreeMap::new();
+    for i in 0..12 {
+        disk.insert(format!("sd{i:02}"), ItemResult::err("i/o error"));
+    }
+    // A cut report's stand-in sorts first and is counted, never named.
+    disk.insert(
+        "(4 failed items omitted)".into(),
+        ItemResult::err(combo_api::summary::OMITTED),
+    );
+    disk.insert("sr0".into(), ItemResult::ok());
+    let net = BTreeMap::from([("eth0".to_string(), ItemResult::ok())]);
+    let spec = DebuggerReportSpec {
+        debugger: "node-check".into(),
+        node: "n1".into(),
+        run_at: RUN.into(),
+        failed_items: 16,
+        categories: BTreeMap::from([("disk".into(), disk), ("net".into(), net)]),
+        ..DebuggerReportSpec::default()
+    };
+    let r = NodeReport::new(report_name("node-check", "n1"), spec);
+    let (named, more) = r.problems("disk");
+    let named: Vec<&str> = named.iter().map(|n| &**n).collect();
+    assert_eq!(named, ["sd00", "sd01", "sd02", "sd03", "sd04"]);
+    assert_eq!(named.len(), PROBLEMS_PER_CATEGORY);
+    assert_eq!(more, 16 - 5, "the other 7 and the 4 left out");
+    assert_eq!(
+        r.first_failure("disk").flatten().unwrap().item.as_ref(),
+        "sd00"
+    );
+    let (none, zero) = r.problems("net");
+    assert!(none.is_empty());
+    assert_eq!(zero, 0);
+    assert_eq!(r.problems("mem").1, 0, "a category the report lacks");
 }

@@ -7,6 +7,7 @@
 //! anyone knows, and it also counts as missing the run it did not report.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use combo_api::Category;
@@ -24,6 +25,21 @@ pub struct CategoryResults {
     pub skipped_items: u32,
     /// The nodes with a failed item in this category, and how many.
     pub failing: BTreeMap<String, u32>,
+    /// The failing nodes' first failed items by name (at most
+    /// [`PROBLEMS_PER_CATEGORY`](crate::reports::aggregate::PROBLEMS_PER_CATEGORY)
+    /// each, shared with their reports); those past them are counted in
+    /// `failing` only.
+    pub problems: BTreeMap<String, Arc<[Box<str>]>>,
+}
+
+impl CategoryResults {
+    /// The failing items of `node` by name and how many more of its items
+    /// fail (see [`NodeReport::problems`]).
+    pub fn problems_of(&self, node: &str) -> (&[Box<str>], u32) {
+        let named = self.problems.get(node).map_or(&[][..], |p| &p[..]);
+        let failed = self.failing.get(node).copied().unwrap_or_default();
+        (named, failed.saturating_sub(named.len() as u32))
+    }
 }
 
 /// A Debugger's results, from its nodes' latest reports.
@@ -78,6 +94,10 @@ pub fn of<'a>(
             results.skipped_items += counts.skipped;
             if counts.failed > 0 {
                 results.failing.insert(spec.node.clone(), counts.failed);
+                let (named, _) = report.problems(cat);
+                if !named.is_empty() {
+                    results.problems.insert(spec.node.clone(), named);
+                }
             }
         }
     }

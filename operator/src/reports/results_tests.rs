@@ -94,6 +94,33 @@ fn a_node_that_recovers_leaves_the_failing_list() {
 }
 
 #[test]
+fn a_failing_node_names_its_first_items_and_counts_the_rest() {
+    let mut items: Vec<(&str, String, ItemResult)> = (0..12)
+        .map(|i| ("disk", format!("sd{i:02}"), ItemResult::err("i/o error")))
+        .collect();
+    items.push(("disk", "sr0".into(), ItemResult::ok()));
+    items.push(("net", "eth0".into(), ItemResult::err("down")));
+    let items: Vec<(&str, &str, ItemResult)> = items
+        .iter()
+        .map(|(c, i, r)| (*c, i.as_str(), r.clone()))
+        .collect();
+    let reports = [
+        report("node-1", RUN, &items),
+        report("node-2", RUN, &[("disk", "sda", ItemResult::ok())]),
+    ];
+    let r = of(&reports, &Category::all());
+    let disk = &r.categories["disk"];
+    let (named, more) = disk.problems_of("node-1");
+    assert_eq!(named.len(), 5);
+    assert_eq!((&*named[0], &*named[4]), ("sd00", "sd04"));
+    assert_eq!(more, 7);
+    assert_eq!(disk.problems_of("node-2"), (&[][..], 0), "healthy");
+    let (net, none) = r.categories["net"].problems_of("node-1");
+    assert_eq!((net.len(), none), (1, 0));
+    assert!(!disk.problems.contains_key("node-2"));
+}
+
+#[test]
 fn categories_the_debugger_does_not_run_make_no_series() {
     let reports = [report(
         "node-1",

@@ -2,7 +2,7 @@
 //! what the aggregation reads (name and spec).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use combo_api::{keys, DebuggerReport};
 use kube::runtime::reflector::ObjectRef;
@@ -17,9 +17,14 @@ type Owner = (String, String);
 /// node -> its report.
 pub type NodeReports = BTreeMap<String, Arc<NodeReport>>;
 
-/// Reports by Debugger, kept by the report watch. Clones share the index.
+/// What follows the report watch besides the index: it sees each report
+/// whole, its history too, before the index keeps what it needs.
+pub type Follower = Box<dyn Fn(&watcher::Event<DebuggerReport>) + Send + Sync>;
+
+/// Reports by Debugger, kept by the report watch. Clones share the index
+/// and the follower.
 #[derive(Clone, Default)]
-pub struct Reports(Index<Owner, NodeReports>);
+pub struct Reports(Index<Owner, NodeReports>, Arc<OnceLock<Follower>>);
 
 fn owner_of(r: &DebuggerReport) -> Owner {
     (r.namespace().unwrap_or_default(), r.spec.debugger.clone())
@@ -58,7 +63,16 @@ fn file(map: &mut HashMap<Owner, NodeReports>, change: Change<'_, DebuggerReport
 impl Reports {
     /// Applies one watch event.
     pub fn observe(&self, event: &watcher::Event<DebuggerReport>) {
+        if let Some(follow) = self.1.get() {
+            follow(event);
+        }
         self.0.observe_with(event, file);
+    }
+
+    /// Hands every later watch event to `follower` too (the first one set
+    /// only): what a report says when it arrives, the Events on its Node.
+    pub fn follow_with(&self, follower: Follower) {
+        let _ = self.1.set(follower);
     }
 
     /// The reports of Debugger `name` in `ns`, by node.
@@ -172,6 +186,25 @@ mod tests {
         assert!(idx.of("dev", "b").is_empty());
         idx.forget("ops", "b", &[combo_api::report::report_name("b", "n1")]);
         assert!(idx.of("ops", "b").is_empty());
+    }
+
+    #[test]
+    fn the_follower_sees_each_event_whole_and_clones_share_it() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let idx = Reports::default();
+        let watched = idx.clone();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let count = seen.clone();
+        idx.follow_with(Box::new(move |e| {
+            if let watcher::Event::Apply(r) = e {
+                assert_eq!(r.spec.run_at, "t1", "before the index keeps it");
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+        idx.follow_with(Box::new(|_| panic!("only the first follower is kept")));
+        watched.observe(&watcher::Event::Apply(report("a", "n1", "t1")));
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        assert_eq!(idx.of("ops", "a")["n1"].spec.run_at, "t1");
     }
 
     #[test]
