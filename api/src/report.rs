@@ -67,8 +67,9 @@ pub struct DebuggerReportSpec {
     #[schemars(schema_with = "nullable_items")]
     pub categories: BTreeMap<String, BTreeMap<String, ItemResult>>,
     /// The node's verdict of each item over its last 20 runs, for items
-    /// that failed in one of them (docs/reference.md, "DebuggerReport
-    /// history"). Absent from a runner that does not keep one.
+    /// that failed in one of them
+    /// (docs/reference.md, "DebuggerReport history").
+    /// Absent from a runner that does not keep one.
     #[serde(default, skip_serializing_if = "History::is_empty")]
     pub history: History,
 }
