@@ -155,6 +155,20 @@ pub struct DebuggerSpec {
     #[schemars(schema_with = "max_tainted_percent_schema")]
     pub max_tainted_percent: u32,
 
+    /// Consecutive failed runs that turn a category's node condition True
+    /// and set its taint; before them the condition is False, reason
+    /// BelowFailureThreshold.
+    #[serde(default = "default_threshold")]
+    #[schemars(schema_with = "threshold_schema")]
+    pub failure_threshold: u32,
+
+    /// Consecutive runs without a failed item that turn a failing
+    /// category's node condition False and remove its taint; until then it
+    /// stays True, reason Recovering.
+    #[serde(default = "default_threshold")]
+    #[schemars(schema_with = "threshold_schema")]
+    pub success_threshold: u32,
+
     /// Settings of the default checks (docs/checks.md), as text, given to
     /// the scripts as environment variables; each value must be of its
     /// setting's kind.
@@ -162,6 +176,10 @@ pub struct DebuggerSpec {
     #[schemars(schema_with = "schema::check_settings")]
     pub check_settings: BTreeMap<String, String>,
 }
+
+/// Largest `failureThreshold` and `successThreshold`: the runs a node's
+/// history keeps, so that a streak that long can be counted.
+pub const MAX_THRESHOLD: u32 = crate::history::HISTORY_RUNS as u32;
 
 /// Observed state of a Debugger.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -305,6 +323,9 @@ fn default_errlog_retention() -> u32 {
 fn default_max_tainted_percent() -> u32 {
     10
 }
+fn default_threshold() -> u32 {
+    1
+}
 fn script_timeout_schema(_: &mut SchemaGenerator) -> Schema {
     schema::int_range(1, 3600, 60)
 }
@@ -313,6 +334,10 @@ fn errlog_retention_schema(_: &mut SchemaGenerator) -> Schema {
 }
 fn max_tainted_percent_schema(_: &mut SchemaGenerator) -> Schema {
     schema::int_range(0, 100, 10)
+}
+/// 1 to [`MAX_THRESHOLD`] runs, default 1.
+fn threshold_schema(_: &mut SchemaGenerator) -> Schema {
+    schema::int_range(1, MAX_THRESHOLD as i64, 1)
 }
 fn qos_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "pattern": "^([1-9][0-9]{0,5})?$"})
@@ -372,6 +397,7 @@ mod tests {
         assert!(!spec.node_conditions);
         assert!(spec.taints.is_empty());
         assert_eq!(spec.max_tainted_percent, 10);
+        assert_eq!((spec.failure_threshold, spec.success_threshold), (1, 1));
         assert!(spec.check_settings.is_empty());
         assert!(spec.image_pull_secrets.is_empty());
     }

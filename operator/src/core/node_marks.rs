@@ -72,6 +72,12 @@ pub struct Wanted {
     pub taints_disabled: bool,
     /// `maxTaintedPercent`.
     pub max_tainted_percent: u32,
+    /// `failureThreshold`: consecutive failed runs that make a category
+    /// failing.
+    pub failure_threshold: u32,
+    /// `successThreshold`: consecutive healthy runs that clear a failing
+    /// category.
+    pub success_threshold: u32,
 }
 
 impl Wanted {
@@ -95,6 +101,8 @@ impl Wanted {
             taints_writable: taints_allowed,
             taints_disabled: !taints_allowed && !spec.taints.is_empty(),
             max_tainted_percent: spec.max_tainted_percent,
+            failure_threshold: spec.failure_threshold,
+            success_threshold: spec.success_threshold,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Validate: what the CRD schema cannot check (docs/operator.md, "Validation, status and Events"). Pure.
 
+use combo_api::debugger::MAX_THRESHOLD;
 use combo_api::{Debugger, DebuggerSpec, Pinger, RunAt, WorkloadType};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::{Resource, ResourceExt};
@@ -265,6 +266,18 @@ pub fn check(name: &str, spec: &DebuggerSpec, found: Found) -> Result<RunAt, Rej
             problems.push(format!(
                 "imagePullSecrets[{i}].name {:?} is not a valid Secret name: {why}",
                 secret.name
+            ));
+        }
+    }
+    // The schema holds them to the range too; a spec written past it
+    // (an older CRD, a client that skips validation) is refused here.
+    for (field, runs) in [
+        ("failureThreshold", spec.failure_threshold),
+        ("successThreshold", spec.success_threshold),
+    ] {
+        if !(1..=MAX_THRESHOLD).contains(&runs) {
+            problems.push(format!(
+                "{field} {runs} is out of range: it counts consecutive runs, from 1 to {MAX_THRESHOLD}, the runs a node's history keeps"
             ));
         }
     }

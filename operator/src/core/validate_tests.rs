@@ -347,3 +347,32 @@ fn a_check_setting_of_the_wrong_kind_is_invalid_spec_naming_it_and_its_kind() {
         r#"checkSettings.DISK_USAGE_MAX_PERCENT: "abc" is not an integer percent (0-100); checkSettings.NET_STORAGE_TIMEOUT: "3s" is not a number of seconds (an integer, 1 to 86400)"#
     );
 }
+
+#[test]
+fn thresholds_out_of_one_to_twenty_runs_are_invalid_spec_naming_the_field() {
+    let with = |failure: u32, success: u32| {
+        debugger("ops", "a")
+            .spec_with(|s| {
+                s.failure_threshold = failure;
+                s.success_threshold = success;
+            })
+            .build()
+    };
+    for (failure, success, field) in [
+        (0, 1, "failureThreshold 0"),
+        (21, 1, "failureThreshold 21"),
+        (1, 0, "successThreshold 0"),
+        (1, 21, "successThreshold 21"),
+    ] {
+        let err = verdict(&with(failure, success), Found::default()).unwrap_err();
+        assert_eq!(err.reason(), "InvalidSpec", "{field}");
+        assert!(err.to_string().starts_with(field), "{err}");
+    }
+    for (failure, success) in [(1, 1), (20, 20), (1, 20), (20, 1)] {
+        let dbg = with(failure, success);
+        assert!(
+            verdict(&dbg, Found::default()).is_ok(),
+            "{failure}, {success}"
+        );
+    }
+}

@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::NodeCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::core::node_marks::{NodeMarks, Wanted};
-use crate::marks::state::State;
-use crate::marks::state::{condition_of, states};
+use crate::marks::debounce::{self, condition_of, Carried, Mark, Thresholds};
+use crate::marks::state::{states, State};
 use crate::marks::taints::{self, Limit};
 use crate::reports::aggregate::NodeReport;
 use crate::reports::store::NodeReports;
@@ -81,24 +81,21 @@ pub fn for_nodes(inputs: &Inputs<'_>) -> MarksPlan {
         )
         .collect();
     let mut conditions = Vec::new();
-    let mut states = BTreeMap::new();
+    let mut marks = BTreeMap::new();
     for node in nodes {
         let current = inputs.nodes.get(node).unwrap_or(&none);
-        let state = inputs
+        let mark = inputs
             .reports
             .get(node)
-            .map(|r| {
-                let missed = inputs.missed.contains(node);
-                states_of(r, &inputs.wanted.categories, missed)
-            })
+            .map(|r| marks_of(inputs.wanted, r, current, inputs.missed.contains(node)))
             .unwrap_or_default();
-        if let Some(w) = condition_write(inputs.wanted, node, current, &state, inputs.now) {
+        if let Some(w) = condition_write(inputs.wanted, node, current, &mark, inputs.now) {
             conditions.push(w);
         }
-        states.insert(node.clone(), state);
+        marks.insert(node.clone(), mark);
     }
     let (taints, limit) =
-        taints::within_limit(inputs.wanted, &states, inputs.nodes, inputs.node_count);
+        taints::within_limit(inputs.wanted, &marks, inputs.nodes, inputs.node_count);
     MarksPlan {
         conditions,
         taints,
@@ -106,17 +103,37 @@ pub fn for_nodes(inputs: &Inputs<'_>) -> MarksPlan {
     }
 }
 
-fn states_of(r: &NodeReport, categories: &[Category], missed: bool) -> BTreeMap<Category, State> {
-    states(r, categories, missed).into_iter().collect()
+/// The mark of each category of `wanted` that `r` holds, on a node that
+/// carries `current` and `missed` the checked run or not: its latest
+/// state, debounced (docs/operator.md#debounce).
+fn marks_of(
+    wanted: &Wanted,
+    r: &NodeReport,
+    current: &NodeMarks,
+    missed: bool,
+) -> BTreeMap<Category, Mark> {
+    let thresholds = Thresholds::of(wanted);
+    states(r, &wanted.categories, missed)
+        .into_iter()
+        .map(|(c, state): (Category, State)| {
+            let name = wanted.name(c);
+            let carried = Carried {
+                condition: current.condition(name).filter(|_| wanted.conditions),
+                tainted: wanted.taints.contains(&c) && current.tainted(name),
+            };
+            let streaks = r.category_streaks(c.as_str());
+            (c, debounce::mark(state, streaks, carried, thresholds))
+        })
+        .collect()
 }
 
-/// The write that brings `current` to the conditions `state` asks for, if
+/// The write that brings `current` to the conditions `marks` ask for, if
 /// any is needed. Pure.
 fn condition_write(
     wanted: &Wanted,
     node: &str,
     current: &NodeMarks,
-    state: &BTreeMap<Category, State>,
+    marks: &BTreeMap<Category, Mark>,
     now: DateTime<Utc>,
 ) -> Option<ConditionWrite> {
     let mut write = ConditionWrite {
@@ -125,7 +142,7 @@ fn condition_write(
     };
     for (category, name) in &wanted.names {
         let had = current.condition(name);
-        let desired = state.get(category).filter(|_| wanted.conditions);
+        let desired = marks.get(category).filter(|_| wanted.conditions);
         match (desired, had) {
             (None, Some(_)) => write.remove.push(name.clone()),
             (None, None) => {}

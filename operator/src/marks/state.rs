@@ -90,6 +90,16 @@ pub fn reason_of(item: &str) -> String {
     out
 }
 
+/// The message of a failed category, uncut: `<item>: <message>`, and
+/// ` (+N more failed)` when `more` did. Pure.
+pub fn failed_message(item: &str, message: &str, more: u32) -> String {
+    let mut m = format!("{item}: {message}");
+    if more > 0 {
+        m.push_str(&format!(" (+{more} more failed)"));
+    }
+    m
+}
+
 /// Status, reason and message of `category`'s condition in `state`. Pure.
 pub fn condition_of(category: Category, state: &State) -> (&'static str, String, String) {
     match state {
@@ -98,10 +108,7 @@ pub fn condition_of(category: Category, state: &State) -> (&'static str, String,
             message,
             more,
         } => {
-            let mut m = format!("{item}: {message}");
-            if *more > 0 {
-                m.push_str(&format!(" (+{more} more failed)"));
-            }
+            let mut m = failed_message(item, message, *more);
             combo_api::summary::cut(&mut m, MESSAGE_MAX);
             ("True", reason_of(item), m)
         }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use combo_api::Category;
 
 use crate::core::node_marks::{NodeMarks, Wanted};
-use crate::marks::state::State;
+use crate::marks::debounce::Mark;
 
 /// The taint keys to add to one node and those to remove.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,14 +51,16 @@ pub fn limit(percent: u32, nodes: usize) -> usize {
     nodes.saturating_mul(percent.min(100) as usize) / 100
 }
 
-/// The taint writes for `states` (node -> category -> state; every node
-/// with a report or a mark of the Debugger), given what `nodes` carry, and
-/// the limit's standing. New taints go to failing nodes in name order; a
-/// limit lower than the taints in place removes those of the last nodes
-/// by name. A node `Unknown` keeps its taints and gets no new one. Pure.
+/// The taint writes for `states` (node -> category -> debounced mark;
+/// every node with a report or a mark of the Debugger), given what `nodes`
+/// carry, and the limit's standing. A category taints while it is failing
+/// ([`Mark::failing`]: recovering too). New taints go to failing nodes in
+/// name order; a limit lower than the taints in place removes those of
+/// the last nodes by name. A node `Unknown` keeps its taints and gets no
+/// new one. Pure.
 pub fn within_limit(
     wanted: &Wanted,
-    states: &BTreeMap<String, BTreeMap<Category, State>>,
+    states: &BTreeMap<String, BTreeMap<Category, Mark>>,
     nodes: &BTreeMap<String, NodeMarks>,
     node_count: usize,
 ) -> (Vec<TaintWrite>, Option<Limit>) {
@@ -67,15 +69,12 @@ pub fn within_limit(
     }
     let none = NodeMarks::default();
     let current = |node: &str| nodes.get(node).unwrap_or(&none);
-    let failed = |s: Option<&State>| matches!(s, Some(State::Failed { .. }));
+    let is_failing = |s: Option<&Mark>| s.is_some_and(Mark::failing);
     // Taints that stay: a listed category still failing, or unknown.
     let mut keep: BTreeMap<&str, BTreeSet<Category>> = BTreeMap::new();
     for (node, st) in states {
         for c in &wanted.taints {
-            let holds = matches!(
-                st.get(c),
-                Some(State::Failed { .. } | State::Unknown { .. })
-            );
+            let holds = is_failing(st.get(c)) || matches!(st.get(c), Some(Mark::Unknown { .. }));
             if holds && current(node).tainted(wanted.name(*c)) {
                 keep.entry(node).or_default().insert(*c);
             }
@@ -87,7 +86,7 @@ pub fn within_limit(
     }
     let (mut failing, mut left_out) = (BTreeSet::new(), BTreeSet::new());
     for (node, st) in states {
-        for c in wanted.taints.iter().filter(|c| failed(st.get(c))) {
+        for c in wanted.taints.iter().filter(|c| is_failing(st.get(c))) {
             failing.insert(node.as_str());
             let room = keep.contains_key(node.as_str()) || keep.len() < most;
             if room {
