@@ -165,6 +165,20 @@ impl DebuggerBuilder {
         self
     }
 
+    /// Consecutive failed runs before a node condition or taint
+    /// (`failureThreshold`).
+    pub fn failure_threshold(mut self, runs: u32) -> Self {
+        self.spec.failure_threshold = runs;
+        self
+    }
+
+    /// Consecutive healthy runs before a failing node's marks clear
+    /// (`successThreshold`).
+    pub fn success_threshold(mut self, runs: u32) -> Self {
+        self.spec.success_threshold = runs;
+        self
+    }
+
     /// Sets the default checks' variable `name` to `value` (`checkSettings`).
     pub fn check_setting(mut self, name: &str, value: &str) -> Self {
         self.spec

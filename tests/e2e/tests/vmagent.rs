@@ -12,6 +12,9 @@
 //! prober's in `prober_node`, and each query docs/pinger.md prints answers
 //! for the right nodes.
 
+#[path = "vmagent/results.rs"]
+mod results;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -42,19 +45,31 @@ async fn run(c: &Client, ns: &str, failing: Option<&str>) -> Result<()> {
     run_failing_on(c, ns, NAME, SCRIPTS, failing.as_slice()).await
 }
 
-/// config/prometheus/scraper_rbac.yaml applied; deleted when dropped.
+/// config/prometheus/scraper_rbac.yaml applied; deleted when the last
+/// test holding it drops it (the tests of this file run at once, and each
+/// scraper's token goes with the ServiceAccount).
 struct ScraperRbac(PathBuf);
+
+/// Tests holding a [`ScraperRbac`].
+static SCRAPER_USERS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
 
 impl ScraperRbac {
     fn apply() -> Result<Self> {
+        let mut users = SCRAPER_USERS.lock().unwrap_or_else(|e| e.into_inner());
         let file = repo_root().join("config/prometheus/scraper_rbac.yaml");
         kubectl_ok(&["apply", "-f", file.to_str().context("path")?])?;
+        *users += 1;
         Ok(ScraperRbac(file))
     }
 }
 
 impl Drop for ScraperRbac {
     fn drop(&mut self) {
+        let mut users = SCRAPER_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        *users -= 1;
+        if *users > 0 {
+            return;
+        }
         if let Some(file) = self.0.to_str() {
             let _ = kubectl(&["delete", "-f", file, "--ignore-not-found", "--wait=false"]);
         }
