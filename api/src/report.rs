@@ -108,8 +108,9 @@ fn nullable_items(generator: &mut schemars::SchemaGenerator) -> schemars::Schema
 /// counts): 16 KiB. A node with 150 items (names of 48 bytes) and 30
 /// failures with messages of 160 bytes takes 13,424 bytes, so every item
 /// of such a node is listed with room to spare; its object, managedFields
-/// included, is about 22 KB and no report passes 32 KiB, far under etcd's
-/// 1.5 MiB (docs/runner.md, "Reports: the summary ConfigMap").
+/// included, is about 22 KB without a history, and the history (6 KiB of
+/// items, about 12 KB as JSON) keeps every report under 64 KiB, far under
+/// etcd's 1.5 MiB (docs/runner.md, "Reports: the summary ConfigMap").
 pub const MAX_REPORT_RESULT_BYTES: usize = 16 * 1024;
 
 /// The shortest a report cuts err messages to before it folds any item:

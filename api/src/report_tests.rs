@@ -386,3 +386,33 @@ fn a_report_beyond_the_bound_still_folds_and_counts_every_item() {
     assert_eq!(spec.summary().failed().count(), 30, "failures stay listed");
     assert_eq!(spec.healthy_items(), 520);
 }
+
+#[test]
+fn a_busy_report_with_a_full_history_stays_under_64_kib_stored() {
+    // Every run fails a different third of 150 items: the history lists
+    // as many items as its bound holds, each with 20 verdicts.
+    let mut history = crate::history::History::default();
+    for run in 0..20 {
+        let mut result = busy_node(MIN_REPORT_MESSAGE);
+        result.run_at = format!("2026-11-22T{run:02}:00:00Z");
+        for (n, r) in result
+            .categories
+            .values_mut()
+            .flat_map(|items| items.values_mut())
+            .enumerate()
+        {
+            if (n + run) % 3 == 0 {
+                *r = ItemResult::err("failed");
+            }
+        }
+        history = history.next(&result);
+    }
+    assert!(history.omitted > 0, "the bound was reached");
+    let spec = DebuggerReportSpec::of("node-check", "node-1", &busy_node(MIN_REPORT_MESSAGE))
+        .with_history(history.clone());
+    // Server-side apply records each history item's fields too.
+    let history_fields = history.items.keys().map(|k| k.len() + 40).sum::<usize>();
+    let stored = stored_bytes(&spec) + history_fields;
+    assert!(stored < 64 * 1024, "{stored}");
+    println!("busy report with a full history: {stored} bytes stored");
+}
