@@ -7,10 +7,10 @@
 //! How the node is made to drop its traffic: in the node's own network
 //! namespace, the forward chain of an nftables table drops everything from
 //! and to the Debugger's pod there (its pinger and runner share the pod's
-//! addresses). The node's kubelet stays reachable, its traffic is the
-//! namespace's own input and output, not forwarded: the API server's pod
-//! proxy still reads that pinger, so the node shows as a prober losing
-//! every target, besides being lost by its peers. Only the pod of this
+//! addresses), but the API server's connections from the host to the
+//! pinger's metrics port: its pod proxy still reads that pinger, so the
+//! node shows as a prober losing every target, besides being lost by its
+//! peers. Only the pod of this
 //! test's Debugger is cut, so the other test of this binary, running at the
 //! same time, is not touched. The table is a guard: dropped, on success,
 //! error or panic, it is deleted, and the test checks that it is gone.
@@ -84,8 +84,10 @@ fn has_table(netns: &str, name: &str) -> Result<bool> {
         .any(|l| l.trim() == format!("table inet {name}")))
 }
 
-/// Drops every packet the node's namespace forwards from or to `ips`.
-fn cut_pod(netns: &str, ips: &[String]) -> Result<NftTable> {
+/// Drops every packet the node's namespace forwards from or to `ips`,
+/// but for the API server's connections to the pinger's metrics port
+/// `port` (the pod proxy `kubectl combo mesh` reads the pinger through).
+fn cut_pod(netns: &str, ips: &[String], port: u16) -> Result<NftTable> {
     // A table a killed run left would drop an address reused since.
     let _ = Command::new("ip")
         .args([
@@ -96,7 +98,16 @@ fn cut_pod(netns: &str, ips: &[String]) -> Result<NftTable> {
         .iter()
         .map(|ip| {
             let family = if ip.contains(':') { "ip6" } else { "ip" };
-            format!("{family} saddr {ip} drop; {family} daddr {ip} drop; ")
+            // The host's address is IPv4: a v6 address has no exception.
+            let proxy = if family == "ip" {
+                format!(
+                    "ip saddr {HOST_IP} ip daddr {ip} tcp dport {port} accept; \
+                     ip saddr {ip} ip daddr {HOST_IP} tcp sport {port} accept; "
+                )
+            } else {
+                String::new()
+            };
+            format!("{proxy}{family} saddr {ip} drop; {family} daddr {ip} drop; ")
         })
         .collect();
     NftTable::load(
@@ -217,7 +228,7 @@ async fn a_node_dropping_all_its_traffic_is_one_node_side_fault_and_a_closed_por
         .into_iter()
         .map(|i| i.ip)
         .collect();
-    let cut = cut_pod(&netns, &ips)?;
+    let cut = cut_pod(&netns, &ips, pinger.build().spec.metrics_port)?;
     // Its pairs: the peers, the host, the registry, the closed port.
     let pairs = everyone + 2;
     wait_for(WAIT, &format!("{down} as one node-side fault"), || async {
@@ -277,6 +288,7 @@ async fn a_node_dropping_all_its_traffic_is_one_node_side_fault_and_a_closed_por
             && text.contains("\n  net"),
         "{down} named once, with its net items:\n{text}"
     );
+    println!("mesh faults: {down} cut off:\n{text}");
 
     // Lifted, the node is no fault any more and no rule is left.
     drop(cut);
