@@ -6,7 +6,7 @@
 //! When a report arrives, [`seen`] tells a new run from one seen before (a
 //! re-list) and [`decide`] which Events the run makes (both pure); they
 //! wait in the [`queue`], one entry per Event, for the one task of
-//! [`write`] to send them within its token bucket. The task runs with the
+//! [`write`](mod@write) to send them within its token bucket. The task runs with the
 //! controller, so only the leader writes.
 
 pub mod decide;
