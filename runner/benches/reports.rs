@@ -39,7 +39,7 @@ use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary, WorkloadType,
 };
 use combo_runner::publish::{
-    attempt_timeout, retry_pause, spawn_writer, spread_delay, Owner, Pending,
+    attempt_timeout, retry_pause, spawn_writer, spread_delay, Kept, Owner, Pending, Verdicts,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -331,12 +331,19 @@ async fn reports(
                     tokio::time::sleep_until((t0 + arrival.mul_f64(i as f64 / n as f64)).into())
                         .await;
                 }
+                let summary = result(i);
+                // The node's first run with a history: each failed item
+                // turns failing, as on a fault that reaches every node.
+                let history = Kept {
+                    ran: Default::default(),
+                    verdicts: Verdicts::default().next(&summary),
+                };
                 tx.send(Pending {
                     owner: owner.clone(),
-                    summary: result(i),
+                    summary,
                     sources: Default::default(),
                     nodes: n as u32,
-                    history: Default::default(),
+                    history,
                 })
                 .expect("writer runs");
             }
@@ -485,8 +492,102 @@ async fn shared_configmap(client: &kube::Client, n: usize, limit: Duration) {
             ""
         )
     );
+    results_where_operators_act(client).await;
     ns.delete_and_wait().await;
 }
+
+/// The operator's `/metrics`, from its pod's address (the machine routes
+/// the simulated nodes' pod subnets), or why not.
+async fn operator_metrics(client: &kube::Client) -> Result<String, String> {
+    use k8s_openapi::api::core::v1::Pod;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-combo-system");
+    let lp = ListParams::default().labels("app.kubernetes.io/name=kube-combo");
+    let list = pods.list(&lp).await.map_err(|e| e.to_string())?;
+    let ip = list
+        .items
+        .iter()
+        .find_map(|p| p.status.as_ref()?.pod_ip.clone())
+        .ok_or("no operator pod with an address")?;
+    let mut s = tokio::net::TcpStream::connect((ip.as_str(), 8080))
+        .await
+        .map_err(|e| format!("{ip}:8080: {e}"))?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: operator\r\n\r\n")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The sum of every series of `name` in an exposition.
+fn sum_of(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// Events on Nodes the operator wrote (in `default`).
+async fn node_events(client: &kube::Client) -> usize {
+    use k8s_openapi::api::core::v1::Event;
+    let api: Api<Event> = Api::namespaced(client.clone(), "default");
+    let mut lp = ListParams::default().limit(500);
+    let mut count = 0;
+    loop {
+        let page = api.list(&lp).await.expect("list Events");
+        count += page
+            .items
+            .iter()
+            .filter(|e| e.involved_object.kind.as_deref() == Some("Node"))
+            .filter(|e| {
+                e.source.as_ref().and_then(|s| s.component.as_deref())
+                    == Some("kube-combo-operator")
+            })
+            .count();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => lp = lp.continue_token(&c),
+            None => return count,
+        }
+    }
+}
+
+/// The per-item series and the Node Events of the run just made: series
+/// count of `combo_operator_node_problem`, and Event writes per second
+/// over a window of [`EVENT_WINDOW`] (docs/operator.md, "Events on the
+/// Node": a fault on every node makes a bounded rate).
+async fn results_where_operators_act(client: &kube::Client) {
+    let metrics = match operator_metrics(client).await {
+        Ok(m) => m,
+        Err(e) => {
+            println!("results where operators act: the operator's metrics not read: {e}");
+            return;
+        }
+    };
+    let series = metrics
+        .lines()
+        .filter(|l| l.starts_with("combo_operator_node_problem{"))
+        .count();
+    let events_before = node_events(client).await;
+    let writes_before = sum_of(&metrics, "combo_operator_node_event_writes_total");
+    tokio::time::sleep(EVENT_WINDOW).await;
+    let events_after = node_events(client).await;
+    let later = operator_metrics(client).await.unwrap_or_default();
+    let writes_after = sum_of(&later, "combo_operator_node_event_writes_total");
+    let window = EVENT_WINDOW.as_secs_f64();
+    println!(
+        "results where operators act: {series} combo_operator_node_problem series; Node Event writes {:.1}/s over {window:.0} s ({} Events then {}; the operator counted {:.0} writes), {:.0} Events dropped past the queue",
+        (writes_after - writes_before) / window,
+        events_before,
+        events_after,
+        writes_after,
+        sum_of(&later, "combo_operator_node_events_dropped_total"),
+    );
+}
+
+/// How long the Node Events' write rate is watched.
+const EVENT_WINDOW: Duration = Duration::from_secs(30);
 
 #[tokio::main]
 async fn main() {
