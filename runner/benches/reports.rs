@@ -555,8 +555,8 @@ async fn node_events(client: &kube::Client) -> usize {
 
 /// The per-item series and the Node Events of the run just made: series
 /// count of `combo_operator_node_problem`, and Event writes per second
-/// over a window of [`EVENT_WINDOW`] (docs/operator.md, "Events on the
-/// Node": a fault on every node makes a bounded rate).
+/// over a window of [`EVENT_WINDOW`]: a fault on every node makes a
+/// bounded rate (docs/operator.md, "Events on the Node").
 async fn results_where_operators_act(client: &kube::Client) {
     let metrics = match operator_metrics(client).await {
         Ok(m) => m,
