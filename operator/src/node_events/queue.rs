@@ -195,4 +195,4 @@ impl Outbox {
 
 #[cfg(test)]
 #[path = "queue_tests.rs"]
-mod tests;
+pub(crate) mod tests;

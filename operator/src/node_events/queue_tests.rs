@@ -1,7 +1,8 @@
 use super::*;
 use chrono::{DateTime, Utc};
 
-fn event(name: &str, count: u32, new: bool) -> NodeEvent {
+/// An Event of node-1 as the queue and the writer's tests take it.
+pub(crate) fn event(name: &str, count: u32, new: bool) -> NodeEvent {
     let at = DateTime::<Utc>::UNIX_EPOCH;
     NodeEvent {
         name: name.into(),

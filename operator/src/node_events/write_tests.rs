@@ -2,30 +2,15 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use combo_testkit::stand_in::{Answer, Request, StandIn};
 use serde_json::Value;
 
 use super::*;
+use crate::node_events::queue::tests::event;
 use crate::node_events::queue::Queue;
 use crate::node_events::{BURST, WRITES_PER_SECOND};
 
 const EVENTS: &str = "/api/v1/namespaces/default/events";
-
-fn event(name: &str, count: u32, new: bool) -> NodeEvent {
-    let at = DateTime::<Utc>::from_timestamp(1_796_000_000, 0).unwrap();
-    NodeEvent {
-        name: name.into(),
-        node: "node-1".into(),
-        reason: "DiskProblem",
-        warning: true,
-        message: "ops/node-check: disk//var: full".into(),
-        count,
-        first: at,
-        last: at,
-        new,
-    }
-}
 
 /// A stand-in that keeps Events as the API server does, for creates and
 /// merge patches, answering `fail` for the names it gives a status.
