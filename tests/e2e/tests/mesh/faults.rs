@@ -10,7 +10,9 @@
 //! addresses), but the API server's connections from the host to the
 //! pinger's metrics port: its pod proxy still reads that pinger, so the
 //! node shows as a prober losing every target, besides being lost by its
-//! peers. Only the pod of this
+//! peers. A pod cut off from the API server too cannot be read at all; the
+//! node is then judged from its peers' side only
+//! (docs/pinger.md#node-target-or-path says so). Only the pod of this
 //! test's Debugger is cut, so the other test of this binary, running at the
 //! same time, is not touched. The table is a guard: dropped, on success,
 //! error or panic, it is deleted, and the test checks that it is gone.
