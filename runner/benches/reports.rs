@@ -8,9 +8,10 @@
 //! `spawn_writer`, one per simulated node, each with its spread offset and
 //! retries) are handed their node's result at the same moment, the
 //! scheduled time. Their reports belong to a Debugger whose Pod is bound
-//! to a node that does not exist, so no pod runs (the cluster is torn down
-//! after, which also removes that Pod); the operator in the cluster
-//! aggregates them. Measured: seconds until `status.completedNodes = N` and
+//! to the cluster's one node but names a scripts ConfigMap that does not
+//! exist, so no pod runs (a Debugger that selects no node would have its
+//! reports removed; the cluster is torn down after, which also removes
+//! that Pod); the operator in the cluster aggregates them. Measured: seconds until `status.completedNodes = N` and
 //! all N keys in the summary ConfigMap; what etcd wrote (its WAL bytes)
 //! against the sum of the reports' sizes; the API server's CPU seconds; the
 //! ConfigMap's size; updates of the Debugger seen by one watcher, times N
@@ -49,6 +50,9 @@ use kube::Api;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const RUN_AT: &str = "2026-11-22T06:00:00Z";
+/// The scripts ConfigMap the Debugger names and nobody makes: its pod
+/// never starts, so no runner writes beside the benchmark's.
+const NO_SCRIPTS: &str = "bench-no-scripts";
 /// etcd's client address in the test control plane (tests/e2e/cluster.sh).
 const ETCD: &str = "127.0.0.1:23790";
 
@@ -235,12 +239,18 @@ fn json_len<T: serde::Serialize>(v: &T) -> usize {
 /// The Debugger the reports belong to, named `bench`, once the operator's
 /// first writes (workload, empty summary, status) are done: they are not
 /// part of the run. Its owner reference and its summary ConfigMap's name.
-async fn settled_debugger(dbgs: &Api<Debugger>, cms: &Api<ConfigMap>) -> (Owner, String) {
+async fn settled_debugger(
+    dbgs: &Api<Debugger>,
+    cms: &Api<ConfigMap>,
+    node: &str,
+) -> (Owner, String) {
     let mut dbg = Debugger::new(
         "bench",
         DebuggerSpec {
             workload_type: WorkloadType::Pod,
-            node_name: "no-such-node".into(),
+            node_name: node.into(),
+            enable_config_map: true,
+            config_map: NO_SCRIPTS.into(),
             ..DebuggerSpec::default()
         },
     );
@@ -310,7 +320,15 @@ async fn reports(
     let ns = cluster::Ns::new(client, "reports-bench").await;
     let dbgs: Api<Debugger> = Api::namespaced(client.clone(), &ns.name);
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns.name);
-    let (owner, cm_name) = settled_debugger(&dbgs, &cms).await;
+    let node = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("list nodes")
+        .items
+        .into_iter()
+        .find_map(|n| n.metadata.name)
+        .expect("the cluster has a node");
+    let (owner, cm_name) = settled_debugger(&dbgs, &cms, &node).await;
 
     let counting = Arc::new(AtomicBool::new(false));
     let updates = count_updates(dbgs.clone(), "bench", counting.clone());
