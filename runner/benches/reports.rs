@@ -422,6 +422,7 @@ async fn reports(
         list.len(),
         report_bytes as f64 / list.len().max(1) as f64,
     );
+    results_where_operators_act(client).await;
     ns.delete_and_wait().await;
 }
 
@@ -510,7 +511,6 @@ async fn shared_configmap(client: &kube::Client, n: usize, limit: Duration) {
             ""
         )
     );
-    results_where_operators_act(client).await;
     ns.delete_and_wait().await;
 }
 
