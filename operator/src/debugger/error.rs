@@ -26,6 +26,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the write failed only because the Debugger is going: its
+    /// namespace is being deleted (the API server refuses new objects in
+    /// it) or the Debugger itself is gone (its status or finalizer has
+    /// nothing left to write to). Neither is a failure of the operator:
+    /// the watch brings the deletion next
+    /// (docs/operator.md, "Metrics and health").
+    pub fn going_away(&self) -> bool {
+        let api = match self {
+            Error::Apply(apply::Error::Write { source, .. }) => source,
+            Error::Status(source) | Error::Marks(step::Error::Finalizer(source)) => {
+                return matches!(source, kube::Error::Api(s) if s.code == 404)
+                    || namespace_terminating(source);
+            }
+            _ => return false,
+        };
+        namespace_terminating(api)
+    }
+
     /// Label of the `reconcile_errors` metric.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -39,5 +57,64 @@ impl Error {
             Error::Status(_) => "status",
             Error::Marks(_) => "node_marks",
         }
+    }
+}
+
+/// Whether `e` is the API server refusing a write into a namespace being
+/// deleted: a 403 with the cause `NamespaceTerminating`, or its message
+/// where a server does not give the cause.
+fn namespace_terminating(e: &kube::Error) -> bool {
+    let kube::Error::Api(s) = e else { return false };
+    let cause = s.details.iter().flat_map(|d| &d.causes);
+    s.code == 403
+        && (cause
+            .into_iter()
+            .any(|c| c.reason == "NamespaceTerminating")
+            || s.message.contains("because it is being terminated"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error of a response whose body is the Status the API server
+    /// sends, with `causes` as its details' causes.
+    fn api(code: u16, message: &str, causes: &[&str]) -> kube::Error {
+        let causes: Vec<_> = causes
+            .iter()
+            .map(|r| serde_json::json!({"reason": r}))
+            .collect();
+        let status = serde_json::json!({
+            "status": "Failure", "code": code, "message": message, "reason": "",
+            "details": {"causes": causes},
+        });
+        kube::Error::Api(
+            serde_json::from_value::<kube::core::Status>(status)
+                .unwrap()
+                .boxed(),
+        )
+    }
+
+    fn write(source: kube::Error) -> Error {
+        Error::Apply(apply::Error::Write {
+            kind: "ServiceAccount",
+            name: "sa".into(),
+            source,
+        })
+    }
+
+    #[test]
+    fn a_namespace_being_deleted_or_a_debugger_gone_is_not_a_failure() {
+        let terminating = "serviceaccounts \"sa\" is forbidden: unable to create new content in namespace ops because it is being terminated";
+        assert!(write(api(403, terminating, &[])).going_away());
+        assert!(write(api(403, "forbidden", &["NamespaceTerminating"])).going_away());
+        assert!(Error::Status(api(404, "debuggers \"d\" not found", &[])).going_away());
+        assert!(Error::Status(api(403, terminating, &[])).going_away());
+
+        // The operator's own lack of rights, a missing kind and a conflict are.
+        assert!(!write(api(403, "forbidden: User cannot create", &[])).going_away());
+        assert!(!write(api(404, "the server could not find the resource", &[])).going_away());
+        assert!(!Error::Status(api(409, "conflict", &[])).going_away());
+        assert!(!Error::Status(api(500, "etcd", &[])).going_away());
     }
 }

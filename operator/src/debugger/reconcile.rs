@@ -33,6 +33,10 @@ pub async fn reconcile(dbg: Arc<Debugger>, ctx: Arc<Context>) -> Result<Action, 
             tracing::debug!(?action, "reconciled");
         }
         Err(Error::Invalid(i, _)) => info!(reason = i.reason(), message = %i, "invalid spec"),
+        Err(e) if e.going_away() => {
+            info!(error = %e, source = ?std::error::Error::source(e), "the Debugger or its namespace is being deleted; waiting for its deletion");
+            return Ok(Action::await_change());
+        }
         Err(e) => warn!(error = %e, source = ?std::error::Error::source(e), "reconcile failed"),
     }
     result
