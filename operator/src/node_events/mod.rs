@@ -33,10 +33,12 @@ pub const WRITES_PER_SECOND: u32 = 10;
 /// kubelets' own Events (50 a second each by default).
 pub const BURST: u32 = 50;
 /// Events the queue holds unsent; past it the oldest go, counted in
-/// `combo_operator_node_events_dropped_total`. 20,000 holds four failing
-/// items on each of 5,000 nodes; an entry takes at most 1.4 KB (a message
-/// of 1 KiB), so the queue at most 28 MB.
-pub const MAX_QUEUED: usize = 20_000;
+/// `combo_operator_node_events_dropped_total`. 5,000 is one Event for each
+/// of 5,000 nodes and about 8 minutes of writes at the rate bound (a
+/// longer queue only writes Events later than anyone reads them); an
+/// entry takes at most 1.4 KB (a message of 1 KiB), so the queue at most
+/// 7 MB, about 4 MB with kernel lines of 160 bytes.
+pub const MAX_QUEUED: usize = 5_000;
 /// The namespace of the Events: the Node has none, and the kubelet and
 /// the node-problem-detector put theirs in `default`.
 pub const NAMESPACE: &str = "default";

@@ -59,8 +59,9 @@ pub struct NodeReport {
     /// The node's value at full length: the result as a summary value
     /// within [`MAX_VALUE_BYTES`], naming the report when it had to be
     /// shortened, rendered once when the report arrives (every summary
-    /// write reuses it).
-    pub full: String,
+    /// write reuses it). `None` once the report index let it go: only
+    /// values a summary can hold are kept (see [`NodeReport::without_full`]).
+    pub full: Option<String>,
     /// Failed and skipped items per category with any, counted once when
     /// the report arrives (the metrics of every reconcile reuse them).
     pub counts: Box<[(String, ItemCounts)]>,
@@ -103,7 +104,7 @@ impl NodeReport {
             spec,
             categories,
             first_failures,
-            full,
+            full: Some(full),
             counts,
             healthy,
             run_now: None,
@@ -146,9 +147,24 @@ impl NodeReport {
         self.run_now.as_deref()
     }
 
-    /// The node's value at full length ([`NodeReport::full`]) parsed.
-    pub fn summary(&self) -> NodeSummary {
-        NodeSummary::from_yaml(&self.full).expect("full is a rendered summary value")
+    /// The node's value at full length ([`NodeReport::full`]) parsed,
+    /// while it is kept.
+    pub fn summary(&self) -> Option<NodeSummary> {
+        let full = self.full.as_deref()?;
+        Some(NodeSummary::from_yaml(full).expect("full is a rendered summary value"))
+    }
+
+    /// Bytes of the value at full length while it is kept, else 0.
+    pub fn full_len(&self) -> usize {
+        self.full.as_ref().map_or(0, String::len)
+    }
+
+    /// The report without its value at full length: no summary can hold it
+    /// beside the other nodes' (docs/operator.md, "Memory"). Its summary
+    /// value is then its first failures until its next report.
+    pub fn without_full(mut self) -> NodeReport {
+        self.full = None;
+        self
     }
 
     /// The spec with the items of its full-length value put back, for
@@ -156,7 +172,7 @@ impl NodeReport {
     #[cfg(test)]
     pub fn kept_spec(&self) -> DebuggerReportSpec {
         DebuggerReportSpec {
-            categories: self.summary().categories,
+            categories: self.summary().expect("kept").categories,
             ..self.spec.clone()
         }
     }
@@ -278,30 +294,31 @@ pub fn summary_data_within(
         Level::Counts,
     ];
     // One node's value at a level: the rendered full value where it
-    // stands as it is.
+    // stands as it is (a level that needs one the index let go is not
+    // taken: `size_at` has no size for it).
+    fn full(r: &NodeReport, level: Level) -> Option<Option<&str>> {
+        let stands =
+            matches!(level, Level::Full) || matches!(level, Level::HealthyCounted) && !r.healthy();
+        stands.then_some(r.full.as_deref())
+    }
     let at = |r: &NodeReport, level: Level| -> String {
-        match level {
-            Level::Full => r.full.clone(),
-            Level::HealthyCounted if !r.healthy() => r.full.clone(),
-            _ => value(r, level).to_yaml(),
+        match full(r, level) {
+            Some(kept) => kept.unwrap_or_default().to_string(),
+            None => value(r, level).to_yaml(),
         }
     };
     // Each level is measured one value at a time and built only when it
     // fits: at 5,000 nodes a level's values are megabytes, and building
     // each in turn held them all at once.
-    let size_at = |level: Level| -> usize {
-        FIXED_BYTES
-            + reports
-                .iter()
-                .map(|(node, r)| {
-                    let len = match level {
-                        Level::Full => r.full.len(),
-                        Level::HealthyCounted if !r.healthy() => r.full.len(),
-                        _ => at(r, level).len(),
-                    };
-                    2 * node.len() + len + PER_KEY_BYTES
-                })
-                .sum::<usize>()
+    let size_at = |level: Level| -> Option<usize> {
+        let values = reports.iter().map(|(node, r)| {
+            let len = match full(r, level) {
+                Some(kept) => kept?.len(),
+                None => at(r, level).len(),
+            };
+            Some(2 * node.len() + len + PER_KEY_BYTES)
+        });
+        Some(FIXED_BYTES + values.sum::<Option<usize>>()?)
     };
     let build = |level: Level| -> BTreeMap<String, String> {
         reports
@@ -310,7 +327,7 @@ pub fn summary_data_within(
             .collect()
     };
     for level in levels {
-        if size_at(level) <= max {
+        if size_at(level).is_some_and(|size| size <= max) {
             return (build(level), level);
         }
     }
@@ -359,11 +376,11 @@ fn value(r: &NodeReport, level: Level) -> NodeSummary {
         v
     };
     match level {
-        Level::Full => r.summary(),
+        Level::Full => r.summary().unwrap_or_else(|| counted(FIRST_FAILURES, None)),
         Level::HealthyCounted | Level::FirstFailures | Level::FirstFailure if r.healthy() => {
             counted(0, None)
         }
-        Level::HealthyCounted => r.summary(),
+        Level::HealthyCounted => r.summary().unwrap_or_else(|| counted(FIRST_FAILURES, None)),
         Level::FirstFailures => counted(FIRST_FAILURES, None),
         Level::FirstFailure => counted(1, Some(SHORT_MESSAGE)),
         Level::Counts | Level::KeysOmitted(_) => NodeSummary {

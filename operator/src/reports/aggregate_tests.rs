@@ -97,7 +97,7 @@ fn a_kept_report_counts_its_healthy_items_and_keeps_its_first_failures() {
     );
     assert_eq!(r.first_failure("gpu"), None, "not in the report");
     assert_eq!(r.failed_in("disk"), 2);
-    let full = NodeSummary::from_yaml(&r.full).unwrap();
+    let full = NodeSummary::from_yaml(r.full.as_deref().unwrap()).unwrap();
     assert_eq!(full.categories.len(), 4, "every category stays");
     assert!(
         full.categories["mem"].contains_key("item2"),
@@ -157,8 +157,8 @@ fn held_outside_full(r: &NodeReport) -> usize {
 fn a_busy_nodes_report_is_kept_as_a_bounded_value_and_a_few_failures() {
     for msg_len in [160, 400, 2000] {
         let r = busy("n1", msg_len);
-        assert!(r.full.len() <= MAX_VALUE_BYTES, "{}", r.full.len());
-        let v = NodeSummary::from_yaml(&r.full).unwrap();
+        assert!(r.full_len() <= MAX_VALUE_BYTES, "{}", r.full_len());
+        let v = NodeSummary::from_yaml(r.full.as_deref().unwrap()).unwrap();
         assert_eq!(
             v.report.as_deref(),
             Some(r.name.as_str()),
@@ -185,7 +185,7 @@ fn a_kept_report_holds_no_healthy_item_name_beyond_its_value() {
         .filter(|i| i % 5 != 0)
         .map(|i| format!("{:-<48}", format!("script-{}/item-{i:03}", i % 10)))
         .collect();
-    let v = NodeSummary::from_yaml(&r.full).unwrap();
+    let v = NodeSummary::from_yaml(r.full.as_deref().unwrap()).unwrap();
     let listed = v.categories.values().flat_map(|items| items.keys());
     assert!(
         listed.clone().all(|k| !healthy.contains(k)),
@@ -195,7 +195,7 @@ fn a_kept_report_holds_no_healthy_item_name_beyond_its_value() {
     let debug = format!(
         "{:?}",
         NodeReport {
-            full: String::new(),
+            full: Some(String::new()),
             ..r
         }
     );
@@ -215,7 +215,9 @@ fn cluster_with_scripts(
         .map(|(node, r)| {
             let mut spec = r.spec.clone();
             // The whole result, healthy items by name, as the report holds it.
-            spec.categories = NodeSummary::from_yaml(&r.full).unwrap().categories;
+            spec.categories = NodeSummary::from_yaml(r.full.as_deref().unwrap())
+                .unwrap()
+                .categories;
             spec.scripts = "0a1b2c3d4e5f".into();
             (node, Arc::new(NodeReport::new(r.name.clone(), spec)))
         })
@@ -266,7 +268,7 @@ fn healthy_nodes_shrink_first_and_failed_nodes_keep_their_first_items_then_name_
     let failed_room: usize = reports
         .iter()
         .filter(|(_, r)| r.spec.failed_items > 0)
-        .map(|(n, r)| 2 * n.len() + r.full.len() + 16)
+        .map(|(n, r)| 2 * n.len() + r.full_len() + 16)
         .sum();
     let healthy_short = 30 * (2 * 45 + 120 + 16);
     let (data, level) = summary_data_within(&reports, FIXED_BYTES + failed_room + healthy_short);

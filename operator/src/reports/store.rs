@@ -9,7 +9,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::ResourceExt;
 
-use crate::reports::aggregate::NodeReport;
+use crate::reports::aggregate::{NodeReport, MAX_SUMMARY_BYTES};
 use crate::watch::readiness::{Change, Index, Readiness};
 
 /// (namespace, Debugger name).
@@ -35,12 +35,11 @@ fn file(map: &mut HashMap<Owner, NodeReports>, change: Change<'_, DebuggerReport
     match change {
         Change::Apply(r) => {
             let ran = r.annotations().get(keys::ANNOTATION_RUN_NOW_DONE);
-            let entry = Arc::new(
-                NodeReport::new(r.name_any(), r.spec.clone()).with_run_now(ran.map(String::as_str)),
-            );
-            map.entry(owner_of(r))
-                .or_default()
-                .insert(r.spec.node.clone(), entry);
+            let entry =
+                NodeReport::new(r.name_any(), r.spec.clone()).with_run_now(ran.map(String::as_str));
+            let nodes = map.entry(owner_of(r)).or_default();
+            let entry = within_summary(nodes, &r.spec.node, entry);
+            nodes.insert(r.spec.node.clone(), Arc::new(entry));
         }
         Change::Delete(r) => {
             let owner = owner_of(r);
@@ -57,6 +56,27 @@ fn file(map: &mut HashMap<Owner, NodeReports>, change: Change<'_, DebuggerReport
                 }
             }
         }
+    }
+}
+
+/// `entry`, the new report of `node`, with its value at full length only
+/// while a summary of its Debugger could still hold it: the full values
+/// of the failed nodes, this one's included, within the summary's size,
+/// and a healthy node's within it beside every other node's. A summary
+/// takes full values only when all it needs fit, so past these no summary
+/// reads them, and at 5,000 busy nodes they would be most of what the
+/// operator holds (docs/operator.md, "Memory").
+fn within_summary(nodes: &NodeReports, node: &str, entry: NodeReport) -> NodeReport {
+    let healthy = entry.spec.failed_items == 0;
+    let others: usize = nodes
+        .iter()
+        .filter(|(n, r)| n.as_str() != node && (healthy || r.spec.failed_items > 0))
+        .map(|(_, r)| r.full_len())
+        .sum();
+    if others + entry.full_len() > MAX_SUMMARY_BYTES {
+        entry.without_full()
+    } else {
+        entry
     }
 }
 
@@ -205,6 +225,78 @@ mod tests {
         watched.observe(&watcher::Event::Apply(report("a", "n1", "t1")));
         assert_eq!(seen.load(Ordering::SeqCst), 1);
         assert_eq!(idx.of("ops", "a")["n1"].spec.run_at, "t1");
+    }
+
+    /// Node `node`'s report with `failed` failed items and 60 healthy
+    /// ones: a value at full length of about 4 KB either way.
+    fn sized(node: &str, failed: usize) -> DebuggerReport {
+        let mut result = combo_api::NodeSummary {
+            run_at: "t1".into(),
+            ..Default::default()
+        };
+        let items = result.categories.entry("disk".into()).or_default();
+        for i in 0..60 {
+            let r = if i < failed {
+                combo_api::ItemResult::err(format!("{i}: {}", "x".repeat(150)))
+            } else {
+                combo_api::ItemResult::ok()
+            };
+            items.insert(format!("item-number-{i:03}-with-a-longer-name"), r);
+        }
+        let spec = DebuggerReportSpec::of("a", node, &result);
+        let mut r = DebuggerReport::new(&combo_api::report::report_name("a", node), spec);
+        r.metadata.namespace = Some("ops".into());
+        r
+    }
+
+    #[test]
+    fn full_values_are_kept_only_while_a_summary_could_hold_them() {
+        use crate::reports::aggregate::{summary_data, Level};
+        let idx = Reports::default();
+        for n in 0..400 {
+            idx.observe(&watcher::Event::Apply(sized(&format!("h{n:03}"), 0)));
+        }
+        let kept = |idx: &Reports| {
+            let all = idx.of("ops", "a");
+            let full: usize = all.values().map(|r| r.full_len()).sum();
+            let with = all.values().filter(|r| r.full.is_some()).count();
+            (full, with, all.len())
+        };
+        let (full, with, all) = kept(&idx);
+        assert_eq!(all, 400);
+        assert!(full <= MAX_SUMMARY_BYTES, "{full} bytes kept");
+        assert!(with > 100 && with < 400, "{with} of 400 keep theirs");
+
+        // A failed node keeps its own beside the healthy ones': the level
+        // that lists failed nodes whole and counts healthy ones needs it.
+        for n in 0..20 {
+            idx.observe(&watcher::Event::Apply(sized(&format!("f{n:02}"), 10)));
+        }
+        let reports = idx.of("ops", "a");
+        assert!(reports
+            .values()
+            .filter(|r| r.spec.failed_items > 0)
+            .all(|r| r.full.is_some()));
+        let (data, level) = summary_data(&reports);
+        assert_eq!(level, Level::HealthyCounted);
+        assert!(data["f00"].contains(&"x".repeat(150)), "{}", data["f00"]);
+
+        // Past the budget a failed node's value is its first failures,
+        // naming its report, and the summary still fits.
+        for n in 20..700 {
+            idx.observe(&watcher::Event::Apply(sized(&format!("f{n:03}"), 10)));
+        }
+        let reports = idx.of("ops", "a");
+        let failed_full: usize = reports
+            .values()
+            .filter(|r| r.spec.failed_items > 0)
+            .map(|r| r.full_len())
+            .sum();
+        assert!(failed_full <= MAX_SUMMARY_BYTES, "{failed_full}");
+        let (data, level) = summary_data(&reports);
+        assert!(level > Level::HealthyCounted, "{level:?}");
+        assert!(data["f699"].contains("report:"), "{}", data["f699"]);
+        assert!(crate::reports::aggregate::stored_size(&data) <= MAX_SUMMARY_BYTES);
     }
 
     #[test]
