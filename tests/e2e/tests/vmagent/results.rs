@@ -20,6 +20,8 @@ use k8s_openapi::api::core::v1::{Event, Node};
 use kube::api::{Api, ListParams};
 use kube::Client;
 
+use combo_e2e::victoria::Victoria;
+
 use crate::{stack, wait_discovered, ScraperRbac, WAIT};
 
 const NAME: &str = "acted";
@@ -40,6 +42,38 @@ async fn condition(c: &Client, node: &str, ty: &str) -> Result<Option<(String, S
                 k.message.clone().unwrap_or_default(),
             )
         }))
+}
+
+/// The dashboard's "Failing items" table, its query run as Grafana runs it
+/// for namespace `ns`: one row, the item on `node`, failing since a moment
+/// no later than now and within the test's run.
+fn failing_since_on_the_dashboard(vm: &Victoria, ns: &str, node: &str) -> Result<()> {
+    let path = combo_e2e::repo_root().join("deploy/grafana/kube-combo-pinger.json");
+    let dashboard: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let panel = dashboard["panels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["title"] == "Failing items")
+        .context("the dashboard's Failing items panel")?;
+    let expr = panel["targets"][0]["expr"].as_str().context("its query")?;
+    let rows = vm.vector(&expr.replace("$namespace", ns))?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as f64;
+    anyhow::ensure!(rows.len() == 1, "one failing item: {rows:?}");
+    let (labels, since_ms) = &rows[0];
+    anyhow::ensure!(
+        labels.get("node").map(String::as_str) == Some(node)
+            && labels.get("item").map(String::as_str) == Some("flag"),
+        "{labels:?}"
+    );
+    let age_s = (now_ms - since_ms) / 1000.0;
+    anyhow::ensure!(
+        (0.0..WAIT.as_secs_f64() * 4.0).contains(&age_s),
+        "failing since {age_s:.0} s ago"
+    );
+    Ok(())
 }
 
 /// Events on Node `node` of reason `reason` that name this Debugger.
@@ -125,6 +159,7 @@ async fn a_failing_item_reaches_its_series_a_node_event_the_history_and_a_condit
         Ok(vm.scalar(&series)? == Some(1.0))
     })
     .await?;
+    failing_since_on_the_dashboard(&vm, &ns.name, &node)?;
     let (status, reason, message) = condition(&c, &node, &ty).await?.context("the condition")?;
     assert_eq!(
         status, "False",
