@@ -14,7 +14,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use combo_api::history::History;
 use combo_api::{
-    Category, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, ItemResult, NodeSummary,
+    Category, Debugger, DebuggerReport, DebuggerReportSpec, DebuggerSpec, NodeSummary,
 };
 use combo_operator::metrics::registry::Metrics;
 use combo_operator::node_events::queue::Outbox;
@@ -62,33 +62,14 @@ const NAMESPACE: &str = "ns";
 const DEBUGGER: &str = "busy";
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// A busy node's result for run `run` (0-based minutes past 06:00): 150
-/// items with names of about 40 bytes over the four categories, 30 of
-/// them failed with kernel lines of 160 bytes.
+/// A busy node's result ([`combo_testkit::busy::busy_result`]) for run
+/// `run` (0-based minutes past 06:00).
 fn busy_result(node: usize, run: usize) -> NodeSummary {
-    let mut s = NodeSummary {
-        run_at: format!("2026-11-22T06:{run:02}:00Z"),
-        finished_at: format!("2026-11-22T06:{run:02}:04Z"),
-        ..Default::default()
-    };
-    for i in 0..150 {
-        let cat = ["disk", "net", "mem", "svc"][i % 4];
-        let item = format!("check-{:02}/a-longer-item-name-number-{i:03}", i % 15);
-        let r = if i % 5 == 0 {
-            let mut line = format!(
-                "[{node:>7}.{i:06}] blk_update_request: I/O error, dev nvme{i}n1, sector 1953525168 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0"
-            );
-            while line.len() < 160 {
-                line.push_str(" (more)");
-            }
-            line.truncate(160);
-            ItemResult::err(line)
-        } else {
-            ItemResult::ok()
-        };
-        s.categories.entry(cat.into()).or_default().insert(item, r);
-    }
-    s
+    combo_testkit::busy::busy_result(
+        node,
+        &format!("2026-11-22T06:{run:02}:00Z"),
+        &format!("2026-11-22T06:{run:02}:04Z"),
+    )
 }
 
 /// The history of runs up to `run` (verdicts only: the same on every

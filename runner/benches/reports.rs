@@ -80,32 +80,9 @@ fn result(node: usize) -> NodeSummary {
     s
 }
 
-/// A busy node's result: 150 items with names of about 40 bytes over the
-/// four categories, 30 of them failed with kernel lines of 160 bytes.
+/// A busy node's result ([`combo_testkit::busy::busy_result`]).
 fn busy_result(node: usize) -> NodeSummary {
-    let mut s = NodeSummary {
-        run_at: RUN_AT.into(),
-        finished_at: "2026-11-22T06:00:04Z".into(),
-        ..Default::default()
-    };
-    for i in 0..150 {
-        let cat = ["disk", "net", "mem", "svc"][i % 4];
-        let item = format!("check-{:02}/a-longer-item-name-number-{i:03}", i % 15);
-        let r = if i % 5 == 0 {
-            let mut line = format!(
-                "[{node:>7}.{i:06}] blk_update_request: I/O error, dev nvme{i}n1, sector 1953525168 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0"
-            );
-            while line.len() < 160 {
-                line.push_str(" (more)");
-            }
-            line.truncate(160);
-            ItemResult::err(line)
-        } else {
-            ItemResult::ok()
-        };
-        s.categories.entry(cat.into()).or_default().insert(item, r);
-    }
-    s
+    combo_testkit::busy::busy_result(node, RUN_AT, "2026-11-22T06:00:04Z")
 }
 
 /// Counters of the control plane at one moment.

@@ -11,6 +11,7 @@
 //! Only tests depend on this crate, as a dev-dependency; no binary does.
 
 pub mod binary;
+pub mod busy;
 pub mod chromium;
 pub mod fixtures;
 pub mod helm;
