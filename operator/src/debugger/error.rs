@@ -4,7 +4,8 @@
 use kube::runtime::controller::Action;
 
 use crate::core::validate::Invalid;
-use crate::{marks::step, workload::apply};
+use crate::marks::{self, step};
+use crate::workload::apply;
 
 /// Errors of a reconcile.
 #[derive(Debug, thiserror::Error)]
@@ -33,15 +34,13 @@ impl Error {
     /// the watch brings the deletion next
     /// (docs/operator.md, "Metrics and health").
     pub fn going_away(&self) -> bool {
-        let api = match self {
-            Error::Apply(apply::Error::Write { source, .. }) => source,
+        match self {
+            Error::Apply(apply::Error::Write { source, .. }) => namespace_terminating(source),
             Error::Status(source) | Error::Marks(step::Error::Finalizer(source)) => {
-                return matches!(source, kube::Error::Api(s) if s.code == 404)
-                    || namespace_terminating(source);
+                marks::write::not_found(source) || namespace_terminating(source)
             }
-            _ => return false,
-        };
-        namespace_terminating(api)
+            _ => false,
+        }
     }
 
     /// Label of the `reconcile_errors` metric.
@@ -65,11 +64,9 @@ impl Error {
 /// where a server does not give the cause.
 fn namespace_terminating(e: &kube::Error) -> bool {
     let kube::Error::Api(s) = e else { return false };
-    let cause = s.details.iter().flat_map(|d| &d.causes);
+    let mut causes = s.details.iter().flat_map(|d| &d.causes);
     s.code == 403
-        && (cause
-            .into_iter()
-            .any(|c| c.reason == "NamespaceTerminating")
+        && (causes.any(|c| c.reason == "NamespaceTerminating")
             || s.message.contains("because it is being terminated"))
 }
 

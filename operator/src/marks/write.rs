@@ -96,7 +96,8 @@ pub fn retainted(current: &[Taint], w: &TaintWrite) -> Vec<Taint> {
     taints
 }
 
-fn not_found(e: &kube::Error) -> bool {
+/// Whether the API server answered 404: the object is gone.
+pub fn not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
