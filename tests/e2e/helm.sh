@@ -64,19 +64,6 @@ release_left() {
     kubectl get deployments,replicasets,pods,services,serviceaccounts,roles,rolebindings,secrets -n "$system" -o name |
         grep -v -e '^serviceaccount/default$' -e '^secret/default-token-' -e '^secret/regcred$' || true
 }
-export -f release_left
-export system
-
-# wait_until_quiet SECONDS COMMAND...: like wait_until, but returns 1 instead of failing.
-wait_until_quiet() {
-    local limit=$1 t
-    shift
-    for ((t = 0; t < limit; t++)); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 1
-    done
-    return 1
-}
 
 # Debuggers and Pingers first, while an operator runs to take its marks off
 # the nodes, then whatever installed it: this release, or the manifest of
@@ -263,12 +250,19 @@ uninstall() {
     # shellcheck disable=SC2016 # expanded by the inner bash
     wait_until 120 "every DebuggerReport gone with its Debugger" bash -c '[[ -z $(kubectl get debuggerreports -A -o name) ]]'
     "$helm" uninstall "$release" -n "$system" --wait --timeout 180s >/dev/null || fail "helm uninstall"
-    local left
+    local left t
     [[ -z $("$helm" list -A -q) ]] || fail "helm list: $("$helm" list -A)"
-    # The operator's pod ends within its grace period (10 s) after its Deployment went.
-    if ! wait_until_quiet 60 bash -c "[[ -z \$(release_left) ]]"; then
-        fail "left in $system: $(release_left)"
-    fi
+    # The operator exits within 2 s of SIGTERM; its pod object goes when the
+    # garbage collector and the kubelet are done with it, which on a busy
+    # machine takes longer than the pod's grace period (10 s). What was left
+    # at the last look is what the failure names.
+    for ((t = 0; t < 180; t++)); do
+        left=$(release_left)
+        [[ -z $left ]] && break
+        sleep 1
+    done
+    [[ -z $left ]] || fail "left in $system after $t s: $(tr '\n' ' ' <<<"$left")"
+    log "the release's objects gone from $system ${t} s after helm uninstall"
     left=$(kubectl get clusterroles,clusterrolebindings -o name | grep -E '/combo-' || true)
     [[ -z $left ]] || fail "cluster roles or bindings left: $left"
     left=$(kubectl get nodes -o json | jq -r '.items[] | .metadata.name as $n
