@@ -3,7 +3,9 @@
 //! docs/reference.md, "Metrics endpoints": a request head of at most
 //! [`MAX_HEAD`] bytes, a connection closed after [`READ_TIMEOUT`], one
 //! request per connection, and at most [`MAX_CONNECTIONS`] connections
-//! served at once (more wait in the listen queue until one ends).
+//! served at once (more wait in the listen queue until one ends). A body
+//! the routes compressed goes out gzip-encoded to a client that takes it
+//! ([`crate::gzip`]).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, VARY};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, StatusCode};
@@ -32,6 +34,37 @@ pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; char
 /// Content type of everything else.
 pub const TEXT: &str = "text/plain; charset=utf-8";
 
+/// A request, as the routes read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ask<'a> {
+    /// The method.
+    pub method: &'a str,
+    /// The path, without the query.
+    pub path: &'a str,
+    /// Whether the client takes a gzip body (its `Accept-Encoding`).
+    pub gzip: bool,
+}
+
+impl<'a> Ask<'a> {
+    /// A GET of `path` by a client that takes no compression.
+    pub fn get(path: &'a str) -> Self {
+        Ask {
+            method: "GET",
+            path,
+            gzip: false,
+        }
+    }
+}
+
+/// What an answer carries.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Body {
+    /// Text, sent as it is.
+    Plain(String),
+    /// A gzip stream, sent with `Content-Encoding: gzip`.
+    Gzip(Vec<u8>),
+}
+
 /// An answer.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Response {
@@ -40,33 +73,69 @@ pub struct Response {
     /// `Content-Type`.
     pub content_type: &'static str,
     /// Body.
-    pub body: String,
+    pub body: Body,
 }
 
 impl Response {
     /// A plain-text answer.
     pub fn text(code: u16, body: &str) -> Self {
+        Response::ok(TEXT, body.into()).with_code(code)
+    }
+
+    /// A 200 of `content_type` with `body`.
+    pub fn ok(content_type: &'static str, body: String) -> Self {
         Response {
-            code,
-            content_type: TEXT,
-            body: body.into(),
+            code: 200,
+            content_type,
+            body: Body::Plain(body),
+        }
+    }
+
+    fn with_code(mut self, code: u16) -> Self {
+        self.code = code;
+        self
+    }
+
+    /// The body's text; empty for a compressed one.
+    pub fn plain(&self) -> &str {
+        match &self.body {
+            Body::Plain(s) => s,
+            Body::Gzip(_) => "",
         }
     }
 }
 
 /// What a server answers, by method and path (without the query).
 pub trait Routes: Send + Sync + 'static {
-    /// The answer to `method` `path`.
-    fn route(&self, method: &str, path: &str) -> Response;
+    /// The answer to `ask`.
+    fn route(&self, ask: &Ask<'_>) -> Response;
 }
 
 /// hyper's form of what `routes` answers to `req`.
 fn answer<B>(routes: &dyn Routes, req: &Request<B>) -> hyper::Response<Full<Bytes>> {
-    let r = routes.route(req.method().as_str(), req.uri().path());
-    let mut out = hyper::Response::new(Full::new(Bytes::from(r.body)));
+    let gzip = req
+        .headers()
+        .get_all(ACCEPT_ENCODING)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(crate::gzip::accepted));
+    let ask = Ask {
+        method: req.method().as_str(),
+        path: req.uri().path(),
+        gzip,
+    };
+    let r = routes.route(&ask);
+    let (body, encoded) = match r.body {
+        Body::Plain(s) => (Bytes::from(s), false),
+        Body::Gzip(b) => (Bytes::from(b), true),
+    };
+    let mut out = hyper::Response::new(Full::new(body));
     *out.status_mut() = StatusCode::from_u16(r.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    out.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    let headers = out.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    if encoded {
+        headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.insert(VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
     out
 }
 
@@ -122,10 +191,14 @@ mod tests {
     /// `/healthz`, and a 404 that tells what it was asked.
     struct Hello;
     impl Routes for Hello {
-        fn route(&self, method: &str, path: &str) -> Response {
-            match (method, path) {
+        fn route(&self, ask: &Ask<'_>) -> Response {
+            match (ask.method, ask.path) {
                 ("GET", "/healthz") => Response::text(200, "ok\n"),
-                _ => Response::text(404, &format!("{method} {path}\n")),
+                ("GET", "/zipped") if ask.gzip => Response {
+                    body: Body::Gzip(b"zz".to_vec()),
+                    ..Response::text(200, "")
+                },
+                (method, path) => Response::text(404, &format!("{method} {path}\n")),
             }
         }
     }
@@ -182,6 +255,27 @@ mod tests {
             old.starts_with("HTTP/1.") && old.contains(" 200 OK\r\n"),
             "{old}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_compressed_body_is_sent_to_whoever_takes_it_with_its_encoding() {
+        let addr = server().await;
+        let zipped = ask(
+            addr,
+            b"GET /zipped HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br, gzip\r\n\r\n",
+        )
+        .await;
+        assert!(
+            zipped.starts_with("HTTP/1.1 200 OK\r\n")
+                && zipped.contains("Content-Encoding: gzip\r\n")
+                && zipped.contains("Vary: Accept-Encoding\r\n")
+                && zipped.ends_with("\r\n\r\nzz"),
+            "{zipped}"
+        );
+        // Without the header the routes are told so.
+        let plain = get(addr, "/zipped").await;
+        assert!(plain.starts_with("HTTP/1.1 404"), "{plain}");
+        assert!(!plain.contains("Content-Encoding"), "{plain}");
     }
 
     #[tokio::test]

@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod debugger;
+pub mod gzip;
 pub mod hash;
 pub mod history;
 pub mod http;

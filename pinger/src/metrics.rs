@@ -16,8 +16,8 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 use tokio::net::TcpListener;
 
-use crate::engine::Report;
 use crate::recent::{Window, Windows};
+use crate::round::Report;
 use crate::targets::Target;
 
 /// Labels of `combo_pinger_probes_total`.
@@ -333,6 +333,13 @@ impl Metrics {
         text::encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
     }
+
+    /// The exposition, gzipped as it is written.
+    pub fn encode_gzip(&self) -> Vec<u8> {
+        let mut out = combo_api::gzip::GzipText::with_capacity(0);
+        text::encode(&mut out, &self.registry).expect("compressing into memory cannot fail");
+        out.finish()
+    }
 }
 
 /// Why the endpoint could not start.
@@ -354,18 +361,17 @@ pub enum Error {
 struct Endpoint(Arc<Metrics>);
 
 impl http::Routes for Endpoint {
-    fn route(&self, method: &str, path: &str) -> http::Response {
-        match (method, path) {
-            ("GET", "/metrics") => http::Response {
-                code: 200,
-                content_type: http::OPENMETRICS,
-                body: self.0.encode(),
+    fn route(&self, ask: &http::Ask<'_>) -> http::Response {
+        match (ask.method, ask.path) {
+            ("GET", "/metrics") if ask.gzip => http::Response {
+                body: http::Body::Gzip(self.0.encode_gzip()),
+                ..http::Response::ok(http::OPENMETRICS, String::new())
             },
-            ("GET", combo_api::recent::PATH) => http::Response {
-                code: 200,
-                content_type: "application/json",
-                body: self.0.recent(std::time::SystemTime::now()),
-            },
+            ("GET", "/metrics") => http::Response::ok(http::OPENMETRICS, self.0.encode()),
+            ("GET", combo_api::recent::PATH) => http::Response::ok(
+                "application/json",
+                self.0.recent(std::time::SystemTime::now()),
+            ),
             ("GET", "/healthz" | "/readyz") => http::Response::text(200, "ok\n"),
             ("GET", _) => http::Response::text(404, "not found\n"),
             _ => http::Response::text(405, "method not allowed\n"),

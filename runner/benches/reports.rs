@@ -40,8 +40,9 @@ use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary, WorkloadType,
 };
 use combo_runner::publish::{
-    attempt_timeout, retry_pause, spawn_writer, spread_delay, Kept, Owner, Pending, Verdicts,
+    attempt_timeout, retry_pause, spread_delay, Kept, Owner, Pending, Verdicts,
 };
+use combo_runner::writer::spawn_writer;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
@@ -492,9 +493,11 @@ async fn shared_configmap(client: &kube::Client, n: usize, limit: Duration) {
 }
 
 /// The operator's `/metrics`, from its pod's address (the machine routes
-/// the simulated nodes' pod subnets), or why not.
-async fn operator_metrics(client: &kube::Client) -> Result<String, String> {
+/// the simulated nodes' pod subnets), asked for gzipped as Prometheus and
+/// vmagent ask: its text and the bytes sent, or why not.
+async fn operator_metrics(client: &kube::Client) -> Result<(String, usize), String> {
     use k8s_openapi::api::core::v1::Pod;
+    use std::io::Read as _;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-combo-system");
     let lp = ListParams::default().labels("app.kubernetes.io/name=kube-combo");
     let list = pods.list(&lp).await.map_err(|e| e.to_string())?;
@@ -506,14 +509,26 @@ async fn operator_metrics(client: &kube::Client) -> Result<String, String> {
     let mut s = tokio::net::TcpStream::connect((ip.as_str(), 8080))
         .await
         .map_err(|e| format!("{ip}:8080: {e}"))?;
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: operator\r\n\r\n")
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: operator\r\nAccept-Encoding: gzip\r\n\r\n")
         .await
         .map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    s.read_to_string(&mut out)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(out)
+    let mut reply = Vec::new();
+    s.read_to_end(&mut reply).await.map_err(|e| e.to_string())?;
+    let at = reply
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("no end of the answer's head")?;
+    let head = String::from_utf8_lossy(&reply[..at]).to_ascii_lowercase();
+    let body = &reply[at + 4..];
+    let mut text = String::new();
+    if head.contains("content-encoding: gzip") {
+        flate2::read::GzDecoder::new(body)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("the gzip body: {e}"))?;
+    } else {
+        text = String::from_utf8_lossy(body).into_owned();
+    }
+    Ok((text, body.len()))
 }
 
 /// The sum of every series of `name` in an exposition.
@@ -553,7 +568,7 @@ async fn node_events(client: &kube::Client) -> usize {
 /// over a window of [`EVENT_WINDOW`]: a fault on every node makes a
 /// bounded rate (docs/operator.md, "Events on the Node").
 async fn results_where_operators_act(client: &kube::Client) {
-    let metrics = match operator_metrics(client).await {
+    let (metrics, sent) = match operator_metrics(client).await {
         Ok(m) => m,
         Err(e) => {
             println!("results where operators act: the operator's metrics not read: {e}");
@@ -568,11 +583,13 @@ async fn results_where_operators_act(client: &kube::Client) {
     let writes_before = sum_of(&metrics, "combo_operator_node_event_writes_total");
     tokio::time::sleep(EVENT_WINDOW).await;
     let events_after = node_events(client).await;
-    let later = operator_metrics(client).await.unwrap_or_default();
+    let later = operator_metrics(client).await.unwrap_or_default().0;
     let writes_after = sum_of(&later, "combo_operator_node_event_writes_total");
     let window = EVENT_WINDOW.as_secs_f64();
     println!(
-        "results where operators act: {series} combo_operator_node_problem series; Node Event writes {:.1}/s over {window:.0} s ({} Events then {}; the operator counted {:.0} writes), {:.0} Events dropped past the queue",
+        "results where operators act: {series} combo_operator_node_problem series ({:.1} MiB of text, {:.1} MiB sent gzipped); Node Event writes {:.1}/s over {window:.0} s ({} Events then {}; the operator counted {:.0} writes), {:.0} Events dropped past the queue",
+        metrics.len() as f64 / 1048576.0,
+        sent as f64 / 1048576.0,
         (writes_after - writes_before) / window,
         events_before,
         events_after,

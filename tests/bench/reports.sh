@@ -73,8 +73,9 @@ for n in "${sizes[@]}"; do
         COMBO_BENCH_OPERATOR_PID=$(operator_pid) \
         COMBO_BENCH_LIMIT=$limit cargo bench --quiet -p combo-runner --bench reports 2>"$work/bench-$n.err") ||
         { echo "the benchmark at N=$n failed:"; tail -5 "$work/bench-$n.err"; }
-    awk -v r="$(operator_rss_kb)" -v h="$(operator_rss_kb VmHWM)" -v n="$n" \
-        'BEGIN { printf "operator RSS after the run at N=%d: %.1f MiB, peak %.1f MiB (target under 50)\n", n, r/1024, h/1024 }'
+    awk -v r="$(operator_rss_kb)" -v h="$(operator_rss_kb VmHWM)" -v a="$(operator_rss_kb RssAnon)" \
+        -v f="$(operator_rss_kb RssFile)" -v n="$n" \
+        'BEGIN { printf "operator RSS after the run at N=%d: %.1f MiB (%.1f MiB its own memory, %.1f MiB pages of its binary and libraries), peak %.1f MiB (target under 50)\n", n, r/1024, a/1024, f/1024, h/1024 }'
     cleanup
 done
 

@@ -46,6 +46,8 @@ pub struct Metrics {
     /// about as much, not grown by doubling (at 5,000 busy nodes it is
     /// megabytes, and each doubling holds the old text beside the new).
     last_len: std::sync::atomic::AtomicUsize,
+    /// The same, of the last compressed scrape.
+    last_gzip_len: std::sync::atomic::AtomicUsize,
     reconciles: Counter,
     errors: ByKind,
     duration: Histogram,
@@ -115,6 +117,7 @@ impl Default for Metrics {
         Metrics {
             registry,
             last_len: Default::default(),
+            last_gzip_len: Default::default(),
             reconciles,
             errors,
             duration,
@@ -190,6 +193,18 @@ impl Metrics {
         let mut out = String::with_capacity(last + last / 16);
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         self.last_len.store(out.len(), Ordering::Relaxed);
+        out
+    }
+
+    /// The same exposition, gzipped as it is written: the text itself is
+    /// never held whole (docs/operator.md, "Memory").
+    pub fn encode_gzip(&self) -> Vec<u8> {
+        use std::sync::atomic::Ordering;
+        let last = self.last_gzip_len.load(Ordering::Relaxed);
+        let mut out = combo_api::gzip::GzipText::with_capacity(last + last / 16);
+        encode(&mut out, &self.registry).expect("compressing into memory cannot fail");
+        let out = out.finish();
+        self.last_gzip_len.store(out.len(), Ordering::Relaxed);
         out
     }
 }
