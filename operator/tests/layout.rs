@@ -1,12 +1,12 @@
 //! Keeps the layout readable (docs/contributing.md, "Where things are"):
 //!
-//! * no two modules of the operator import each other in a circle, directly
-//!   or through others, and neither do its folders;
+//! * no two modules of a crate import each other in a circle, directly or
+//!   through others, and neither do its folders;
 //! * no product file of any crate is over [`MAX_LINES`] lines, tests left
 //!   out (`*_tests.rs` files and everything from `#[cfg(test)]` on).
 //!
-//! An import is any `crate::` path in code (comments left out), including
-//! each path of a `use crate::{...}` group.
+//! An import is any `crate::`, `super::` or `self::` path in code (comments
+//! left out), including each path of a `use crate::{...}` group.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The most lines a product file may have.
 const MAX_LINES: usize = 400;
 
-/// The crates whose product files are held to [`MAX_LINES`].
+/// The crates held to these rules.
 const CRATES: &[&str] = &[
     "api/src",
     "operator/src",
@@ -77,15 +77,48 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
 /// Every full path named after `crate::` in `code`, with `use` groups
 /// spelled out: `crate::{a::b, c::{self, d}}` gives `a::b`, `c` and `c::d`.
 fn crate_paths(code: &str) -> Vec<String> {
+    paths_after(code, "crate::", |_| Some(String::new()))
+}
+
+/// The same for the paths `module` names from its parents and itself:
+/// `super::x` in `a::b` is `a::x`, `super::super::x` is `x`, `self::x` is
+/// `a::b::x`.
+fn relative_paths(module: &str, code: &str) -> Vec<String> {
+    let up = |levels: usize| {
+        let parts: Vec<&str> = module.split("::").collect();
+        (levels <= parts.len()).then(|| parts[..parts.len() - levels].join("::"))
+    };
+    let mut out = paths_after(code, "self::", |_| Some(module.to_string()));
+    out.extend(paths_after(code, "super::", |rest| {
+        let mut levels = 1;
+        let mut r = rest;
+        while let Some(next) = r.strip_prefix("super::") {
+            levels += 1;
+            r = next;
+        }
+        up(levels)
+    }));
+    out
+}
+
+/// The paths named after each `keyword` in `code` that does not continue
+/// a name or a path, each under the prefix `base` gives for the text that
+/// follows it (`None`: not a path of this crate).
+fn paths_after(code: &str, keyword: &str, base: impl Fn(&str) -> Option<String>) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = code;
-    while let Some(i) = rest.find("crate::") {
+    while let Some(i) = rest.find(keyword) {
         let before = rest[..i].chars().last();
-        rest = &rest[i + "crate::".len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+        rest = &rest[i + keyword.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
             continue;
         }
-        let (paths, used) = tree(rest, "");
+        let prefix = base(rest);
+        while let Some(next) = rest.strip_prefix(keyword) {
+            rest = next;
+        }
+        let Some(prefix) = prefix else { continue };
+        let (paths, used) = tree(rest, &prefix);
         out.extend(paths);
         rest = &rest[used..];
     }
@@ -146,7 +179,12 @@ fn code_only(text: &str) -> String {
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
 fn operator_imports() -> Graph {
-    let src = repo().join("operator/src");
+    imports_of("operator/src")
+}
+
+/// The modules of the crate at `dir` and the modules each imports.
+fn imports_of(dir: &str) -> Graph {
+    let src = repo().join(dir);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let sources: BTreeMap<String, String> = files
@@ -166,7 +204,10 @@ fn imports(sources: &BTreeMap<String, String>) -> Graph {
     let mut graph = Graph::new();
     for (module, code) in sources {
         let mut uses = BTreeSet::new();
-        for path in crate_paths(code) {
+        for path in crate_paths(code)
+            .into_iter()
+            .chain(relative_paths(module, code))
+        {
             let segments: Vec<&str> = path.split("::").collect();
             let target = (1..=segments.len())
                 .rev()
@@ -267,6 +308,22 @@ fn no_two_operator_folders_import_each_other_in_a_circle() {
 }
 
 #[test]
+fn no_crate_has_modules_or_folders_in_a_circle() {
+    let mut found = Vec::new();
+    for dir in CRATES {
+        let graph = imports_of(dir);
+        assert!(graph.len() > 5, "{dir}: modules found: {}", graph.len());
+        if let Some(c) = circle(&graph) {
+            found.push(format!("{dir}: modules {}", c.join(" -> ")));
+        }
+        if let Some(c) = circle(&folders(&graph)) {
+            found.push(format!("{dir}: folders {}", c.join(" -> ")));
+        }
+    }
+    assert!(found.is_empty(), "imports in a circle: {found:#?}");
+}
+
+#[test]
 fn no_product_file_is_over_the_limit() {
     let mut files = Vec::new();
     for dir in CRATES {
@@ -292,6 +349,20 @@ fn no_product_file_is_over_the_limit() {
 fn use_groups_are_spelled_out_into_paths() {
     let code = "use crate::{a::b, c::{self, d as e}};\nlet x = crate::f::g(1); notcrate::h;";
     assert_eq!(crate_paths(code), ["a::b", "c", "c::d", "f::g"]);
+}
+
+#[test]
+fn paths_from_parents_and_self_are_read_as_the_crate_s() {
+    let code = "use super::{x, y::z};\nuse super::super::w;\nself::v::f(); a::super::no;";
+    assert_eq!(
+        relative_paths("a::b::c", code),
+        ["a::b::c::v::f", "a::b::x", "a::b::y::z", "a::w"]
+    );
+    // Above the crate's root is not a path of it.
+    assert_eq!(
+        relative_paths("a", "use super::super::x;"),
+        Vec::<String>::new()
+    );
 }
 
 #[test]

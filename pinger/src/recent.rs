@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 use combo_api::hash::FnvBuild;
 use combo_api::recent::{Recent, RecentTarget, WINDOW_MINUTES};
 
-use crate::engine::Report;
+use crate::round::Report;
 
 /// One minute's probes of one target.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -2,7 +2,30 @@
 //! the thresholds. Pure.
 
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::targets::Target;
+
+/// The result of one round of one target.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The target.
+    pub target: Target,
+    /// The target's label (`Target::label`), made once per target, shared
+    /// by all its reports.
+    pub label: Arc<String>,
+    /// Round number, from 1.
+    pub round: u64,
+    /// When the round started (wall clock, for display).
+    pub started: SystemTime,
+    /// Each probe's outcome, in order.
+    pub outcomes: Vec<Outcome>,
+    /// Summary and verdict.
+    pub stats: RoundStats,
+    /// The limits the round was judged by.
+    pub limits: Thresholds,
+}
 
 /// Result of a single probe.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,9 +11,10 @@ use std::time::Duration;
 use combo_api::pinger::parse_dns_server;
 
 use crate::cli::Args;
-use crate::engine::{Engine, Report, Settings, Sink};
+use crate::engine::{Engine, Settings, Sink};
 use crate::metrics::{self, Metrics};
 use crate::probe::{dns::Dns, Probers};
+use crate::round::Report;
 use crate::round::{Millis, Thresholds};
 use crate::targets::{self, Target};
 use crate::{gateway, ExitCode};

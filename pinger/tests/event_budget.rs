@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use combo_api::PingerSpec;
-use combo_pinger::engine::{Engine, Report, Settings};
+use combo_pinger::engine::{Engine, Settings};
 use combo_pinger::events::{Decision, Gate, Policy};
 use combo_pinger::probe::{dns::Dns, Probers};
+use combo_pinger::round::Report;
 use combo_pinger::round::{evaluate, Thresholds};
 use combo_pinger::targets::{self, TargetLists};
 use netns::Netns;

@@ -8,9 +8,10 @@ use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
-use combo_pinger::engine::{Engine, Report};
+use combo_pinger::engine::Engine;
 use combo_pinger::probe::{dns::Dns, tcp, udp, Probers};
 use combo_pinger::round::Outcome;
+use combo_pinger::round::Report;
 use combo_pinger::targets::{self, TargetLists};
 use tokio::sync::mpsc;
 

@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use combo_pinger::engine::{Engine, Report, Settings};
+use combo_pinger::engine::{Engine, Settings};
+use combo_pinger::round::Report;
 use combo_pinger::targets::{self, Target, TargetLists};
 use combo_testkit::suite::Case;
 use engine::settings;

@@ -89,7 +89,7 @@ pub async fn run(args: Args, stop: impl Future<Output = Stop>) -> ExitCode {
 /// Then the run in progress, if any, is dropped where it stands (`stop`
 /// has killed its scripts): no errlog and no report of it is written. A
 /// result of an earlier run still waiting to be written gets one attempt
-/// of at most [`publish::FLUSH_LIMIT`]. Returns what stopped it.
+/// of at most [`crate::writer::FLUSH_LIMIT`]. Returns what stopped it.
 pub async fn serve(
     args: Args,
     id: Identity,
@@ -103,7 +103,7 @@ pub async fn serve(
         id.node.clone(),
         id.pod.clone(),
     );
-    let writer = publish::spawn_writer(publisher.clone());
+    let writer = crate::writer::spawn_writer(publisher.clone());
     let scheduler = Scheduler {
         args,
         id,
@@ -117,7 +117,7 @@ pub async fn serve(
         // It ends only if the Debugger's watch does; wait for the signal.
         _ = scheduler.run() => stop.await,
     };
-    writer.flush(publish::FLUSH_LIMIT).await;
+    writer.flush(crate::writer::FLUSH_LIMIT).await;
     stopped
 }
 
@@ -148,7 +148,7 @@ struct Scheduler {
     args: Args,
     id: Identity,
     publisher: Publisher,
-    writer: publish::Writer,
+    writer: crate::writer::Writer,
     spec_rx: watch::Receiver<Option<Debugger>>,
 }
 

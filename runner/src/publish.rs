@@ -22,9 +22,6 @@ use kube::{Api, Client, Resource};
 
 use crate::report::Sources;
 use crate::schedule::History;
-/// The background writing of reports lives in [`crate::writer`]; these
-/// names stay reachable as `publish::…`.
-pub use crate::writer::{spawn_writer, write, Writer, WriterGone, Written, FLUSH_LIMIT};
 
 /// Reason of the Event recorded after a run with failures
 /// (docs/runner.md, "`InspectionFailed` Event").

@@ -1,4 +1,5 @@
 use super::*;
+use crate::writer::{write, Written};
 use combo_api::{DebuggerReport, DebuggerReportSpec, ItemResult};
 use combo_testkit::stand_in::{Answer, Request, StandIn};
 

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use combo_api::report::report_name;
 use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
-use combo_runner::publish::{spawn_writer, Owner, Pending};
+use combo_runner::publish::{Owner, Pending};
 use combo_runner::report::Sources;
+use combo_runner::writer::spawn_writer;
 use kube::api::{ListParams, PostParams};
 use kube::Api;
 

@@ -93,7 +93,7 @@ fn pinger_text() -> String {
     let mut series = m.series(&target, label.clone());
     m.record(
         &mut series,
-        &combo_pinger::engine::Report {
+        &combo_pinger::round::Report {
             label,
             target,
             round: 1,

@@ -23,10 +23,11 @@ use kube::{Api, Client};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::engine::{Engine, Report, Settings};
+use crate::engine::{Engine, Settings};
 use crate::events::{Gate, Policy};
 use crate::metrics::{self, Metrics};
 use crate::probe::{dns::Dns, Probers};
+use crate::round::Report;
 use crate::targets::Target;
 use crate::{gateway, ExitCode};
 use peers::{Knobs, Known, Me, Pods};

@@ -19,8 +19,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::Client;
 
-use crate::engine::Report;
 use crate::events::{Decision, REASON_RECOVERED};
+use crate::round::Report;
 use crate::targets::Target;
 
 /// How long one attempt to publish an Event may take.

@@ -26,14 +26,14 @@ mod slot;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::metrics::Metrics;
 use crate::probe::Probers;
-use crate::round::{Outcome, RoundStats, Thresholds};
+use crate::round::{Report, Thresholds};
 use crate::targets::{phase, Target};
 
 use self::scheduler::{Command, Scheduler};
@@ -51,26 +51,6 @@ pub struct Settings {
     pub limits: Thresholds,
     /// The resolver of the probes that run as tasks.
     pub probers: Probers,
-}
-
-/// The result of one round of one target.
-#[derive(Clone, Debug)]
-pub struct Report {
-    /// The target.
-    pub target: Target,
-    /// The target's label (`Target::label`), made once per target, shared
-    /// by all its reports.
-    pub label: Arc<String>,
-    /// Round number, from 1.
-    pub round: u64,
-    /// When the round started (wall clock, for display).
-    pub started: SystemTime,
-    /// Each probe's outcome, in order.
-    pub outcomes: Vec<Outcome>,
-    /// Summary and verdict.
-    pub stats: RoundStats,
-    /// The limits the round was judged by.
-    pub limits: Thresholds,
 }
 
 /// Where finished rounds go: called by the scheduler, in its task, once per

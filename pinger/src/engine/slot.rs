@@ -11,8 +11,9 @@ use combo_api::pinger::Host;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use super::{Report, Settings};
+use super::Settings;
 use crate::metrics::Series;
+use crate::round::Report;
 use crate::round::{evaluate, Outcome};
 use crate::targets::Target;
 

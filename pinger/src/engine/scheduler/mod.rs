@@ -382,7 +382,7 @@ mod tests {
     use crate::engine::tests::settings;
 
     fn scheduler() -> Scheduler {
-        let (reports, _) = mpsc::unbounded_channel::<super::super::Report>();
+        let (reports, _) = mpsc::unbounded_channel::<crate::round::Report>();
         let (_, commands) = mpsc::unbounded_channel();
         let s = settings(Duration::from_secs(3600), 2);
         Scheduler::new(s, Box::new(reports), commands, None)

@@ -9,7 +9,16 @@ use std::time::{Duration, SystemTime};
 
 use socket2::{SockAddr, SockAddrStorage};
 
-use super::socket::Request;
+use super::flights::Flight;
+
+/// An echo request not sent yet: what a batch hands the kernel.
+pub(super) struct Request {
+    /// Its destination, made when queued.
+    pub(super) to: SockAddr,
+    pub(super) packet: [u8; super::packet::REQUEST],
+    pub(super) seq: u16,
+    pub(super) flight: Flight,
+}
 
 /// Most messages one `sendmmsg` or `recvmmsg` handles.
 pub(super) const BATCH: usize = 64;

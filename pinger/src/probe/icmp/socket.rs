@@ -15,17 +15,8 @@ use crate::round::Outcome;
 
 use super::filter;
 use super::flights::{Flight, Flights};
-use super::mmsg::{receive_batch, send_batch, Inbox, BATCH};
+use super::mmsg::{receive_batch, send_batch, Inbox, Request, BATCH};
 use super::packet::{answer_of, echo_request, PORT_UNREACHABLE};
-
-/// An echo request not sent yet.
-pub(super) struct Request {
-    /// Its destination, made when queued.
-    pub(super) to: SockAddr,
-    pub(super) packet: [u8; super::packet::REQUEST],
-    pub(super) seq: u16,
-    pub(super) flight: Flight,
-}
 
 /// What a received message says about one waiting probe.
 pub struct Reply {
