@@ -592,4 +592,27 @@ pub(crate) mod tests {
         // Families stay declared even with no series.
         assert!(after.contains("# TYPE combo_pinger_rtt_seconds histogram"));
     }
+
+    #[test]
+    fn a_scraper_that_takes_gzip_gets_the_same_exposition_compressed() {
+        use std::io::Read as _;
+        let m = Arc::new(Metrics::default());
+        Recorder::default().record(&m, &report(vec![Outcome::Timeout]));
+        let endpoint = Endpoint(m.clone());
+        let ask = http::Ask {
+            gzip: true,
+            ..http::Ask::get("/metrics")
+        };
+        let http::Body::Gzip(bytes) = http::Routes::route(&endpoint, &ask).body else {
+            panic!("not compressed")
+        };
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, m.encode());
+        assert!(text.contains(r#"combo_pinger_target_up{kind="tcp",target="[::1]:22"} 0"#));
+        let plain = http::Routes::route(&endpoint, &http::Ask::get("/metrics"));
+        assert_eq!(plain.plain(), text);
+    }
 }

@@ -292,6 +292,14 @@ cmd_up() {
         pkill -f "^$repo/target/(release|debug)/combo-" 2>/dev/null || true
         net_down
     fi
+    # A cluster that ran in DIR before left its etcd data and its nodes'
+    # containerd stores: started on them, pods would find the old objects
+    # and run the old images of the same tags. Its mounts are gone once it
+    # is down; with one left, it is not.
+    if findmnt -rn -o TARGET | grep -q "^$dir/"; then
+        die "mounts of an earlier cluster are left under $dir: run cluster.sh down $dir first"
+    fi
+    rm -rf --one-file-system "$dir/etcd" "$dir/real"
     echo "$dir" >"$owner_file"
     flock -u 8
     ensure_packages
