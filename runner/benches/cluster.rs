@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use combo_api::{Debugger, RunId};
 use combo_runner::cli::Args;
-use combo_runner::cluster::{serve, Identity};
+use combo_runner::cluster::identity::Identity;
+use combo_runner::cluster::serve;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
 

@@ -39,10 +39,10 @@ use std::time::{Duration, Instant};
 use combo_api::{
     keys, Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary, WorkloadType,
 };
-use combo_runner::publish::{
+use combo_runner::cluster::publish::{
     attempt_timeout, retry_pause, spread_delay, Kept, Owner, Pending, Verdicts,
 };
-use combo_runner::writer::spawn_writer;
+use combo_runner::cluster::writer::spawn_writer;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use combo_api::Category;
 
-use crate::report::Format;
+use crate::run::report::Format;
 
 /// Runs the node inspection scripts and reports a per-node summary.
 ///
@@ -88,10 +88,10 @@ pub struct Args {
 pub enum Command {
     /// Ask DNS resolvers for names over UDP and TCP and print one
     /// script-contract line per resolver and transport.
-    Dns(crate::dns::DnsArgs),
+    Dns(crate::checks::dns::DnsArgs),
     /// Connect to a unix socket: exit 0 when a daemon accepts, else print
     /// why (a stale socket is refused) and exit 1.
-    ProbeSocket(crate::probe::ProbeSocketArgs),
+    ProbeSocket(crate::checks::probe::ProbeSocketArgs),
 }
 
 fn parse_category(s: &str) -> Result<Category, String> {

@@ -8,11 +8,11 @@ use std::time::Duration;
 use combo_api::RunId;
 
 use crate::cli::Args;
-use crate::errlog::{self, Layout};
-use crate::report;
+use crate::run::errlog::{self, Layout};
+use crate::run::report;
+use crate::run::state::{self, StateRoot};
 use crate::run::{self, RunConfig};
 use crate::shutdown::{self, Stop};
-use crate::state::{self, StateRoot};
 
 /// Exit code when every item is healthy.
 pub const EXIT_HEALTHY: u8 = 0;

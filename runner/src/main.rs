@@ -24,10 +24,10 @@ async fn main() -> ExitCode {
         )
         .init();
     if let Some(Command::Dns(dns)) = args.command {
-        return combo_runner::dns::run(dns, &args.host_root).await;
+        return combo_runner::checks::dns::run(dns, &args.host_root).await;
     }
     if let Some(Command::ProbeSocket(probe)) = args.command {
-        return combo_runner::probe::run(probe).await;
+        return combo_runner::checks::probe::run(probe).await;
     }
     let signals = match Signals::install() {
         Ok(s) => s,
@@ -36,7 +36,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(local::EXIT_SETUP);
         }
     };
-    if let Err(e) = combo_runner::reaper::adopt_orphans() {
+    if let Err(e) = combo_runner::run::reaper::adopt_orphans() {
         tracing::warn!(error = %e, "cannot adopt the orphans of scripts: processes they start outside their group are not killed");
     }
     if args.once {

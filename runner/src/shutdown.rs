@@ -26,12 +26,12 @@ impl Signals {
     }
 
     /// Waits for the first signal, then kills every running script's
-    /// process group before it returns (see [`crate::reaper::stop_all`]).
+    /// process group before it returns (see [`crate::run::reaper::stop_all`]).
     /// It does so without yielding, so the run in progress never takes
     /// another step once the signal is seen.
     pub async fn stopped(mut self) -> Stop {
         let stop = self.0.recv().await;
-        let killed = crate::reaper::stop_all();
+        let killed = crate::run::reaper::stop_all();
         tracing::info!(signal = stop.name(), killed, "stopping");
         stop
     }

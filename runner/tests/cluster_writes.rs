@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use combo_api::report::report_name;
 use combo_api::{Debugger, DebuggerReport, DebuggerSpec, ItemResult, NodeSummary};
-use combo_runner::publish::{Owner, Pending};
-use combo_runner::report::Sources;
-use combo_runner::writer::spawn_writer;
+use combo_runner::cluster::publish::{Owner, Pending};
+use combo_runner::cluster::writer::spawn_writer;
+use combo_runner::run::report::Sources;
 use kube::api::{ListParams, PostParams};
 use kube::Api;
 

@@ -12,10 +12,10 @@ use std::time::Duration;
 use combo_api::report::MAX_REPORT_RESULT_BYTES;
 use combo_api::summary::{CUT_MARKER, SHORTEST_MESSAGE};
 use combo_api::{Category, NodeSummary, RunId};
-use combo_runner::publish::{apply_body, Owner};
-use combo_runner::report::{self, Sources};
+use combo_runner::cluster::publish::{apply_body, Owner};
+use combo_runner::cluster::schedule::History;
+use combo_runner::run::report::{self, Sources};
 use combo_runner::run::{self, RunConfig};
-use combo_runner::schedule::History;
 use support::{err_of, once_as, once_yaml, parse_yaml, Tree};
 
 /// A script printing `n` lines `<kind> line-<i> ...` (`i` from 1), then `last`.

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use combo_runner::publish::Publisher;
+use combo_runner::cluster::publish::Publisher;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};

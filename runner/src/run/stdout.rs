@@ -4,7 +4,7 @@
 
 use combo_api::summary::CUT_MARKER;
 
-use crate::output::{parse_line, printable_message, Line};
+use crate::run::output::{parse_line, printable_message, Line};
 
 /// Most item lines taken from one script; the lines past it are counted
 /// (see [`Untaken`]).

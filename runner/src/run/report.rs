@@ -141,8 +141,8 @@ mod tests {
 
     use combo_api::{Category, RunId};
 
-    use crate::discover::Script;
-    use crate::exec::{Capture, Exit, Outcome};
+    use crate::run::discover::Script;
+    use crate::run::exec::{Capture, Exit, Outcome};
     use crate::run::ScriptRun;
 
     fn run(cat: Category, path: &str, items: Vec<(&str, ItemResult)>) -> ScriptRun {

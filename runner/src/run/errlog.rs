@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use combo_api::{Category, RunId};
 
-use crate::discover::ERRLOG_DIR;
+use crate::run::discover::ERRLOG_DIR;
 use crate::run::{Report, ScriptRun};
 
 /// Why an errlog could not be written.
@@ -122,7 +122,7 @@ pub fn render(run_id: RunId, category: Category, failed: &[&ScriptRun]) -> Strin
         s.push_str(&format!(
             "\n=== script: {}\nexit code: {}\nduration: {:.3}s\n",
             // One line whatever the file is named.
-            crate::output::printable_item(&run.script.path.to_string_lossy()),
+            crate::run::output::printable_item(&run.script.path.to_string_lossy()),
             run.outcome.exit.describe(),
             run.outcome.duration.as_secs_f64(),
         ));
@@ -276,8 +276,8 @@ mod tests {
     }
 
     fn report(category: Category, failed: bool) -> Report {
-        use crate::discover::Script;
-        use crate::exec::{Capture, Exit, Outcome};
+        use crate::run::discover::Script;
+        use crate::run::exec::{Capture, Exit, Outcome};
         let t = chrono::DateTime::parse_from_rfc3339("2026-11-22T06:00:00Z")
             .unwrap()
             .to_utc();

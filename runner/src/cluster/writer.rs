@@ -10,7 +10,7 @@ use std::time::Duration;
 use combo_api::retry::is_permanent;
 use tokio::sync::mpsc;
 
-use crate::publish::{
+use crate::cluster::publish::{
     attempt_timeout, retry_pause, spread_delay, spread_window, Pending, Publisher,
 };
 

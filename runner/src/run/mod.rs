@@ -9,11 +9,22 @@ use combo_api::summary::{untaken_message, OUTPUT_ITEM};
 use combo_api::{Category, ItemResult, RunId};
 use futures::StreamExt;
 
-use crate::discover::{self, Script};
-use crate::exec::{self, Exit, Outcome};
-use crate::output::Line;
-use crate::state::{self, StateRoot};
-use crate::stdout::{self as script_stdout, MAX_ITEMS};
+pub mod discover;
+pub mod errlog;
+pub mod exec;
+pub mod output;
+pub mod reaper;
+pub mod report;
+pub mod runlog;
+pub mod scripts_hash;
+pub mod state;
+pub mod stdout;
+
+use discover::Script;
+use exec::{Exit, Outcome};
+use output::Line;
+use state::StateRoot;
+use stdout::{self as script_stdout, MAX_ITEMS};
 
 /// What a run needs to know.
 #[derive(Clone, Debug)]
@@ -81,7 +92,7 @@ pub struct Report {
     /// Every script, sorted by category and path.
     pub scripts: Vec<ScriptRun>,
     /// The hash of the scripts the run executed (see
-    /// [`crate::scripts_hash`]).
+    /// [`crate::run::scripts_hash`]).
     pub scripts_hash: String,
 }
 
@@ -90,7 +101,7 @@ pub struct Report {
 pub async fn inspect(cfg: &RunConfig, run_id: RunId) -> discover::Result<Report> {
     let started_at = Utc::now();
     let scripts = discover::discover(&cfg.scripts, &cfg.categories)?;
-    let scripts_hash = crate::scripts_hash::scripts_hash(&cfg.scripts, &scripts);
+    let scripts_hash = crate::run::scripts_hash::scripts_hash(&cfg.scripts, &scripts);
     let previous = cfg.state.as_ref().and_then(StateRoot::previous_run);
     tracing::info!(run_id = %run_id, scripts = scripts.len(), scripts_hash = %scripts_hash,
         "run started");
@@ -198,7 +209,7 @@ pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)>
         _ if reported_err => None,
         Exit::Code(c) => Some(format!(
             "exit {c}: {}",
-            crate::output::printable_message(&outcome.last_stderr_line)
+            crate::run::output::printable_message(&outcome.last_stderr_line)
         )),
         Exit::Spawn(e) => Some(format!("exit 126: {e}")),
     };
@@ -229,5 +240,5 @@ pub fn items_of(script: &Script, outcome: &Outcome) -> Vec<(String, ItemResult)>
 }
 
 #[cfg(test)]
-#[path = "run_tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;

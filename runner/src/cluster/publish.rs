@@ -20,8 +20,8 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 
-use crate::report::Sources;
-use crate::schedule::History;
+use crate::cluster::schedule::History;
+use crate::run::report::Sources;
 
 /// Reason of the Event recorded after a run with failures
 /// (docs/runner.md, "`InspectionFailed` Event").

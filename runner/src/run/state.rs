@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use combo_api::RunId;
 
-use crate::discover::Script;
+use crate::run::discover::Script;
 
 /// The state root in a pod. With enableSys the operator mounts the
 /// Debugger's directory on the node here, so the state outlives the pod;

@@ -1,6 +1,6 @@
 use super::*;
-use crate::exec::Capture;
-use crate::stdout::Untaken;
+use crate::run::exec::Capture;
+use crate::run::stdout::Untaken;
 
 fn script(prefix: &str) -> Script {
     Script {

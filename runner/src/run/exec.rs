@@ -11,8 +11,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::task::JoinHandle;
 
-use crate::output::Line;
-use crate::stdout::{Collector, Untaken};
+use crate::run::output::Line;
+use crate::run::stdout::{Collector, Untaken};
 
 /// Most bytes of stdout and of stderr kept for the errlog (docs/runner.md, "Errlogs": 64 KiB).
 pub const CAPTURE_LIMIT: usize = 64 * 1024;
@@ -90,7 +90,7 @@ pub struct Outcome {
     /// Wall time from start to end.
     pub duration: Duration,
     /// The `ok`/`err`/`skip` lines it printed, in order, up to
-    /// [`crate::stdout::MAX_ITEMS`].
+    /// [`crate::run::stdout::MAX_ITEMS`].
     pub lines: Vec<Line>,
     /// What it printed on stdout that was not taken as an item.
     pub untaken: Untaken,
@@ -106,7 +106,7 @@ pub struct Outcome {
 async fn spawn(cmd: &mut Command) -> std::io::Result<tokio::process::Child> {
     let give_up = Instant::now() + BUSY_RETRY;
     loop {
-        match crate::reaper::spawn(cmd) {
+        match crate::run::reaper::spawn(cmd) {
             Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) && Instant::now() < give_up => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -118,7 +118,7 @@ async fn spawn(cmd: &mut Command) -> std::io::Result<tokio::process::Child> {
 /// Runs `path` with `env` added to the runner's environment, in a process
 /// group of its own, killing the whole group after `timeout`. When the script
 /// ends, whatever it left running in its group is killed too, and so is
-/// what it left outside its group (see [`crate::reaper`]).
+/// what it left outside its group (see [`crate::run::reaper`]).
 pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outcome {
     let start = Instant::now();
     let mut cmd = Command::new(path);
@@ -163,8 +163,8 @@ pub async fn run(path: &Path, env: &[(&str, String)], timeout: Duration) -> Outc
         }
     };
     kill_group(pgid);
-    crate::reaper::finished(pgid.map(|p| p.as_raw() as u32));
-    crate::reaper::sweep().await;
+    crate::run::reaper::finished(pgid.map(|p| p.as_raw() as u32));
+    crate::run::reaper::sweep().await;
     let duration = start.elapsed();
 
     let (lines, untaken, stdout) = join_reader(stdout).await.unwrap_or_default();

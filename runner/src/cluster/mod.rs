@@ -12,55 +12,19 @@ use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
 use tokio::sync::watch;
 
+pub mod identity;
+pub mod publish;
+pub mod schedule;
+pub mod writer;
+
 use crate::cli::Args;
-use crate::errlog::{self, Layout};
-use crate::publish::{self, Kept, Pending, Publisher};
-use crate::report;
-use crate::run::{self, RunConfig};
-use crate::schedule::{self, Decision, History};
+use crate::run::errlog::{self, Layout};
+use crate::run::state::{self, StateRoot};
+use crate::run::{self, report, RunConfig};
 use crate::shutdown::{self, Stop};
-use crate::state::{self, StateRoot};
-
-/// Why in-cluster mode cannot start.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A required environment variable is missing.
-    #[error("environment variable {0} is not set (it comes from the pod's downward API)")]
-    Env(&'static str),
-    /// No Kubernetes client could be built.
-    #[error("no Kubernetes client")]
-    Client(#[source] kube::Error),
-}
-
-/// Who this runner is, from the pod's environment.
-#[derive(Clone, Debug)]
-pub struct Identity {
-    /// The node (NODE_NAME): this runner's key in the summary.
-    pub node: String,
-    /// The runner's pod (POD_NAME), where Events go.
-    pub pod: String,
-    /// Namespace of the pod and the Debugger (POD_NAMESPACE).
-    pub namespace: String,
-    /// The Debugger followed (DEBUGGER_NAME).
-    pub debugger: String,
-}
-
-impl Identity {
-    fn from_env() -> Result<Identity, Error> {
-        let var = |k: &'static str| {
-            std::env::var(k)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .ok_or(Error::Env(k))
-        };
-        Ok(Identity {
-            node: var(keys::env::NODE_NAME)?,
-            pod: var(keys::env::POD_NAME)?,
-            namespace: var(keys::env::POD_NAMESPACE)?,
-            debugger: var(keys::env::DEBUGGER_NAME)?,
-        })
-    }
-}
+use identity::{Error, Identity};
+use publish::{Kept, Pending, Publisher};
+use schedule::{Decision, History};
 
 /// Runs until `stop` resolves, then exits with the signal's status;
 /// returns 2 when the pod's environment is incomplete.
@@ -89,7 +53,7 @@ pub async fn run(args: Args, stop: impl Future<Output = Stop>) -> ExitCode {
 /// Then the run in progress, if any, is dropped where it stands (`stop`
 /// has killed its scripts): no errlog and no report of it is written. A
 /// result of an earlier run still waiting to be written gets one attempt
-/// of at most [`crate::writer::FLUSH_LIMIT`]. Returns what stopped it.
+/// of at most [`writer::FLUSH_LIMIT`]. Returns what stopped it.
 pub async fn serve(
     args: Args,
     id: Identity,
@@ -103,7 +67,7 @@ pub async fn serve(
         id.node.clone(),
         id.pod.clone(),
     );
-    let writer = crate::writer::spawn_writer(publisher.clone());
+    let writer = writer::spawn_writer(publisher.clone());
     let scheduler = Scheduler {
         args,
         id,
@@ -117,7 +81,7 @@ pub async fn serve(
         // It ends only if the Debugger's watch does; wait for the signal.
         _ = scheduler.run() => stop.await,
     };
-    writer.flush(crate::writer::FLUSH_LIMIT).await;
+    writer.flush(writer::FLUSH_LIMIT).await;
     stopped
 }
 
@@ -148,7 +112,7 @@ struct Scheduler {
     args: Args,
     id: Identity,
     publisher: Publisher,
-    writer: crate::writer::Writer,
+    writer: writer::Writer,
     spec_rx: watch::Receiver<Option<Debugger>>,
 }
 
@@ -335,7 +299,7 @@ impl Scheduler {
         // Whole: the report counts every failure and is cut to fit when written.
         let summary: NodeSummary = report::summary(&report);
         let failed = summary.failed_count();
-        crate::runlog::log(run_id, &summary, report.scripts.len());
+        crate::run::runlog::log(run_id, &summary, report.scripts.len());
         // From the whole result, so items the report folds keep their verdicts;
         // kept even if the write fails: a newer result that replaces an unwritten
         // one still counts this run (docs/reference.md, "DebuggerReport history").
@@ -399,13 +363,13 @@ fn reap_orphans() {
 }
 
 #[cfg(test)]
-#[path = "cluster_tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "cluster_run_now_tests.rs"]
+#[path = "run_now_tests.rs"]
 mod run_now_tests;
 
 #[cfg(test)]
-#[path = "cluster_history_tests.rs"]
+#[path = "history_tests.rs"]
 mod history_tests;

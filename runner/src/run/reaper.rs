@@ -209,7 +209,7 @@ async fn reap(pid: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{self, Exit};
+    use crate::run::exec::{self, Exit};
     use crate::testdir::TestDir;
 
     fn running(pid: i32) -> bool {

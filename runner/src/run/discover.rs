@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use combo_api::Category;
 
-use crate::output::script_item;
+use crate::run::output::script_item;
 
 /// Directory inside a category that holds its errlogs.
 pub const ERRLOG_DIR: &str = "errlog";

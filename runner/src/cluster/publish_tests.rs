@@ -1,5 +1,5 @@
 use super::*;
-use crate::writer::{write, Written};
+use crate::cluster::writer::{write, Written};
 use combo_api::{DebuggerReport, DebuggerReportSpec, ItemResult};
 use combo_testkit::stand_in::{Answer, Request, StandIn};
 
@@ -183,9 +183,9 @@ fn script_run(
     script: &str,
     items: Vec<(String, ItemResult)>,
 ) -> crate::run::ScriptRun {
-    use crate::exec::{Capture, Exit, Outcome};
+    use crate::run::exec::{Capture, Exit, Outcome};
     crate::run::ScriptRun {
-        script: crate::discover::Script {
+        script: crate::run::discover::Script {
             category,
             path: format!("/scripts/{category}/{script}.sh").into(),
             name: script.into(),
@@ -240,7 +240,7 @@ fn the_report_of_a_busy_node_lists_every_item_and_its_kernel_lines() {
         scripts_hash: String::new(),
         scripts,
     };
-    let summary = crate::report::summary(&report);
+    let summary = crate::run::report::summary(&report);
     let b = node_1_body(&summary, &Sources::of(&report), &Kept::default());
     let spec: DebuggerReportSpec = serde_json::from_value(b["spec"].clone()).unwrap();
     assert_eq!(
@@ -290,7 +290,7 @@ fn a_cut_report_keeps_a_lone_failure_of_one_script_beside_many_of_another() {
             scripts_hash: String::new(),
             scripts: vec![many(Category::Net, "counters"), lone(category, lone_item)],
         };
-        let summary = crate::report::summary(&report);
+        let summary = crate::run::report::summary(&report);
         let b = node_1_body(&summary, &Sources::of(&report), &Kept::default());
         let cat = category.as_str();
         assert_eq!(

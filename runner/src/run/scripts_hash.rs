@@ -13,7 +13,7 @@ use std::path::Path;
 
 use combo_api::hash::{fnv1a, fnv1a_more, mix64};
 
-use crate::discover::Script;
+use crate::run::discover::Script;
 
 /// Hex digits of the hash a report carries.
 pub const DIGITS: usize = 12;
@@ -86,7 +86,7 @@ fn lib_files(root: &Path) -> Vec<(String, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discover::discover;
+    use crate::run::discover::discover;
     use crate::testdir::TestDir;
     use combo_api::Category;
 
