@@ -13,6 +13,7 @@
 //! * [`summary`]: the summary ConfigMap;
 //! * [`node_events`]: Events on the Node of the items that fail and recover;
 //! * [`workload`]: what a Debugger becomes (Pod or DaemonSet, RBAC);
+//! * [`edge`]: how every writer's requests and Events go out;
 //! * [`state`]: what outlives a reconcile (context, caches, pacing);
 //! * [`metrics`]: the operator's and the results' metrics;
 //! * [`reports`]: what the nodes report;
@@ -32,6 +33,7 @@ pub mod pinger;
 pub mod summary;
 pub mod workload;
 
+pub mod edge;
 pub mod state;
 
 pub mod metrics;

@@ -3,7 +3,10 @@
 //! * no two modules of a crate import each other in a circle, directly or
 //!   through others, and neither do its folders;
 //! * no product file of any crate is over [`MAX_LINES`] lines, tests left
-//!   out (`*_tests.rs` files and everything from `#[cfg(test)]` on).
+//!   out (`*_tests.rs` files and everything from `#[cfg(test)]` on);
+//! * the operator's `core/` does no I/O, `edge/` (every writer's requests)
+//!   uses only `metrics/`, and `summary/` and `pinger/` write through
+//!   `edge/`, not `workload/`.
 //!
 //! An import is any `crate::`, `super::` or `self::` path in code (comments
 //! left out), including each path of a `use crate::{...}` group.
@@ -305,6 +308,40 @@ fn no_two_operator_folders_import_each_other_in_a_circle() {
         "core/ is what the others share and uses none of them: {:?}",
         graph["core"]
     );
+    // Every writer sends through edge/, which knows no writer.
+    assert!(
+        graph["edge"].iter().all(|f| f == "metrics"),
+        "edge/ uses only metrics/: {:?}",
+        graph["edge"]
+    );
+    for writer in ["summary", "pinger"] {
+        assert!(
+            !graph[writer].contains("workload"),
+            "{writer}/ writes through edge/, not workload/: {:?}",
+            graph[writer]
+        );
+    }
+}
+
+#[test]
+fn core_does_no_io() {
+    let src = repo().join("operator/src/core");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 5, "files found: {}", files.len());
+    let io: Vec<String> = files
+        .iter()
+        .filter(|f| !f.to_string_lossy().ends_with("_tests.rs"))
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).expect("source file");
+            let code = code_only(product_part(&text));
+            ["async fn", ".await", "Client"]
+                .iter()
+                .find(|w| code.contains(*w))
+                .map(|w| format!("{} ({w})", f.display()))
+        })
+        .collect();
+    assert!(io.is_empty(), "core/ holds no I/O: {io:#?}");
 }
 
 #[test]
@@ -401,3 +438,4 @@ fn a_circle_through_three_modules_is_found_and_a_chain_is_not() {
         ["x", "y", "x"]
     );
 }
+

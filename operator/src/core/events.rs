@@ -5,8 +5,7 @@
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use combo_api::RunAt;
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder};
-use kube::Resource;
+use kube::runtime::events::{Event, EventType};
 
 use crate::core::change::Change;
 use crate::core::validate::Invalid;
@@ -118,15 +117,6 @@ pub fn for_refused_pods(message: &str) -> Event {
         note: Some(note(message)),
         action: "Create".into(),
         secondary: None,
-    }
-}
-
-/// Publishes `event` on `obj` (a Debugger or a Pinger); a failure is
-/// logged, never fatal.
-pub async fn publish<K: Resource<DynamicType = ()>>(recorder: &Recorder, obj: &K, event: Event) {
-    let reference = obj.object_ref(&());
-    if let Err(e) = recorder.publish(&event, &reference).await {
-        tracing::warn!(error = %e, reason = %event.reason, "publishing event failed");
     }
 }
 

@@ -1,6 +1,8 @@
 //! The spec hash: what the operator stamps on every object it renders, so
 //! that an apply that would change nothing is not sent.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
@@ -21,4 +23,14 @@ pub fn spec_hash_of(meta: &ObjectMeta) -> Option<&str> {
 pub fn spec_hash<T: Serialize>(obj: &T) -> String {
     let json = serde_json::to_vec(obj).expect("rendered objects always serialise");
     combo_api::hash::fnv1a_hex(&json)
+}
+
+/// Stamps `obj` with the hash of its rendered form.
+pub fn stamped<T: Serialize>(mut obj: T, meta: impl Fn(&mut T) -> &mut ObjectMeta) -> T {
+    let hash = spec_hash(&obj);
+    meta(&mut obj)
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(ANNOTATION_SPEC_HASH.into(), hash);
+    obj
 }

@@ -15,6 +15,7 @@ use crate::core::change::Change;
 use crate::core::status::{self, PodCounts};
 use crate::core::validate::{self, Invalid, Rejected, Valid};
 use crate::debugger::decide::Converged;
+use crate::edge::apply::{controlled_by, Error as ApplyError};
 use crate::state::context::Context;
 use crate::state::observed::Observed;
 use crate::{core::events, summary::plan, workload::apply, workload::rbac, workload::render};
@@ -30,7 +31,7 @@ pub enum Outcome {
     /// The API server refuses the workload for good (`WorkloadRefused`);
     /// the error is returned after the status, so that the retry backs
     /// off.
-    Refused(Rejected, apply::Error),
+    Refused(Rejected, ApplyError),
 }
 
 /// Converges a `valid` Debugger. A name another owner holds turns the
@@ -41,10 +42,10 @@ pub async fn converge(
     ctx: &Arc<Context>,
     observed: &Observed,
     valid: Valid,
-) -> Result<Outcome, apply::Error> {
+) -> Result<Outcome, ApplyError> {
     match workload(dbg, ctx, observed, &valid).await {
         Ok(done) => Ok(Outcome::Applied(valid, Box::new(done))),
-        Err(apply::Error::NotOwned { kind, name }) => {
+        Err(ApplyError::NotOwned { kind, name }) => {
             if kind == "ConfigMap" {
                 // The summary is another's: this Debugger runs nothing
                 // (docs/operator.md, "What the operator writes"), also when
@@ -60,10 +61,10 @@ pub async fn converge(
         Err(e) => {
             let failures = ctx.records.failures(dbg);
             let reported = match &e {
-                apply::Error::Write { kind, name, source } => {
+                ApplyError::Write { kind, name, source } => {
                     validate::refusal(kind, name, source, failures)
                 }
-                apply::Error::NotOwned { .. } => None,
+                ApplyError::NotOwned { .. } => None,
             };
             match reported {
                 Some(refused) => Ok(Outcome::Refused(Rejected::after(valid, refused), e)),
@@ -81,7 +82,7 @@ pub async fn rejected(
     ctx: &Arc<Context>,
     observed: &Observed,
     rejected: Rejected,
-) -> Result<Outcome, apply::Error> {
+) -> Result<Outcome, ApplyError> {
     if plan::taken(dbg, observed) {
         apply::remove_workload(&ctx.client, &ctx.metrics, &ctx.caches, dbg, observed).await?;
     }
@@ -95,7 +96,7 @@ async fn workload(
     ctx: &Arc<Context>,
     observed: &Observed,
     valid: &Valid,
-) -> Result<Converged, apply::Error> {
+) -> Result<Converged, ApplyError> {
     let summary = plan::desired(dbg, observed);
     // Checked first: a summary name taken by another owner is an invalid
     // spec, and then no workload is written.
@@ -131,14 +132,12 @@ pub fn workload_counts(dbg: &Debugger, observed: &Observed) -> Option<PodCounts>
     let ds = observed
         .daemonset
         .as_ref()
-        .filter(|d| apply::controlled_by(&d.metadata, dbg))
+        .filter(|d| controlled_by(&d.metadata, dbg))
         .map(status::daemonset_counts);
     let pod = observed
         .pod
         .as_ref()
-        .filter(|p| {
-            apply::controlled_by(&p.metadata, dbg) && p.metadata.deletion_timestamp.is_none()
-        })
+        .filter(|p| controlled_by(&p.metadata, dbg) && p.metadata.deletion_timestamp.is_none())
         .map(status::pod_counts);
     match dbg.spec.workload_type {
         combo_api::WorkloadType::Daemonset => ds.or(pod),

@@ -4,8 +4,8 @@
 use kube::runtime::controller::Action;
 
 use crate::core::validate::Invalid;
+use crate::edge::apply;
 use crate::marks::{self, step};
-use crate::workload::apply;
 
 /// Errors of a reconcile.
 #[derive(Debug, thiserror::Error)]

@@ -21,7 +21,7 @@ use crate::debugger::error::Error;
 use crate::marks::step::{self, MarksWrites};
 use crate::state::context::Context;
 use crate::state::observed::Observed;
-use crate::{core::events, reports::aggregate, reports::store, workload::apply};
+use crate::{edge, reports::aggregate, reports::store};
 
 /// What the write stage makes for one Debugger.
 pub struct Writes {
@@ -94,7 +94,7 @@ async fn write_plan(
         }
     }
     for event in events {
-        events::publish(&ctx.recorder, dbg, event).await;
+        edge::events::publish(&ctx.recorder, dbg, event).await;
     }
     // Status and summary: at most one write each per `coalesce::WINDOW`,
     // a large summary less often while reports come (`coalesce`); what
@@ -270,7 +270,7 @@ async fn remove_run_now(ctx: &Context, dbg: &Debugger, value: &str) {
 const RUN_NOW_ATTEMPTS: usize = 3;
 
 async fn write_status(ctx: &Context, dbg: &Debugger, new: &DebuggerStatus) -> Result<(), Error> {
-    apply::status(&ctx.client, &ctx.metrics, dbg, new, "DebuggerStatus")
+    edge::apply::status(&ctx.client, &ctx.metrics, dbg, new, "DebuggerStatus")
         .await
         .map_err(Error::Status)
 }

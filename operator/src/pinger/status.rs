@@ -132,9 +132,9 @@ pub async fn reconcile(
             action: "Validate".into(),
             secondary: None,
         };
-        crate::core::events::publish(&ctx.recorder, pinger.as_ref(), event).await;
+        crate::edge::events::publish(&ctx.recorder, pinger.as_ref(), event).await;
     }
-    crate::workload::apply::status(
+    crate::edge::apply::status(
         &ctx.client,
         &ctx.metrics,
         pinger.as_ref(),

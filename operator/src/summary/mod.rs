@@ -2,4 +2,5 @@
 //! its paced write ([`write`](mod@write)).
 
 pub mod plan;
+pub mod render;
 pub mod write;

@@ -9,12 +9,12 @@ use combo_api::Debugger;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::core::validate::{Invalid, Rejected};
+use crate::edge::apply::controlled_by;
 use crate::reports::aggregate;
 use crate::state::cache::Summary;
 use crate::state::observed::Observed;
+use crate::summary::render;
 use crate::summary::write::{summary_due, SummaryWrite};
-use crate::workload::apply::controlled_by;
-use crate::workload::render;
 
 /// The summary ConfigMap `dbg` should hold, from the reports `observed`.
 pub fn desired(dbg: &Debugger, observed: &Observed) -> ConfigMap {

@@ -1,5 +1,5 @@
 //! The summary ConfigMap's write: whether it is due (create, apply or take
-//! over, decided purely) and the write itself, through [`crate::workload::apply`]'s
+//! over, decided purely) and the write itself, through [`crate::edge::apply`]'s
 //! server-side apply and errors.
 
 use combo_api::keys::FIELD_MANAGER_OPERATOR;
@@ -8,9 +8,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, Client, ResourceExt};
 
 use crate::core::spec_hash::spec_hash_of;
+use crate::edge::apply::{apply, controlled_by, not_owned, Error};
 use crate::metrics::registry::Metrics;
 use crate::state::cache::{Caches, Summary};
-use crate::workload::apply::{apply, controlled_by, not_owned, Error};
 
 /// How the summary ConfigMap has to be written, if at all: created when
 /// missing; applied when not as rendered; taken over when other field

@@ -1,7 +1,7 @@
 use super::*;
+use crate::edge::apply::Error;
 use crate::state::cache::Summary;
-use crate::workload::apply::Error;
-use crate::workload::render;
+use crate::summary::render;
 use combo_testkit::fixtures::debugger;
 use k8s_openapi::api::core::v1::ConfigMap;
 

@@ -28,9 +28,9 @@ use tracing::{info, warn};
 
 use crate::core::spec_hash::{spec_hash, spec_hash_of};
 use crate::core::validate::Valid;
+use crate::edge::apply;
 use crate::metrics::registry::Metrics;
 use crate::state::cache::{lookup, Caches, Slim};
-use crate::workload::apply;
 
 /// `app.kubernetes.io/component` of the workload RBAC.
 pub const COMPONENT: &str = "workload";

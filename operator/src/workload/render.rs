@@ -10,17 +10,15 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource,
-    LocalObjectReference, Pod, PodSecurityContext, PodSpec, PodTemplateSpec, Sysctl, Volume,
+    ConfigMapVolumeSource, EmptyDirVolumeSource, HostPathVolumeSource, LocalObjectReference, Pod,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Sysctl, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::Resource;
-use serde::Serialize;
 
 use crate::core::images::Images;
-use crate::core::spec_hash::{spec_hash, spec_hash_of, ANNOTATION_SPEC_HASH};
+use crate::core::spec_hash::{spec_hash_of, stamped};
 use crate::core::validate::Valid;
 use crate::workload::containers::{pinger_container, runner};
 use crate::workload::mounts::{
@@ -112,36 +110,6 @@ pub fn workload(dbg: &Debugger, valid: &Valid, account_uid: Option<&str>) -> Wor
             Workload::Pod(Box::new(stamped(pod, |p| &mut p.metadata)))
         }
     }
-}
-
-/// The summary ConfigMap with `data` (one key per node, from
-/// [`crate::reports::aggregate::summary_data`]). Every write of the operator carries
-/// the whole data, so its field manager owns every key and a key left out
-/// is removed. The spec hash covers the data too.
-pub fn summary_config_map(dbg: &Debugger, data: BTreeMap<String, String>) -> ConfigMap {
-    let name = dbg.metadata.name.clone().unwrap_or_default();
-    let cm = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(dbg.spec.summary_name(&name)),
-            namespace: dbg.metadata.namespace.clone(),
-            labels: Some(keys::workload_labels(&name)),
-            owner_references: dbg.controller_owner_ref(&()).map(|o| vec![o]),
-            ..ObjectMeta::default()
-        },
-        data: Some(data),
-        ..ConfigMap::default()
-    };
-    stamped(cm, |c| &mut c.metadata)
-}
-
-/// Stamps `obj` with the hash of its rendered form.
-pub fn stamped<T: Serialize>(mut obj: T, meta: impl Fn(&mut T) -> &mut ObjectMeta) -> T {
-    let hash = spec_hash(&obj);
-    meta(&mut obj)
-        .annotations
-        .get_or_insert_with(BTreeMap::new)
-        .insert(ANNOTATION_SPEC_HASH.into(), hash);
-    obj
 }
 
 fn pod_annotations(dbg: &Debugger, account_uid: Option<&str>) -> Option<BTreeMap<String, String>> {

@@ -274,27 +274,6 @@ fn a_new_service_account_changes_the_pod_template_of_both_types() {
 }
 
 #[test]
-fn summary_config_map_is_owned_and_its_hash_covers_the_data() {
-    let data = |v: &str| BTreeMap::from([("node-1".to_string(), v.to_string())]);
-    let cm = summary_config_map(&debugger("ops", "node-check").build(), data("runAt: a\n"));
-    assert_eq!(cm.metadata.name.as_deref(), Some("node-check-summary"));
-    assert_eq!(cm.data.as_ref().unwrap()["node-1"], "runAt: a\n");
-    assert_eq!(
-        cm.metadata.owner_references.clone().unwrap()[0].controller,
-        Some(true)
-    );
-    let other = summary_config_map(&debugger("ops", "node-check").build(), data("runAt: b\n"));
-    assert_ne!(spec_hash_of(&cm.metadata), spec_hash_of(&other.metadata));
-    let named = summary_config_map(
-        &debugger("ops", "node-check")
-            .summary_config_map("results")
-            .build(),
-        BTreeMap::new(),
-    );
-    assert_eq!(named.metadata.name.as_deref(), Some("results"));
-}
-
-#[test]
 fn spec_hash_changes_with_the_rendered_spec_and_only_with_it() {
     let a = rendered_alone(&debugger("ops", "node-check").build());
     let b = rendered_alone(&debugger("ops", "node-check").build());
