@@ -438,4 +438,3 @@ fn a_circle_through_three_modules_is_found_and_a_chain_is_not() {
         ["x", "y", "x"]
     );
 }
-

@@ -11,8 +11,9 @@
 #   each right values file of the chart's ci/ installs an operator that
 #     becomes Ready, with its values ("schema: installed M of M right ones");
 #   helm install from the first package, with imagePullSecrets and the node
-#     sample with its Pinger as the values debuggers and pingers: they run,
-#     and a run reaches every node's summary;
+#     sample with its Pinger as the values debuggers and pingers (the
+#     Debugger at priorityClassName system-node-critical, which its pods
+#     carry): they run, and a run reaches every node's summary;
 #   helm push of the second package to the registry (OCI, plain HTTP) and
 #     helm upgrade from oci://: the operator's pod is replaced, every node
 #     keeps its key in the summary and the Debugger stays Ready at every
@@ -180,11 +181,14 @@ install_right_values() {
 
 # The Debugger and Pinger of config/samples/debugger_daemonset_mesh.yaml as
 # the chart's values debuggers and pingers, in namespace $ns.
+# The node sample's Debugger and Pinger as the chart's values, the Debugger's
+# pods at the priority node agents run at.
 sample_values() {
     # shellcheck disable=SC2016 # $ns is jq's
     yq -y -s --arg ns "$ns" '{
         pingers: [.[] | select(.kind == "Pinger") | {name: .metadata.name, namespace: $ns, spec}],
-        debuggers: [.[] | select(.kind == "Debugger") | {name: .metadata.name, namespace: $ns, spec}]}' \
+        debuggers: [.[] | select(.kind == "Debugger")
+            | {name: .metadata.name, namespace: $ns, spec: (.spec + {priorityClassName: "system-node-critical"})}]}' \
         "$repo/config/samples/debugger_daemonset_mesh.yaml"
 }
 
@@ -208,6 +212,12 @@ install_and_run() {
     [[ $(kubectl get pinger -n "$ns" mesh -o jsonpath='{.metadata.labels.app\.kubernetes\.io/managed-by}') == Helm ]] ||
         fail "the chart made no Pinger $ns/mesh from its values"
     wait_until 180 "a Ready pod of the Debugger from values on every node" workload_ready
+    # The API server resolves the class to its value: the name reached the pods.
+    local priorities
+    priorities=$(kubectl get pods -n "$ns" -o json |
+        jq -r '.items[] | "\(.spec.priorityClassName // "-") \(.spec.priority // "-")"' | sort -u)
+    [[ $priorities == "system-node-critical 2000001000" ]] ||
+        fail "the Debugger's priorityClassName did not reach its pods: $priorities"
     run_reaches_every_node
     passed
 }

@@ -1,6 +1,6 @@
 //! The schema as strict as the operator: wrong values generated from it
 //! refused by path, the right values of `ci/` rendered, the Kubernetes
-//! types those of the CRDs.
+//! types those of the CRDs and of k8s-openapi.
 
 use super::*;
 
@@ -331,4 +331,111 @@ fn the_schema_types_affinity_and_tolerations_as_the_crds_do() {
         schema["definitions"]["Toleration"]["additionalProperties"],
         serde_json::Value::Bool(false)
     );
+}
+
+/// A Kubernetes type's own schema, from k8s-openapi (the API server's
+/// OpenAPI definitions).
+fn openapi<T: schemars::JsonSchema>() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(T)).expect("a schema is JSON")
+}
+
+/// `s` with its `$ref` resolved: `#/definitions/` of the chart's schema or
+/// `#/$defs/` of k8s-openapi's.
+fn followed<'a>(root: &'a serde_json::Value, s: &'a serde_json::Value) -> &'a serde_json::Value {
+    match s["$ref"].as_str() {
+        Some(r) if r.starts_with("#/definitions/") => {
+            followed(root, &root["definitions"][&r["#/definitions/".len()..]])
+        }
+        Some(r) if r.starts_with("#/$defs/") => {
+            followed(root, &root["$defs"][&r["#/$defs/".len()..]])
+        }
+        _ => s,
+    }
+}
+
+/// The JSON types `s` allows, `null` left out (k8s-openapi marks every
+/// optional field nullable; the chart leaves such a field out instead).
+fn types(s: &serde_json::Value) -> Vec<String> {
+    let mut t: Vec<String> = match &s["type"] {
+        serde_json::Value::String(t) => vec![t.clone()],
+        serde_json::Value::Array(a) => a
+            .iter()
+            .filter_map(|t| t.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    };
+    t.retain(|t| t != "null");
+    t
+}
+
+/// Where the chart's schema `ours` (in `our_root`) and Kubernetes' `theirs`
+/// (in `their_root`) differ in shape: a field one has and the other lacks,
+/// or another JSON type. Constraints the chart adds (patterns, bounds,
+/// enums) are not differences.
+fn differences(
+    (our_root, ours): (&serde_json::Value, &serde_json::Value),
+    (their_root, theirs): (&serde_json::Value, &serde_json::Value),
+    path: &str,
+    out: &mut Vec<String>,
+) {
+    let ours = followed(our_root, ours);
+    let theirs = followed(their_root, theirs);
+    let (ot, tt) = (types(ours), types(theirs));
+    if !ot.is_empty() && !tt.is_empty() && ot != tt {
+        out.push(format!("{path}: the chart says {ot:?}, Kubernetes {tt:?}"));
+        return;
+    }
+    let empty = serde_json::Map::new();
+    let op = ours["properties"].as_object().unwrap_or(&empty);
+    let tp = theirs["properties"].as_object().unwrap_or(&empty);
+    for (k, v) in op {
+        match tp.get(k) {
+            Some(t) => differences((our_root, v), (their_root, t), &format!("{path}.{k}"), out),
+            None => out.push(format!("{path}.{k}: not a field of the Kubernetes type")),
+        }
+    }
+    for k in tp.keys().filter(|k| !op.contains_key(*k)) {
+        out.push(format!(
+            "{path}.{k}: a field of the Kubernetes type the chart refuses"
+        ));
+    }
+    for key in ["items", "additionalProperties"] {
+        if ours[key].is_object() && theirs[key].is_object() {
+            differences(
+                (our_root, &ours[key]),
+                (their_root, &theirs[key]),
+                &format!("{path}[]"),
+                out,
+            );
+        }
+    }
+}
+
+#[test]
+fn the_schema_s_kubernetes_types_have_the_fields_and_types_of_k8s_openapi_s() {
+    use k8s_openapi::api::apps::v1::DeploymentStrategy;
+    use k8s_openapi::api::core::v1::{
+        EnvVar, PodSecurityContext, ResourceRequirements, SecurityContext,
+    };
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(chart().join("values.schema.json")).expect("the schema"),
+    )
+    .expect("the schema is JSON");
+    let types = [
+        ("ResourceRequirements", openapi::<ResourceRequirements>()),
+        ("PodSecurityContext", openapi::<PodSecurityContext>()),
+        ("SecurityContext", openapi::<SecurityContext>()),
+        ("EnvVar", openapi::<EnvVar>()),
+        ("DeploymentStrategy", openapi::<DeploymentStrategy>()),
+    ];
+    let mut found = Vec::new();
+    for (name, theirs) in &types {
+        differences(
+            (&schema, &schema["definitions"][name]),
+            (theirs, theirs),
+            name,
+            &mut found,
+        );
+    }
+    assert!(found.is_empty(), "{} differences: {found:#?}", found.len());
 }
